@@ -1,0 +1,133 @@
+"""Expression helpers shared by every metric: input conversion, weights, the null mask.
+
+Conventions (SPEC §2) implemented once here:
+
+* every column argument is ``str | pl.Expr`` and goes through :func:`to_expr`;
+* numeric inputs are cast to Float64 *before* any arithmetic, so Float32 inputs never
+  accumulate in Float32 and boolean/UInt32 sums never wrap;
+* the weighted formula is the only formula: no weight means ``pl.lit(1.0)``;
+* a row with a null in any input is ignored (:func:`drop_null_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
+
+F64 = pl.Float64
+NAN = float("nan")
+
+
+def to_expr(value: IntoExpr) -> pl.Expr:
+    """Turn a column name into ``pl.col(name)``; pass expressions through."""
+    if isinstance(value, pl.Expr):
+        return value
+    if isinstance(value, str):
+        return pl.col(value)
+    raise InvalidParameterError(
+        f"a column argument must be a column name (str) or a polars expression; got {type(value).__name__}"
+    )
+
+
+def column_name(value: IntoExpr) -> str:
+    """The name a column argument is known by, for messages."""
+    if isinstance(value, str):
+        return value
+    try:
+        return value.meta.output_name()
+    except Exception:  # noqa: BLE001 - an expression without a single root column
+        return str(value)
+
+
+def to_float(value: IntoExpr) -> pl.Expr:
+    """A numeric input as Float64 (ints, bools and Float32 alike)."""
+    return to_expr(value).cast(F64)
+
+
+def binary_label(label: IntoExpr, pos_label: Any = None) -> pl.Expr:
+    """The 0/1 label as Float64; with ``pos_label`` the label is ``label == pos_label``."""
+    expr = to_expr(label)
+    if pos_label is not None:
+        return pl.when(expr.is_null()).then(None).otherwise(expr == pos_label).cast(F64)
+    return expr.cast(F64)
+
+
+def weight_expr(weight: IntoExpr | None) -> pl.Expr:
+    """The weight column as Float64; ``None`` means every row weighs 1."""
+    if weight is None:
+        return pl.lit(1.0, dtype=F64)
+    return to_float(weight)
+
+
+def not_null(*exprs: pl.Expr) -> pl.Expr:
+    """True where every input is non-null."""
+    return pl.all_horizontal([e.is_not_null() for e in exprs])
+
+
+def drop_null_rows(
+    *exprs: pl.Expr, weight: pl.Expr, drop_zero_weight: bool = False
+) -> list[pl.Expr]:
+    """Filter every input (and the weight, last) to the rows where no input is null.
+
+    Sort-based metrics also drop rows of zero weight (``drop_zero_weight``): they carry
+    no mass, and must not add a threshold to a curve (as scikit-learn does).
+    """
+    keep = not_null(*exprs, weight)
+    if drop_zero_weight:
+        keep = keep & (weight != 0.0)
+    return [e.filter(keep) for e in (*exprs, weight)]
+
+
+def safe_div(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """``num / den``, null where the denominator is 0 (an undefined value, never 0 or inf)."""
+    return pl.when(den != 0.0).then(num / den).otherwise(None)
+
+
+def nan_guard(result: pl.Expr, *inputs: pl.Expr) -> pl.Expr:
+    """NaN when any input holds a NaN (SPEC §2: a bare expression gives NaN, never a number).
+
+    Needed where NaN would otherwise be *ordered* or *compared* (Polars sorts NaN above
+    every float and ``NaN >= 0.5`` is true) rather than propagated by arithmetic.
+    """
+    has_nan = pl.any_horizontal([e.is_nan().any() for e in inputs])
+    return pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(result)
+
+
+def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> None:
+    """Raise unless ``value`` is a positive integer (or None when allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
+
+
+def check_fraction(
+    name: str, value: Any, *, low_open: bool = False, high_open: bool = False
+) -> None:
+    """Raise unless ``value`` is a number in [0, 1] (ends optionally open)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        ok = (value > 0 if low_open else value >= 0) and (value < 1 if high_open else value <= 1)
+    if not ok:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise InvalidParameterError(f"{name} must be a number in {lo}0, 1{hi}; got {value!r}")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise InvalidParameterError(f"{name} must be one of {list(choices)!r}; got {value!r}")
+
+
+def check_number(name: str, value: Any) -> None:
+    """Raise unless ``value`` is a finite real number."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")

@@ -1,0 +1,160 @@
+"""The metric registry: the single source of truth about every metric (SPEC §1.3).
+
+Each public metric function is registered once with :func:`register`. The ``.eval``
+namespace methods, the task-level methods (``df.eval.binary`` ...), the CLI, the reports
+and the registry-driven tests all read this table; nothing lists metrics by hand.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import polars as pl
+
+Kind = Literal["scalar", "struct", "curve"]
+Role = Literal[
+    "binary_label",  # 0/1, bool, or str/categorical with pos_label=
+    "binary_pred",  # hard 0/1 predictions
+    "score",  # any finite real score (order-only metrics)
+    "proba",  # a probability in [0, 1]
+    "numeric",  # any finite real value (regression targets and predictions)
+    "weight",  # finite, >= 0
+    "key",  # an identifier column of any dtype (query, series, item, class label)
+    "relevance",  # a finite relevance grade >= 0
+    "positive",  # a finite value > -1 (logarithmic errors)
+]
+
+F = TypeVar("F", bound=Callable[..., pl.Expr])
+
+
+@dataclass
+class MetricInfo:
+    """What the library knows about one metric."""
+
+    name: str
+    task: str
+    fn: Callable[..., pl.Expr]
+    inputs: Mapping[str, Role]
+    kind: Kind = "scalar"
+    higher_is_better: bool | None = None
+    lower: float | None = None
+    upper: float | None = None
+    summary: bool = True
+    undefined: str = ""
+    fields: tuple[str, ...] = ()
+    intervals: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        doc = inspect.getdoc(self.fn) or ""
+        return doc.splitlines()[0] if doc else ""
+
+    @property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.fn)
+
+
+REGISTRY: dict[str, MetricInfo] = {}
+
+
+def register(
+    *,
+    task: str,
+    inputs: Mapping[str, Role],
+    kind: Kind = "scalar",
+    higher_is_better: bool | None = None,
+    lower: float | None = None,
+    upper: float | None = None,
+    summary: bool = True,
+    undefined: str = "",
+    fields: tuple[str, ...] = (),
+    name: str | None = None,
+    **extra: Any,
+) -> Callable[[F], F]:
+    """Register a metric function (decorator). ``inputs`` maps argument names to roles."""
+
+    def decorator(fn: F) -> F:
+        key = name or fn.__name__
+        if key in REGISTRY:
+            raise RuntimeError(f"metric {key!r} registered twice")
+        params = inspect.signature(fn).parameters
+        missing = [arg for arg in inputs if arg not in params]
+        if missing:
+            raise RuntimeError(
+                f"metric {key!r}: inputs {missing} are not parameters of {fn.__name__}"
+            )
+        REGISTRY[key] = MetricInfo(
+            name=key,
+            task=task,
+            fn=fn,
+            inputs=dict(inputs),
+            kind=kind,
+            higher_is_better=higher_is_better,
+            lower=lower,
+            upper=upper,
+            summary=summary,
+            undefined=undefined,
+            fields=fields,
+            extra=extra,
+        )
+        return fn
+
+    return decorator
+
+
+def get(name: str) -> MetricInfo:
+    """The registry entry of ``name``; a clear error for an unknown metric."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise KeyError(f"unknown metric {name!r}; known metrics: {known}") from None
+
+
+def by_task(task: str) -> list[MetricInfo]:
+    """The registered metrics of one task, in registration order."""
+    return [info for info in REGISTRY.values() if info.task == task]
+
+
+def metrics() -> pl.DataFrame:
+    """Every registered metric as a DataFrame: name, task, kind, direction, range, inputs.
+
+    Examples
+    --------
+    >>> import polars_eval as pe
+    >>> table = pe.metrics()
+    >>> table.filter(pl.col("name") == "auc").select("name", "task", "higher_is_better").row(0)
+    ('auc', 'binary', True)
+    """
+    rows = [
+        {
+            "name": info.name,
+            "task": info.task,
+            "kind": info.kind,
+            "higher_is_better": info.higher_is_better,
+            "lower": None if info.lower is None else float(info.lower),
+            "upper": None if info.upper is None else float(info.upper),
+            "inputs": list(info.inputs),
+            "in_summary": info.summary,
+            "intervals": list(info.intervals),
+            "description": info.description,
+        }
+        for info in REGISTRY.values()
+    ]
+    schema = {
+        "name": pl.String,
+        "task": pl.String,
+        "kind": pl.String,
+        "higher_is_better": pl.Boolean,
+        "lower": pl.Float64,
+        "upper": pl.Float64,
+        "inputs": pl.List(pl.String),
+        "in_summary": pl.Boolean,
+        "intervals": pl.List(pl.String),
+        "description": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema)

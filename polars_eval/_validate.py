@@ -1,0 +1,216 @@
+"""Data validation for the namespace layer (SPEC §2 "Validation").
+
+Schema problems (missing column, wrong dtype, string labels without ``pos_label``) are
+found from the schema alone. Row problems (labels outside {0, 1}, NaN/inf, probabilities
+outside [0, 1], negative weights) become :class:`Check` objects: an aggregation counting
+the bad rows and a few example values, computed in the same query as the metric and
+turned into an error before the result is returned (at collect time on a LazyFrame).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from polars_eval._exprs import column_name, to_expr
+from polars_eval._registry import Role
+from polars_eval.exceptions import DataValidationError
+
+N_EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Check:
+    """A row-level check: rows where ``bad`` is true are an error described by ``problem``."""
+
+    column: str
+    bad: pl.Expr
+    values: pl.Expr
+    problem: str  # e.g. "must hold 0/1 or booleans for a binary metric; found {n} rows with other values"
+
+    def message(self, n: int, examples: Sequence[Any]) -> str:
+        shown = ", ".join(_show(v) for v in examples)
+        return f'column "{self.column}" {self.problem.format(n=n)}, e.g. [{shown}]'
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _is_numeric(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric() or dtype == pl.Boolean
+
+
+def _is_textual(dtype: pl.DataType) -> bool:
+    return dtype in (pl.String, pl.Categorical) or isinstance(dtype, (pl.Categorical, pl.Enum))
+
+
+def _float_bad(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:
+    """Rows holding NaN or +-inf (only floats can)."""
+    if dtype.is_float():
+        return ~expr.is_finite() & expr.is_not_null()
+    return None
+
+
+def column_problems(
+    schema: Mapping[str, pl.DataType], args: Mapping[str, Any], inputs: Mapping[str, Role]
+) -> list[str]:
+    """Schema-level problems of the column arguments, as messages."""
+    problems: list[str] = []
+    for arg, role in inputs.items():
+        value = args.get(arg)
+        if value is None:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if not isinstance(item, (str, pl.Expr)):
+                continue
+            roots = [item] if isinstance(item, str) else item.meta.root_names()
+            missing = [r for r in roots if r not in schema]
+            if missing:
+                available = ", ".join(list(schema)[:12])
+                problems.append(
+                    f'column "{missing[0]}" (argument {arg}=) not found; available columns: {available}'
+                )
+                continue
+            if not isinstance(item, str):
+                continue
+            dtype = schema[item]
+            if role == "key":
+                continue
+            if role == "binary_label" and _is_textual(dtype):
+                if args.get("pos_label") is None:
+                    problems.append(
+                        f'column "{item}" holds {dtype} labels; pass pos_label= to say which value is the positive class'
+                    )
+                continue
+            if not _is_numeric(dtype):
+                problems.append(
+                    f'column "{item}" (argument {arg}=) must be numeric or boolean; got {dtype}'
+                )
+    return problems
+
+
+def row_checks(
+    schema: Mapping[str, pl.DataType], args: Mapping[str, Any], inputs: Mapping[str, Role]
+) -> list[Check]:
+    """Row-level checks of the column arguments, by role."""
+    checks: list[Check] = []
+    for arg, role in inputs.items():
+        value = args.get(arg)
+        if value is None or role == "key":
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if not isinstance(item, (str, pl.Expr)):
+                continue
+            checks.extend(_checks_for(item, role, schema, args))
+    return checks
+
+
+def _checks_for(
+    item: Any, role: Role, schema: Mapping[str, pl.DataType], args: Mapping[str, Any]
+) -> list[Check]:
+    name = column_name(item)
+    expr = to_expr(item)
+    dtype = schema.get(item) if isinstance(item, str) else None
+    if dtype is None:
+        try:
+            dtype = pl.LazyFrame(schema=schema).select(expr).collect_schema().dtypes()[0]
+        except Exception:  # noqa: BLE001 - leave it to the query to fail
+            return []
+    out: list[Check] = []
+    if role in ("binary_label", "binary_pred"):
+        if _is_textual(dtype) or (role == "binary_label" and args.get("pos_label") is not None):
+            return []
+        if dtype == pl.Boolean:
+            return []
+        bad = expr.is_not_null() & ~expr.cast(pl.Float64).is_in([0.0, 1.0])
+        what = "labels" if role == "binary_label" else "predictions"
+        out.append(
+            Check(
+                name,
+                bad,
+                expr,
+                f"must hold 0/1 or booleans as binary {what}; found {{n}} rows with other values",
+            )
+        )
+        return out
+    if not _is_numeric(dtype):
+        return []
+    f = expr.cast(pl.Float64)
+    nonfinite = _float_bad(f, dtype)
+    if nonfinite is not None:
+        out.append(
+            Check(
+                name, nonfinite, expr, "must hold finite numbers; found {n} rows with NaN or ±inf"
+            )
+        )
+    finite = f.is_finite() & f.is_not_null()
+    if role == "proba":
+        out.append(
+            Check(
+                name,
+                finite & ((f < 0.0) | (f > 1.0)),
+                expr,
+                "must hold probabilities in [0, 1]; found {n} rows outside",
+            )
+        )
+    elif role == "weight":
+        out.append(
+            Check(
+                name,
+                finite & (f < 0.0),
+                expr,
+                "must hold non-negative weights; found {n} negative rows",
+            )
+        )
+    elif role == "relevance":
+        out.append(
+            Check(
+                name,
+                finite & (f < 0.0),
+                expr,
+                "must hold relevance grades >= 0; found {n} negative rows",
+            )
+        )
+    elif role == "positive":
+        out.append(
+            Check(
+                name,
+                finite & (f <= -1.0),
+                expr,
+                "must hold values > -1 for a logarithmic error; found {n} rows <= -1",
+            )
+        )
+    return out
+
+
+def check_aggs(checks: Sequence[Check]) -> list[pl.Expr]:
+    """Aggregations that count bad rows and keep examples, two columns per check."""
+    aggs: list[pl.Expr] = []
+    for i, check in enumerate(checks):
+        aggs.append(check.bad.fill_null(False).sum().cast(pl.Int64).alias(f"__pe_bad_{i}"))
+        aggs.append(
+            check.values.filter(check.bad.fill_null(False))
+            .unique(maintain_order=True)
+            .head(N_EXAMPLES)
+            .cast(pl.String)
+            .implode()
+            .alias(f"__pe_ex_{i}")
+        )
+    return aggs
+
+
+def raise_for_checks(result: pl.DataFrame, checks: Sequence[Check]) -> None:
+    """Raise the first failed check found in a collected check frame."""
+    for i, check in enumerate(checks):
+        n = int(result.get_column(f"__pe_bad_{i}").sum() or 0)
+        if n:
+            examples = (
+                result.get_column(f"__pe_ex_{i}").explode().drop_nulls().to_list()[:N_EXAMPLES]
+            )
+            raise DataValidationError(check.message(n, examples))

@@ -1,0 +1,117 @@
+"""The sorted state behind every threshold-free binary metric, curve and table.
+
+State: the rows sorted by score, descending, as one ``List[Struct{s, p, n}]`` per group,
+where ``p = weight * label`` and ``n = weight * (1 - label)``. Null rows and rows of zero
+weight are dropped first. Every sort-based metric is a *finalize* step over this state,
+run inside ``list.eval`` so that the one sort is materialised once and each derived
+column (cumulative counts, tie-block ends) is read from it without sorting again.
+``df.eval.binary`` computes the state once and finalizes every metric from it.
+
+Ties (SPEC §2): a threshold is a distinct score. Within a tie block only the cumulative
+counts at the block's end are used, so the result never depends on the order of tied rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float, weight_expr
+from polars_eval._typing import IntoExpr
+
+
+def sorted_state(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
+) -> pl.Expr:
+    """The state: rows sorted by score descending, as one list of ``{s, p, n}`` per group."""
+    y, s, w = drop_null_rows(
+        binary_label(label, pos_label),
+        to_float(score),
+        weight=weight_expr(weight),
+        drop_zero_weight=True,
+    )
+    return (
+        pl.struct(s.alias("s"), (w * y).alias("p"), (w * (1.0 - y)).alias("n"))
+        .sort_by(s, descending=True)
+        .implode()
+    )
+
+
+class Curve:
+    """Expressions over one sorted state, evaluated inside ``list.eval``.
+
+    ``tp``/``fp`` are the weighted counts predicted positive at each distinct threshold
+    (score >= threshold), in descending threshold order; ``P``/``N`` the class totals.
+    """
+
+    def __init__(self) -> None:
+        e = pl.element()
+        self.score = e.struct.field("s")
+        self.p = e.struct.field("p")
+        self.n = e.struct.field("n")
+        self.block_end = (self.score != self.score.shift(-1)).fill_null(True)
+
+    def at_thresholds(self, expr: pl.Expr) -> pl.Expr:
+        """Keep the value at the end of each tie block (one row per distinct score)."""
+        return expr.filter(self.block_end)
+
+    @property
+    def threshold(self) -> pl.Expr:
+        return self.at_thresholds(self.score)
+
+    @property
+    def tp(self) -> pl.Expr:
+        return self.at_thresholds(self.p.cum_sum())
+
+    @property
+    def fp(self) -> pl.Expr:
+        return self.at_thresholds(self.n.cum_sum())
+
+    @property
+    def P(self) -> pl.Expr:  # noqa: N802 - the textbook name
+        return self.p.sum()
+
+    @property
+    def N(self) -> pl.Expr:  # noqa: N802 - the textbook name
+        return self.n.sum()
+
+    @property
+    def has_nan(self) -> pl.Expr:
+        return self.score.is_nan().any()
+
+    @property
+    def both_classes(self) -> pl.Expr:
+        return (self.P > 0.0) & (self.N > 0.0)
+
+    def guard(self, value: pl.Expr, defined: pl.Expr | None = None) -> pl.Expr:
+        """NaN if any score is NaN; null where ``defined`` (default: both classes present) fails."""
+        defined = self.both_classes if defined is None else defined
+        return (
+            pl.when(self.has_nan)
+            .then(pl.lit(NAN, dtype=F64))
+            .when(defined)
+            .then(value)
+            .otherwise(pl.lit(None, dtype=F64))
+        )
+
+
+def finalize(state: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl.Expr:
+    """A scalar from the state: ``body`` builds one value from a :class:`Curve`."""
+    return state.list.eval(body(Curve())).list.first().cast(F64)
+
+
+def finalize_struct(state: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl.Expr:
+    """A struct value from the state (``body`` returns a one-row struct expression)."""
+    return state.list.eval(body(Curve())).list.first()
+
+
+def finalize_list(state: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl.Expr:
+    """A curve or table from the state: ``body`` returns a struct expression, one row a point."""
+    return state.list.eval(body(Curve()))
+
+
+def prev(expr: pl.Expr, first: float = 0.0) -> pl.Expr:
+    """The previous point's value, ``first`` before the first point."""
+    return expr.shift(1).fill_null(first)

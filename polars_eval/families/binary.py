@@ -1,0 +1,1501 @@
+"""Binary classification metrics (SPEC §3).
+
+Labels are 0/1 (int, float or bool), or any values with ``pos_label=``. Scores are
+probabilities or any real score; a row is predicted positive when ``score >= threshold``.
+Every function returns one Polars aggregation expression aliased to the metric's name,
+usable in ``select``, ``group_by().agg()`` and ``over()``.
+
+Two kinds of state:
+
+* threshold metrics sum weighted confusion counts (tp, fp, tn, fn) in one pass and
+  finalize them with a formula: the counts merge across partitions by addition;
+* threshold-free metrics, curves and tables finalize the sorted state of
+  :mod:`polars_eval.families._curve` (one sort per group, shared by ``df.eval.binary``).
+
+Undefined values (one class present, 0/0) are null, never 0 or NaN; NaN scores give NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_eval._exprs import (
+    F64,
+    binary_label,
+    check_choice,
+    check_fraction,
+    check_number,
+    check_positive_int,
+    drop_null_rows,
+    nan_guard,
+    safe_div,
+    to_float,
+    weight_expr,
+)
+from polars_eval._registry import register
+from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
+from polars_eval.families._curve import (
+    Curve,
+    finalize,
+    finalize_list,
+    finalize_struct,
+    prev,
+    sorted_state,
+)
+
+LOGLOSS_EPS = float(np.finfo(np.float64).eps)
+"""Probabilities are clipped to [eps, 1 - eps] in :func:`logloss`; eps = 2.220446049250313e-16,
+the machine epsilon of float64 (as scikit-learn's ``log_loss`` for float64 input)."""
+
+ORDER_INPUTS = {"label": "binary_label", "score": "score", "weight": "weight"}
+PROBA_INPUTS = {"label": "binary_label", "score": "proba", "weight": "weight"}
+THRESHOLD_INPUTS = {
+    "label": "binary_label",
+    "score": "score",
+    "pred": "binary_pred",
+    "weight": "weight",
+}
+ONE_CLASS = "needs both classes present"
+
+
+# ---------------------------------------------------------------------------------------
+# Threshold-free metrics: finalize steps over the sorted state
+# ---------------------------------------------------------------------------------------
+
+
+def _auc(c: Curve) -> pl.Expr:
+    tp, fp = c.tp, c.fp
+    area = ((fp - prev(fp)) * (tp + prev(tp))).sum() / 2.0
+    return c.guard(area / (c.P * c.N))
+
+
+def _average_precision(c: Curve) -> pl.Expr:
+    tp, fp = c.tp, c.fp
+    return c.guard(((tp - prev(tp)) * tp / (tp + fp)).sum() / c.P)
+
+
+def _pr_auc(c: Curve) -> pl.Expr:
+    tp, fp = c.tp, c.fp
+    precision = tp / (tp + fp)
+    recall = tp / c.P
+    return c.guard(((precision + prev(precision, 1.0)) / 2.0 * (recall - prev(recall))).sum())
+
+
+def _ks(c: Curve) -> pl.Expr:
+    return c.guard((c.tp / c.P - c.fp / c.N).abs().max())
+
+
+def _accuracy_points(c: Curve) -> pl.Expr:
+    return (c.tp + c.N - c.fp) / (c.P + c.N)
+
+
+def _f_beta_points(c: Curve, beta: float) -> pl.Expr:
+    b2 = beta * beta
+    tp = c.tp
+    return (1.0 + b2) * tp / ((1.0 + b2) * tp + b2 * (c.P - tp) + c.fp)
+
+
+def _mcc_points(c: Curve) -> pl.Expr:
+    tp, fp = c.tp, c.fp
+    fn, tn = c.P - tp, c.N - fp
+    den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)).sqrt()
+    return pl.when(den > 0.0).then((tp * tn - fp * fn) / den).otherwise(None)
+
+
+def _points(c: Curve, metric: str, beta: float) -> pl.Expr:
+    if metric == "accuracy":
+        return _accuracy_points(c)
+    if metric == "mcc":
+        return _mcc_points(c)
+    return _f_beta_points(c, 1.0 if metric == "f1" else beta)
+
+
+AUC_FINALIZE = {
+    "auc": _auc,
+    "gini": lambda c: 2.0 * _auc(c) - 1.0,
+    "pr_auc": _pr_auc,
+    "average_precision": _average_precision,
+    "ks": _ks,
+    "max_accuracy": lambda c: c.guard(_accuracy_points(c).max()),
+    "max_f1": lambda c: c.guard(_f_beta_points(c, 1.0).max()),
+    "max_mcc": lambda c: c.guard(_mcc_points(c).max()),
+}
+"""Finalize steps of the sort-based summary metrics, by name (used by ``df.eval.binary``)."""
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=ONE_CLASS,
+)
+def auc(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Area under the ROC curve, by the trapezoid rule (no convex hull).
+
+    AUC = Σ (FP_i − FP_{i−1})(TP_i + TP_{i−1}) / (2 P N) over the distinct thresholds in
+    descending order, with weighted counts. A tied (positive, negative) pair counts ½,
+    exactly the Mann–Whitney U statistic divided by P·N.
+
+    Null when a class is absent (or the group is empty); NaN if a score is NaN.
+
+    References
+    ----------
+    Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recognition Letters 27(8).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"seg": ["a", "a", "a", "b", "b", "b"], "y": [0, 1, 1, 0, 1, 0],
+    ...                    "p": [0.1, 0.8, 0.4, 0.5, 0.5, 0.2]})
+    >>> round(df.eval.auc("y", "p"), 6)
+    0.833333
+    >>> df.group_by("seg", maintain_order=True).agg(pe.auc("y", "p"))
+    shape: (2, 2)
+    ┌─────┬──────┐
+    │ seg ┆ auc  │
+    │ --- ┆ ---  │
+    │ str ┆ f64  │
+    ╞═════╪══════╡
+    │ a   ┆ 1.0  │
+    │ b   ┆ 0.75 │
+    └─────┴──────┘
+    """
+    return finalize(sorted_state(label, score, weight, pos_label), _auc).alias("auc")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=-1.0,
+    upper=1.0,
+    undefined=ONE_CLASS,
+)
+def gini(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Gini coefficient (Somers' D of the score), 2·AUC − 1.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
+    0.5
+    """
+    return finalize(sorted_state(label, score, weight, pos_label), AUC_FINALIZE["gini"]).alias(
+        "gini"
+    )
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=ONE_CLASS,
+)
+def pr_auc(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Area under the precision–recall curve by the lower trapezoid rule (as YDF).
+
+    Points are the distinct thresholds in descending order, preceded by the empty
+    prediction (recall 0, precision 1); consecutive points are joined by straight lines:
+    Σ (prec_{i−1} + prec_i)/2 · (rec_i − rec_{i−1}).
+
+    References
+    ----------
+    Boyd, K., Eng, K. H., Page, C. D. (2013). Area under the precision-recall curve: point
+    estimates and confidence intervals. ECML PKDD. YDF ``metric.cc`` (computePrAuc).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1], "p": [0.1, 0.8, 0.4, 0.4, 0.9]})
+    >>> round(df.eval.pr_auc("y", "p"), 6)
+    0.958333
+    """
+    return finalize(sorted_state(label, score, weight, pos_label), _pr_auc).alias("pr_auc")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=ONE_CLASS,
+)
+def average_precision(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Average precision, the step-rule area under the PR curve (as scikit-learn).
+
+    AP = Σ (R_i − R_{i−1}) P_i over the distinct thresholds in descending order.
+
+    References
+    ----------
+    scikit-learn ``average_precision_score``; Manning, Raghavan, Schütze (2008),
+    Introduction to Information Retrieval, §8.4.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1], "p": [0.1, 0.8, 0.4, 0.4, 0.9]})
+    >>> round(df.eval.average_precision("y", "p"), 6)
+    0.916667
+    """
+    return finalize(sorted_state(label, score, weight, pos_label), _average_precision).alias(
+        "average_precision"
+    )
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=ONE_CLASS,
+)
+def ks(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Kolmogorov–Smirnov statistic: max over thresholds of |TPR − FPR|.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.9]}).select(pe.ks("y", "p")).item()
+    0.5
+    """
+    return finalize(sorted_state(label, score, weight, pos_label), _ks).alias("ks")
+
+
+# ---------------------------------------------------------------------------------------
+# Probability metrics: one pass of weighted sums
+# ---------------------------------------------------------------------------------------
+
+
+def _mean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
+    return safe_div((values * w).sum(), w.sum())
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=None,
+    undefined="empty group",
+)
+def logloss(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Log loss (binary cross-entropy) of predicted probabilities, in nats.
+
+    −Σ w (y ln p + (1 − y) ln(1 − p)) / Σ w, with p clipped to [eps, 1 − eps] and
+    eps = 2.22e-16 (:data:`LOGLOSS_EPS`, float64 machine epsilon, as scikit-learn).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 0], "p": [0.5, 0.5]})
+    >>> round(df.eval.logloss("y", "p"), 6)
+    0.693147
+    """
+    y, p, w = drop_null_rows(
+        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
+    )
+    pc = p.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
+    loss = -(y * pc.log() + (1.0 - y) * (1.0 - pc).log())
+    return _mean(loss, w).alias("logloss")
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    undefined="empty group",
+)
+def brier(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Brier score: the weighted mean of (p − y)².
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 0], "p": [0.8, 0.4]}).select(pe.brier("y", "p")).item()
+    0.1
+    """
+    y, p, w = drop_null_rows(
+        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
+    )
+    return _mean((p - y) ** 2, w).alias("brier")
+
+
+# ---------------------------------------------------------------------------------------
+# Threshold metrics: weighted confusion counts, then a formula
+# ---------------------------------------------------------------------------------------
+
+
+def confusion_counts(
+    label: IntoExpr,
+    score: IntoExpr | None,
+    *,
+    pred: IntoExpr | None,
+    threshold: float,
+    weight: IntoExpr | None,
+    pos_label: Any,
+) -> dict[str, pl.Expr]:
+    """The state of every threshold metric: weighted tp, fp, tn, fn (Float64 sums).
+
+    The prediction is ``pred`` (hard 0/1) if given, else ``score >= threshold``. Each count
+    is NaN when a score is NaN (``NaN >= t`` is true in Polars: never let NaN be positive).
+    """
+    if (score is None) == (pred is None):
+        raise InvalidParameterError(
+            "give exactly one of score= (with threshold=) or pred= (hard 0/1 predictions)"
+        )
+    check_number("threshold", threshold)
+    if pred is not None:
+        y, yhat, w = drop_null_rows(
+            binary_label(label, pos_label), to_float(pred), weight=weight_expr(weight)
+        )
+        raw = yhat
+    else:
+        assert score is not None
+        y, raw, w = drop_null_rows(
+            binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
+        )
+        yhat = (raw >= threshold).cast(F64)
+    counts = {
+        "tp": (w * y * yhat).sum(),
+        "fp": (w * (1.0 - y) * yhat).sum(),
+        "tn": (w * (1.0 - y) * (1.0 - yhat)).sum(),
+        "fn": (w * y * (1.0 - yhat)).sum(),
+    }
+    return {k: nan_guard(v, raw) for k, v in counts.items()}
+
+
+def _precision(c: dict[str, pl.Expr]) -> pl.Expr:
+    return safe_div(c["tp"], c["tp"] + c["fp"])
+
+
+def _recall(c: dict[str, pl.Expr]) -> pl.Expr:
+    return safe_div(c["tp"], c["tp"] + c["fn"])
+
+
+def _specificity(c: dict[str, pl.Expr]) -> pl.Expr:
+    return safe_div(c["tn"], c["tn"] + c["fp"])
+
+
+def _f_beta(c: dict[str, pl.Expr], beta: float) -> pl.Expr:
+    b2 = beta * beta
+    return safe_div((1.0 + b2) * c["tp"], (1.0 + b2) * c["tp"] + b2 * c["fn"] + c["fp"])
+
+
+def _mcc(c: dict[str, pl.Expr]) -> pl.Expr:
+    tp, fp, tn, fn = c["tp"], c["fp"], c["tn"], c["fn"]
+    den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)).sqrt()
+    return safe_div(tp * tn - fp * fn, den)
+
+
+def _kappa(c: dict[str, pl.Expr]) -> pl.Expr:
+    tp, fp, tn, fn = c["tp"], c["fp"], c["tn"], c["fn"]
+    total = tp + fp + tn + fn
+    po = safe_div(tp + tn, total)
+    pe_ = safe_div((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp), total * total)
+    return safe_div(po - pe_, 1.0 - pe_)
+
+
+THRESHOLD_FORMULAS: dict[str, Any] = {
+    "accuracy": lambda c: safe_div(c["tp"] + c["tn"], c["tp"] + c["fp"] + c["tn"] + c["fn"]),
+    "balanced_accuracy": lambda c: (_recall(c) + _specificity(c)) / 2.0,
+    "precision": _precision,
+    "recall": _recall,
+    "specificity": _specificity,
+    "fpr": lambda c: safe_div(c["fp"], c["fp"] + c["tn"]),
+    "fnr": lambda c: safe_div(c["fn"], c["fn"] + c["tp"]),
+    "fdr": lambda c: safe_div(c["fp"], c["fp"] + c["tp"]),
+    "npv": lambda c: safe_div(c["tn"], c["tn"] + c["fn"]),
+    "f1": lambda c: _f_beta(c, 1.0),
+    "mcc": _mcc,
+    "cohen_kappa": _kappa,
+}
+"""Finalize steps of the threshold metrics over the confusion counts, by name."""
+
+
+def _from_counts(
+    name: str,
+    label: IntoExpr,
+    score: IntoExpr | None,
+    pred: IntoExpr | None,
+    threshold: float,
+    weight: IntoExpr | None,
+    pos_label: Any,
+) -> pl.Expr:
+    counts = confusion_counts(
+        label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
+    )
+    return THRESHOLD_FORMULAS[name](counts).cast(F64).alias(name)
+
+
+_THRESHOLD_DOC = """{summary}
+
+    {formula} Weighted counts; a row is predicted positive when ``score >= threshold``
+    (or ``pred == 1`` when hard predictions are given with ``pred=``). {undefined}
+
+    Parameters
+    ----------
+    label
+        0/1 or boolean truth (any values with ``pos_label=``).
+    score
+        Scores or probabilities; give either ``score`` or ``pred``.
+    pred
+        Hard 0/1 predictions, instead of ``score``.
+    threshold
+        Scores at or above it are positive (default 0.5).
+    weight
+        Row weights (zero ignores a row).
+    pos_label
+        The value of ``label`` that marks the positive class.
+
+    References
+    ----------
+    {reference}
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({{"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]}})
+    >>> round(df.eval.{name}("y", "p"), 6)
+    {example}
+    >>> df.select(pe.{name}("y", "p", threshold=0.25).round(6)).item()
+    {example_t}
+    """
+
+_THRESHOLD_INFO: dict[str, tuple[str, str, str, bool, float, float, str]] = {
+    # name: (summary, formula, reference, higher_is_better, lower, upper, undefined)
+    "accuracy": (
+        "Accuracy: the weighted share of correct predictions.",
+        "(TP + TN) / (TP + FP + TN + FN).",
+        "scikit-learn ``accuracy_score``.",
+        True,
+        0.0,
+        1.0,
+        "empty group",
+    ),
+    "balanced_accuracy": (
+        "Balanced accuracy: the mean of recall and specificity.",
+        "(TPR + TNR) / 2.",
+        "Brodersen et al. (2010), The balanced accuracy and its posterior distribution. ICPR.",
+        True,
+        0.0,
+        1.0,
+        "needs both classes present",
+    ),
+    "precision": (
+        "Precision (positive predictive value).",
+        "TP / (TP + FP).",
+        "scikit-learn ``precision_score``.",
+        True,
+        0.0,
+        1.0,
+        "no row predicted positive (0/0)",
+    ),
+    "recall": (
+        "Recall (sensitivity, true positive rate).",
+        "TP / (TP + FN).",
+        "scikit-learn ``recall_score``.",
+        True,
+        0.0,
+        1.0,
+        "no positive row (0/0)",
+    ),
+    "specificity": (
+        "Specificity (true negative rate).",
+        "TN / (TN + FP).",
+        "Fawcett (2006), An introduction to ROC analysis.",
+        True,
+        0.0,
+        1.0,
+        "no negative row (0/0)",
+    ),
+    "fpr": (
+        "False positive rate (fall-out).",
+        "FP / (FP + TN).",
+        "Fawcett (2006), An introduction to ROC analysis.",
+        False,
+        0.0,
+        1.0,
+        "no negative row (0/0)",
+    ),
+    "fnr": (
+        "False negative rate (miss rate).",
+        "FN / (FN + TP).",
+        "Fawcett (2006), An introduction to ROC analysis.",
+        False,
+        0.0,
+        1.0,
+        "no positive row (0/0)",
+    ),
+    "fdr": (
+        "False discovery rate.",
+        "FP / (FP + TP).",
+        "Benjamini & Hochberg (1995).",
+        False,
+        0.0,
+        1.0,
+        "no row predicted positive (0/0)",
+    ),
+    "npv": (
+        "Negative predictive value.",
+        "TN / (TN + FN).",
+        "Altman & Bland (1994), Diagnostic tests 2: predictive values. BMJ.",
+        True,
+        0.0,
+        1.0,
+        "no row predicted negative (0/0)",
+    ),
+    "f1": (
+        "F1 score, the harmonic mean of precision and recall.",
+        "2 TP / (2 TP + FP + FN).",
+        "scikit-learn ``f1_score``; van Rijsbergen (1979), Information Retrieval.",
+        True,
+        0.0,
+        1.0,
+        "no positive row and no positive prediction (0/0)",
+    ),
+    "mcc": (
+        "Matthews correlation coefficient.",
+        "(TP·TN − FP·FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)).",
+        "Matthews (1975); Chicco & Jurman (2020). scikit-learn returns 0 where we return null.",
+        True,
+        -1.0,
+        1.0,
+        "a constant truth or prediction (a zero factor)",
+    ),
+    "cohen_kappa": (
+        "Cohen's kappa between truth and prediction.",
+        "(p_o − p_e) / (1 − p_e).",
+        "Cohen (1960). scikit-learn ``cohen_kappa_score``.",
+        True,
+        -1.0,
+        1.0,
+        "chance agreement p_e = 1 (a constant truth and prediction)",
+    ),
+}
+
+_EXAMPLES = {
+    # y = [1, 1, 0, 0, 1], p = [0.9, 0.3, 0.6, 0.2, 0.5]; at 0.5: tp=2 fp=1 tn=1 fn=1; at 0.25: tp=3 fp=1 tn=1 fn=0
+    "accuracy": ("0.6", "0.8"),
+    "balanced_accuracy": ("0.583333", "0.75"),
+    "precision": ("0.666667", "0.75"),
+    "recall": ("0.666667", "1.0"),
+    "specificity": ("0.5", "0.5"),
+    "fpr": ("0.5", "0.5"),
+    "fnr": ("0.333333", "0.0"),
+    "fdr": ("0.333333", "0.25"),
+    "npv": ("0.5", "1.0"),
+    "f1": ("0.666667", "0.857143"),
+    "mcc": ("0.166667", "0.612372"),
+    "cohen_kappa": ("0.166667", "0.545455"),
+}
+
+
+def _make_threshold_metric(name: str) -> Any:
+    summary, formula, reference, hib, lo, hi, undefined = _THRESHOLD_INFO[name]
+
+    def metric(
+        label: IntoExpr,
+        score: IntoExpr | None = None,
+        *,
+        pred: IntoExpr | None = None,
+        threshold: float = 0.5,
+        weight: IntoExpr | None = None,
+        pos_label: Any = None,
+    ) -> pl.Expr:
+        return _from_counts(name, label, score, pred, threshold, weight, pos_label)
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__module__ = __name__
+    example, example_t = _EXAMPLES[name]
+    metric.__doc__ = _THRESHOLD_DOC.format(
+        summary=summary,
+        formula=formula,
+        reference=reference,
+        name=name,
+        example=example,
+        example_t=example_t,
+        undefined=f"Null when undefined: {undefined}.",
+    )
+    return register(
+        task="binary",
+        inputs=THRESHOLD_INPUTS,
+        higher_is_better=hib,
+        lower=lo,
+        upper=hi,
+        undefined=undefined,
+    )(metric)
+
+
+accuracy = _make_threshold_metric("accuracy")
+balanced_accuracy = _make_threshold_metric("balanced_accuracy")
+precision = _make_threshold_metric("precision")
+recall = _make_threshold_metric("recall")
+specificity = _make_threshold_metric("specificity")
+fpr = _make_threshold_metric("fpr")
+fnr = _make_threshold_metric("fnr")
+fdr = _make_threshold_metric("fdr")
+npv = _make_threshold_metric("npv")
+f1 = _make_threshold_metric("f1")
+mcc = _make_threshold_metric("mcc")
+cohen_kappa = _make_threshold_metric("cohen_kappa")
+
+
+def _check_beta(beta: Any) -> None:
+    check_number("beta", beta)
+    if beta <= 0:
+        raise InvalidParameterError(f"beta must be positive; got {beta!r}")
+
+
+@register(
+    task="binary",
+    inputs=THRESHOLD_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="no positive row and no positive prediction (0/0)",
+)
+def f_beta(
+    label: IntoExpr,
+    score: IntoExpr | None = None,
+    *,
+    beta: float,
+    pred: IntoExpr | None = None,
+    threshold: float = 0.5,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """F-beta score: (1 + β²) TP / ((1 + β²) TP + β² FN + FP).
+
+    β > 1 weighs recall higher, β < 1 precision. Null for 0/0.
+
+    References
+    ----------
+    van Rijsbergen (1979), Information Retrieval; scikit-learn ``fbeta_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> round(df.eval.f_beta("y", "p", beta=2.0), 6)
+    0.666667
+    """
+    _check_beta(beta)
+    counts = confusion_counts(
+        label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
+    )
+    return _f_beta(counts, float(beta)).cast(F64).alias("f_beta")
+
+
+@register(
+    task="binary",
+    inputs=THRESHOLD_INPUTS,
+    kind="struct",
+    summary=False,
+    fields=("tp", "fp", "tn", "fn"),
+    to_python=lambda counts: confusion_table(counts),
+)
+def confusion_matrix(
+    label: IntoExpr,
+    score: IntoExpr | None = None,
+    *,
+    pred: IntoExpr | None = None,
+    threshold: float = 0.5,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Weighted confusion counts as a struct ``{tp, fp, tn, fn}`` (Float64).
+
+    The namespace without ``by`` returns the 2×2 table, rows = truth, columns = prediction
+    (as scikit-learn's ``confusion_matrix``); with ``by`` one row per group with the counts.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> df.select(pe.confusion_matrix("y", "p")).item()
+    {'tp': 2.0, 'fp': 1.0, 'tn': 1.0, 'fn': 1.0}
+    >>> df.eval.confusion_matrix("y", "p")
+    shape: (2, 3)
+    ┌───────┬─────────────┬─────────────┐
+    │ truth ┆ predicted_0 ┆ predicted_1 │
+    │ ---   ┆ ---         ┆ ---         │
+    │ i64   ┆ f64         ┆ f64         │
+    ╞═══════╪═════════════╪═════════════╡
+    │ 0     ┆ 1.0         ┆ 1.0         │
+    │ 1     ┆ 1.0         ┆ 2.0         │
+    └───────┴─────────────┴─────────────┘
+    """
+    c = confusion_counts(
+        label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
+    )
+    return pl.struct(**c).alias("confusion_matrix")
+
+
+def confusion_table(counts: dict[str, float]) -> pl.DataFrame:
+    """The 2×2 confusion table (rows = truth, columns = prediction) from a counts dict."""
+    return pl.DataFrame(
+        {
+            "truth": [0, 1],
+            "predicted_0": [counts["tn"], counts["fn"]],
+            "predicted_1": [counts["fp"], counts["tp"]],
+        },
+        schema={"truth": pl.Int64, "predicted_0": F64, "predicted_1": F64},
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Best over thresholds (as H2O Driverless AI)
+# ---------------------------------------------------------------------------------------
+
+_MAX_DOC = """Maximum {what} over all thresholds (every distinct score).
+
+    A row is positive when ``score >= threshold``; the candidate thresholds are the distinct
+    scores (as H2O). Null when a class is absent. See :func:`best_threshold` for the
+    threshold that attains it.
+
+    References
+    ----------
+    H2O Driverless AI, "Scorers": max accuracy, max F1, max MCC.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({{"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]}})
+    >>> round(df.eval.{name}("y", "p"), 6)
+    {example}
+    """
+
+
+def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
+    def metric(
+        label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    ) -> pl.Expr:
+        return finalize(sorted_state(label, score, weight, pos_label), AUC_FINALIZE[name]).alias(
+            name
+        )
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__module__ = __name__
+    metric.__doc__ = _MAX_DOC.format(what=what, name=name, example=example)
+    return register(
+        task="binary",
+        inputs=ORDER_INPUTS,
+        higher_is_better=True,
+        lower=lo,
+        upper=1.0,
+        undefined=ONE_CLASS,
+    )(metric)
+
+
+max_accuracy = _make_max_metric("max_accuracy", "accuracy", 0.0, "0.8")
+max_f1 = _make_max_metric("max_f1", "F1 score", 0.0, "0.857143")
+max_mcc = _make_max_metric("max_mcc", "Matthews correlation coefficient", -1.0, "0.612372")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined=ONE_CLASS,
+)
+def max_f_beta(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    beta: float,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Maximum F-beta over all thresholds (every distinct score), as H2O.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> round(df.eval.max_f_beta("y", "p", beta=2.0), 6)
+    0.9375
+    """
+    _check_beta(beta)
+    b = float(beta)
+    return finalize(
+        sorted_state(label, score, weight, pos_label), lambda c: c.guard(_f_beta_points(c, b).max())
+    ).alias("max_f_beta")
+
+
+BEST_METRICS = ("accuracy", "f1", "f_beta", "mcc")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    kind="struct",
+    summary=False,
+    fields=("threshold", "value"),
+    undefined=ONE_CLASS,
+)
+def best_threshold(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    metric: str = "f1",
+    beta: float = 1.0,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """The threshold that maximises ``metric`` and its value, as a struct ``{threshold, value}``.
+
+    ``metric`` is one of "accuracy", "f1", "f_beta" (with ``beta=``), "mcc". The candidates
+    are the distinct scores; on a tie the highest threshold wins. Null fields when a class
+    is absent.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> df.select(pe.best_threshold("y", "p", metric="accuracy")).item()
+    {'threshold': 0.3, 'value': 0.8}
+    """
+    check_choice("metric", metric, BEST_METRICS)
+    _check_beta(beta)
+    b = float(beta)
+
+    def body(c: Curve) -> pl.Expr:
+        values = _points(c, metric, b)
+        best = values.arg_max()
+        return pl.struct(
+            threshold=c.guard(c.threshold.gather(best).first()),
+            value=c.guard(values.gather(best).first()),
+        )
+
+    return finalize_struct(sorted_state(label, score, weight, pos_label), body).alias(
+        "best_threshold"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Conservative X@Y (as YDF): no interpolation, the first point meeting the constraint
+# ---------------------------------------------------------------------------------------
+
+
+def _xy_points(c: Curve) -> dict[str, pl.Expr]:
+    """The curve points with the empty prediction (tp = fp = 0, precision 1) prepended."""
+    zero = pl.lit(0.0, dtype=F64)
+    tp = pl.concat([zero, c.tp])
+    fp = pl.concat([zero, c.fp])
+    return {
+        "recall": tp / c.P,
+        "fpr": fp / c.N,
+        "precision": pl.when(tp + fp > 0.0).then(tp / (tp + fp)).otherwise(1.0),
+        "volume": (tp + fp) / (c.P + c.N),
+    }
+
+
+def _xy(constraint: str, target: str, op: str, value: float, first: bool) -> Any:
+    def body(c: Curve) -> pl.Expr:
+        pts = _xy_points(c)
+        ok = pts[constraint] >= value if op == ">=" else pts[constraint] <= value
+        chosen = pts[target].filter(ok)
+        return c.guard(chosen.first() if first else chosen.last())
+
+    return body
+
+
+_XY_DOC = """{summary}
+
+    Conservative and without interpolation, as YDF: over the curve points (the distinct
+    thresholds, plus the empty prediction with precision 1), scanned {scan}, the
+    {target} of the first point whose {constraint} is {op} the given value. Null when no
+    point qualifies or a class is absent.
+
+    References
+    ----------
+    YDF ``metric.cc`` (ComputeXAtYMetrics); Eban et al. (2017), Scalable learning of
+    non-decomposable objectives. AISTATS.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({{"y": [0, 1, 1, 0, 1], "p": [0.1, 0.8, 0.4, 0.4, 0.9]}})
+    >>> round(df.eval.{name}("y", "p", {arg}), 6)
+    {example}
+    """
+
+
+def _make_xy(
+    name: str,
+    arg: str,
+    target: str,
+    op: str,
+    first: bool,
+    hib: bool,
+    summary: str,
+    example: tuple[float, str],
+) -> Any:
+    def metric(
+        label: IntoExpr,
+        score: IntoExpr,
+        value: float,
+        *,
+        weight: IntoExpr | None = None,
+        pos_label: Any = None,
+    ) -> pl.Expr:
+        check_fraction(arg, value)
+        body = _xy(arg, target, op, float(value), first)
+        return finalize(sorted_state(label, score, weight, pos_label), body).alias(name)
+
+    # rename the constraint parameter (recall=, precision=, volume=, fpr=) for the signature
+    import inspect
+
+    sig = inspect.signature(metric)
+    params = [p.replace(name=arg) if p.name == "value" else p for p in sig.parameters.values()]
+
+    def wrapper(label: IntoExpr, score: IntoExpr, *args: Any, **kwargs: Any) -> pl.Expr:
+        bound = wrapper.__signature__.bind(label, score, *args, **kwargs)  # type: ignore[attr-defined]
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        return metric(a["label"], a["score"], a[arg], weight=a["weight"], pos_label=a["pos_label"])
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__module__ = __name__
+    scan = "from the highest threshold down" if first else "from the lowest threshold up"
+    wrapper.__doc__ = _XY_DOC.format(
+        summary=summary,
+        scan=scan,
+        target=target,
+        constraint=arg,
+        op="≥" if op == ">=" else "≤",
+        name=name,
+        arg=f"{arg}={example[0]}",
+        example=example[1],
+    )
+    return register(
+        task="binary",
+        inputs=ORDER_INPUTS,
+        higher_is_better=hib,
+        lower=0.0,
+        upper=1.0,
+        summary=False,
+        undefined=ONE_CLASS,
+    )(wrapper)
+
+
+precision_at_recall = _make_xy(
+    "precision_at_recall",
+    "recall",
+    "precision",
+    ">=",
+    True,
+    True,
+    "Precision at the highest threshold reaching a recall.",
+    (0.7, "0.75"),
+)
+precision_at_volume = _make_xy(
+    "precision_at_volume",
+    "volume",
+    "precision",
+    ">=",
+    True,
+    True,
+    "Precision at the highest threshold flagging a share of the (weighted) rows.",
+    (0.5, "0.75"),
+)
+recall_at_precision = _make_xy(
+    "recall_at_precision",
+    "precision",
+    "recall",
+    ">=",
+    False,
+    True,
+    "Recall at the lowest threshold keeping a precision.",
+    (0.8, "0.666667"),
+)
+recall_at_fpr = _make_xy(
+    "recall_at_fpr",
+    "fpr",
+    "recall",
+    "<=",
+    False,
+    True,
+    "Recall at the lowest threshold keeping the false positive rate at most a value.",
+    (0.5, "1.0"),
+)
+fpr_at_recall = _make_xy(
+    "fpr_at_recall",
+    "recall",
+    "fpr",
+    ">=",
+    True,
+    False,
+    "False positive rate at the highest threshold reaching a recall.",
+    (0.7, "0.5"),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Curves and tables: List[Struct] per group (the namespace returns long DataFrames)
+# ---------------------------------------------------------------------------------------
+
+CURVE_UNDEFINED = "needs both classes present"
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("threshold", "fpr", "tpr"),
+)
+def roc_curve(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """ROC curve: one point per distinct threshold, descending, after the point (inf, 0, 0).
+
+    Fields ``threshold``, ``fpr``, ``tpr`` (weighted). Unlike scikit-learn's default no
+    collinear point is dropped (``drop_intermediate=False``). Rates are null when a class is
+    absent.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> df.eval.roc_curve("y", "p")
+    shape: (5, 3)
+    ┌───────────┬─────┬─────┐
+    │ threshold ┆ fpr ┆ tpr │
+    │ ---       ┆ --- ┆ --- │
+    │ f64       ┆ f64 ┆ f64 │
+    ╞═══════════╪═════╪═════╡
+    │ inf       ┆ 0.0 ┆ 0.0 │
+    │ 0.8       ┆ 0.0 ┆ 0.5 │
+    │ 0.4       ┆ 0.5 ┆ 0.5 │
+    │ 0.35      ┆ 0.5 ┆ 1.0 │
+    │ 0.1       ┆ 1.0 ┆ 1.0 │
+    └───────────┴─────┴─────┘
+    """
+
+    def body(c: Curve) -> pl.Expr:
+        zero = pl.lit(0.0, dtype=F64)
+        return pl.struct(
+            threshold=pl.concat([pl.lit(float("inf"), dtype=F64), c.threshold]),
+            fpr=safe_div(pl.concat([zero, c.fp]), c.N),
+            tpr=safe_div(pl.concat([zero, c.tp]), c.P),
+        )
+
+    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("roc_curve")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("threshold", "precision", "recall"),
+)
+def pr_curve(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Precision–recall curve: one point per distinct threshold, in descending order.
+
+    Fields ``threshold``, ``precision``, ``recall``. scikit-learn's ``precision_recall_curve``
+    gives the same points in ascending order plus a final (precision 1, recall 0) point
+    without a threshold. Recall is null without positives.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> df.eval.pr_curve("y", "p")
+    shape: (4, 3)
+    ┌───────────┬───────────┬────────┐
+    │ threshold ┆ precision ┆ recall │
+    │ ---       ┆ ---       ┆ ---    │
+    │ f64       ┆ f64       ┆ f64    │
+    ╞═══════════╪═══════════╪════════╡
+    │ 0.8       ┆ 1.0       ┆ 0.5    │
+    │ 0.4       ┆ 0.5       ┆ 0.5    │
+    │ 0.35      ┆ 0.666667  ┆ 1.0    │
+    │ 0.1       ┆ 0.5       ┆ 1.0    │
+    └───────────┴───────────┴────────┘
+    """
+
+    def body(c: Curve) -> pl.Expr:
+        tp, fp = c.tp, c.fp
+        return pl.struct(threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P))
+
+    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("pr_curve")
+
+
+TABLE_FIELDS = (
+    "threshold",
+    "tp",
+    "fp",
+    "tn",
+    "fn",
+    "tpr",
+    "fpr",
+    "precision",
+    "recall",
+    "specificity",
+    "f1",
+    "accuracy",
+    "mcc",
+)
+
+
+@register(task="binary", inputs=ORDER_INPUTS, kind="curve", summary=False, fields=TABLE_FIELDS)
+def threshold_table(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    n_thresholds: int | None = None,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Confusion counts and derived rates at every distinct threshold, descending.
+
+    With ``n_thresholds=q`` only q thresholds are kept: for j = 1..q the highest threshold
+    whose (weighted) share of rows predicted positive reaches j/q — the score quantiles,
+    never splitting tied scores. Fields: threshold, tp, fp, tn, fn, tpr, fpr, precision,
+    recall, specificity, f1, accuracy, mcc (rates null where 0/0).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> df.eval.threshold_table("y", "p").select("threshold", "tp", "fp", "tn", "fn", "f1")
+    shape: (4, 6)
+    ┌───────────┬─────┬─────┬─────┬─────┬──────────┐
+    │ threshold ┆ tp  ┆ fp  ┆ tn  ┆ fn  ┆ f1       │
+    │ ---       ┆ --- ┆ --- ┆ --- ┆ --- ┆ ---      │
+    │ f64       ┆ f64 ┆ f64 ┆ f64 ┆ f64 ┆ f64      │
+    ╞═══════════╪═════╪═════╪═════╪═════╪══════════╡
+    │ 0.8       ┆ 1.0 ┆ 0.0 ┆ 2.0 ┆ 1.0 ┆ 0.666667 │
+    │ 0.4       ┆ 1.0 ┆ 1.0 ┆ 1.0 ┆ 1.0 ┆ 0.5      │
+    │ 0.35      ┆ 2.0 ┆ 1.0 ┆ 1.0 ┆ 0.0 ┆ 0.8      │
+    │ 0.1       ┆ 2.0 ┆ 2.0 ┆ 0.0 ┆ 0.0 ┆ 0.666667 │
+    └───────────┴─────┴─────┴─────┴─────┴──────────┘
+    """
+    check_positive_int("n_thresholds", n_thresholds, allow_none=True)
+
+    def body(c: Curve) -> pl.Expr:
+        tp, fp = c.tp, c.fp
+        fn, tn = c.P - tp, c.N - fp
+        counts = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+        table = pl.struct(
+            threshold=c.threshold,
+            tp=tp,
+            fp=fp,
+            tn=tn,
+            fn=fn,
+            tpr=safe_div(tp, c.P),
+            fpr=safe_div(fp, c.N),
+            precision=_precision(counts),
+            recall=_recall(counts),
+            specificity=_specificity(counts),
+            f1=_f_beta(counts, 1.0),
+            accuracy=safe_div(tp + tn, c.P + c.N),
+            mcc=_mcc(counts),
+        )
+        if n_thresholds is None:
+            return table
+        volume = (tp + fp) / (c.P + c.N)
+        targets = pl.Series([j / n_thresholds for j in range(1, n_thresholds + 1)])
+        # a tiny tolerance so that j/q computed in floating point still reaches the last row
+        index = volume.search_sorted(pl.lit(targets) - 1e-12, side="left").unique(
+            maintain_order=True
+        )
+        return table.gather(index.clip(0, tp.len() - 1)).unique(maintain_order=True)
+
+    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias(
+        "threshold_table"
+    )
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("threshold", "population", "positives"),
+)
+def lorenz_curve(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> pl.Expr:
+    """Lorenz (cumulative accuracy profile) curve: share of positives captured vs share of rows.
+
+    Rows sorted by score, descending; one point per distinct threshold after (0, 0):
+    ``population`` = weighted share of rows with score ≥ threshold, ``positives`` = share of
+    all positives among them. The area between it and the diagonal is the accuracy ratio.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> df.eval.lorenz_curve("y", "p")["positives"].to_list()
+    [0.0, 0.5, 0.5, 1.0, 1.0]
+    """
+
+    def body(c: Curve) -> pl.Expr:
+        zero = pl.lit(0.0, dtype=F64)
+        return pl.struct(
+            threshold=pl.concat([pl.lit(float("inf"), dtype=F64), c.threshold]),
+            population=pl.concat([zero, (c.tp + c.fp) / (c.P + c.N)]),
+            positives=safe_div(pl.concat([zero, c.tp]), c.P),
+        )
+
+    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("lorenz_curve")
+
+
+GAIN_FIELDS = (
+    "bin",
+    "min_score",
+    "count",
+    "positives",
+    "negatives",
+    "positive_rate",
+    "pct_positives",
+    "cum_pct_positives",
+    "cum_pct_population",
+    "lift",
+    "cum_lift",
+    "ks",
+)
+
+
+@register(task="binary", inputs=ORDER_INPUTS, kind="curve", summary=False, fields=GAIN_FIELDS)
+def gain_table(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    bins: int = 10,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Gain / lift table by score quantile (deciles by default), highest scores first.
+
+    Rows sorted by score descending are cut into ``bins`` groups of equal weighted size;
+    a block of tied scores is never split (it goes to the bin where it starts), so bins can
+    be uneven or missing on heavily tied scores. Per bin: count, positives, negatives,
+    positive_rate, pct_positives (share of all positives), cum_pct_positives,
+    cum_pct_population, lift (bin positive rate / overall rate), cum_lift and
+    ks = cum_pct_positives − cum_pct_negatives. All shares are fractions.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 1, 0, 0], "p": [0.9, 0.8, 0.7, 0.4, 0.3, 0.1]})
+    >>> df.eval.gain_table("y", "p", bins=3).select("bin", "count", "positives", "lift", "cum_lift")
+    shape: (3, 5)
+    ┌─────┬───────┬───────────┬──────┬──────────┐
+    │ bin ┆ count ┆ positives ┆ lift ┆ cum_lift │
+    │ --- ┆ ---   ┆ ---       ┆ ---  ┆ ---      │
+    │ i64 ┆ f64   ┆ f64       ┆ f64  ┆ f64      │
+    ╞═════╪═══════╪═══════════╪══════╪══════════╡
+    │ 1   ┆ 2.0   ┆ 2.0       ┆ 2.0  ┆ 2.0      │
+    │ 2   ┆ 2.0   ┆ 1.0       ┆ 1.0  ┆ 1.5      │
+    │ 3   ┆ 2.0   ┆ 0.0       ┆ 0.0  ┆ 1.0      │
+    └─────┴───────┴───────────┴──────┴──────────┘
+    """
+    check_positive_int("bins", bins)
+
+    def body(c: Curve) -> pl.Expr:
+        total = c.P + c.N
+        cum_w = c.tp + c.fp  # weighted rows with score >= threshold, at each block end
+        before = prev(cum_w)  # weight before the block starts
+        bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+        last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
+        b = bin_id.filter(last_of_bin)
+        cum_pos = c.tp.filter(last_of_bin)
+        cum_neg = c.fp.filter(last_of_bin)
+        pos = cum_pos - prev(cum_pos)
+        neg = cum_neg - prev(cum_neg)
+        count = pos + neg
+        cum_count = cum_pos + cum_neg
+        rate = c.P / total
+        return pl.struct(
+            bin=b + 1,
+            min_score=c.threshold.filter(last_of_bin),
+            count=count,
+            positives=pos,
+            negatives=neg,
+            positive_rate=pos / count,
+            pct_positives=safe_div(pos, c.P),
+            cum_pct_positives=safe_div(cum_pos, c.P),
+            cum_pct_population=cum_count / total,
+            lift=safe_div(pos / count, rate),
+            cum_lift=safe_div(cum_pos / cum_count, rate),
+            ks=safe_div(cum_pos, c.P) - safe_div(cum_neg, c.N),
+        )
+
+    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("gain_table")
+
+
+def _calibration_body(bins: int) -> Any:
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    inner = pl.Series(edges[1:-1].tolist(), dtype=F64)
+
+    def body(c: Curve) -> tuple[pl.Expr, dict[str, pl.Expr]]:
+        # ascending scores; bins as numpy.searchsorted(edges[1:-1], p) (scikit-learn's uniform bins)
+        s = c.score.reverse()
+        w = (c.p + c.n).reverse()
+        pos = c.p.reverse()
+        bin_id = pl.lit(inner).search_sorted(s, side="left").cast(pl.Int64)
+        last = (bin_id != bin_id.shift(-1)).fill_null(True)
+        cw = w.cum_sum().filter(last)
+        cp = pos.cum_sum().filter(last)
+        cs = (s * w).cum_sum().filter(last)
+        count = cw - prev(cw)
+        fields = {
+            "bin": bin_id.filter(last) + 1,
+            "lower": pl.lit(pl.Series(edges[:-1].tolist())).gather(bin_id.filter(last)),
+            "upper": pl.lit(pl.Series(edges[1:].tolist())).gather(bin_id.filter(last)),
+            "mean_score": (cs - prev(cs)) / count,
+            "positive_rate": (cp - prev(cp)) / count,
+            "count": count,
+        }
+        return count, fields
+
+    return body
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("bin", "lower", "upper", "mean_score", "positive_rate", "count"),
+)
+def calibration_table(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    bins: int = 10,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Reliability table: ``bins`` equal-width probability bins on [0, 1], empty bins omitted.
+
+    Per bin: its edges, the weighted mean score, the weighted positive rate and the
+    weighted count. Bin edges as scikit-learn's ``calibration_curve(strategy="uniform")``
+    (the first bin is [0, 1/bins], the others (a, b]).
+
+    References
+    ----------
+    Niculescu-Mizil & Caruana (2005), Predicting good probabilities with supervised learning. ICML.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.2, 0.7, 0.9]})
+    >>> df.eval.calibration_table("y", "p", bins=2).select("bin", "mean_score", "positive_rate", "count")
+    shape: (2, 4)
+    ┌─────┬────────────┬───────────────┬───────┐
+    │ bin ┆ mean_score ┆ positive_rate ┆ count │
+    │ --- ┆ ---        ┆ ---           ┆ ---   │
+    │ i64 ┆ f64        ┆ f64           ┆ f64   │
+    ╞═════╪════════════╪═══════════════╪═══════╡
+    │ 1   ┆ 0.15       ┆ 0.0           ┆ 2.0   │
+    │ 2   ┆ 0.8        ┆ 1.0           ┆ 2.0   │
+    └─────┴────────────┴───────────────┴───────┘
+    """
+    check_positive_int("bins", bins)
+    body = _calibration_body(bins)
+    return finalize_list(
+        sorted_state(label, score, weight, pos_label), lambda c: pl.struct(**body(c)[1])
+    ).alias("calibration_table")
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    undefined="empty group",
+)
+def ece(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    bins: int = 10,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> pl.Expr:
+    """Expected calibration error over ``bins`` equal-width bins.
+
+    ECE = Σ_b (n_b / n) |positive_rate_b − mean_score_b| with the bins of
+    :func:`calibration_table`.
+
+    References
+    ----------
+    Naeini, Cooper, Hauskrecht (2015), Obtaining well calibrated probabilities using
+    Bayesian binning. AAAI.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.2, 0.7, 0.9]})
+    >>> round(df.eval.ece("y", "p", bins=2), 6)
+    0.175
+    """
+    check_positive_int("bins", bins)
+    body = _calibration_body(bins)
+
+    def scalar(c: Curve) -> pl.Expr:
+        count, f = body(c)
+        value = (count * (f["positive_rate"] - f["mean_score"]).abs()).sum() / count.sum()
+        return c.guard(value, defined=count.sum() > 0.0)
+
+    return finalize(sorted_state(label, score, weight, pos_label), scalar).alias("ece")
