@@ -10,20 +10,10 @@ from polars_eval import _registry
 from polars_eval._run import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.families import binary as b
-from polars_eval.families._curve import finalize, sorted_state
+from polars_eval.families._curve import finalize, threshold_state
 
 STATE = "__pe_state"
-
-
-def _ece_finalize(bins: int) -> Any:
-    body = b._calibration_body(bins)
-
-    def scalar(c: Any) -> pl.Expr:
-        count, f = body(c)
-        value = (count * (f["positive_rate"] - f["mean_score"]).abs()).sum() / count.sum()
-        return c.guard(value, defined=count.sum() > 0.0)
-
-    return scalar
+COUNTS = "__pe_counts"
 
 
 class BinaryMethods:
@@ -79,25 +69,34 @@ class BinaryMethods:
         sorted_names = {
             info.name for info in infos if info.name in b.AUC_FINALIZE or info.name == "ece"
         }
-        counts = b.confusion_counts(
+        counts = b.confusion_state(
             label, score, pred=None, threshold=threshold, weight=weight, pos_label=pos_label
         )
-        first: list[pl.Expr] = [sorted_state(label, score, weight, pos_label).alias(STATE)]
+        first: list[pl.Expr] = [
+            threshold_state(label, score, weight, pos_label).alias(STATE),
+            counts.alias(COUNTS),
+        ]
         for info in infos:
-            if info.name in b.THRESHOLD_FORMULAS:
-                first.append(
-                    b.THRESHOLD_FORMULAS[info.name](counts).cast(pl.Float64).alias(info.name)
-                )
-            elif info.name not in sorted_names:
+            if info.name not in sorted_names and info.name not in b.THRESHOLD_FORMULAS:
                 first.append(info.fn(label, score, weight=weight, pos_label=pos_label))
-        finalizers = {name: b.AUC_FINALIZE.get(name) or _ece_finalize(10) for name in sorted_names}
+        finalizers = [
+            (
+                finalize(pl.col(STATE), b.AUC_FINALIZE[name])
+                if name in b.AUC_FINALIZE
+                else b.ece_from_state(pl.col(STATE), 10)
+            ).alias(name)
+            for name in sorted_names
+        ]
+        finalizers += [
+            b.finalize_counts(pl.col(COUNTS), b.THRESHOLD_FORMULAS[info.name]).alias(info.name)
+            for info in infos
+            if info.name in b.THRESHOLD_FORMULAS
+        ]
         by_cols = normalize_by(by)
         order = by_cols + [info.name for info in infos]
 
         def second(lf: pl.LazyFrame) -> pl.LazyFrame:
-            return lf.with_columns(
-                [finalize(pl.col(STATE), fn).alias(name) for name, fn in finalizers.items()]
-            ).select(order)
+            return lf.with_columns(finalizers).select(order)
 
         plan = Plan(
             exprs=first,

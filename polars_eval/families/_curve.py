@@ -1,11 +1,12 @@
 """The sorted state behind every threshold-free binary metric, curve and table.
 
-State: the rows sorted by score, descending, as one ``List[Struct{s, p, n}]`` per group,
-where ``p = weight * label`` and ``n = weight * (1 - label)``. Null rows and rows of zero
-weight are dropped first. Every sort-based metric is a *finalize* step over this state,
-run inside ``list.eval`` so that the one sort is materialised once and each derived
-column (cumulative counts, tie-block ends) is read from it without sorting again.
-``df.eval.binary`` computes the state once and finalizes every metric from it.
+State: the rows sorted by score, descending (``p = weight * label``, ``n = weight *
+(1 - label)``; null rows and rows of zero weight dropped), reduced to one row per distinct
+score with the cumulative weighted counts: ``List[Struct{t, tp, fp}]`` per group. Every
+sort-based metric is a *finalize* step over this state, run inside ``list.eval`` so that
+the sort and the accumulation are materialised once. ``df.eval.binary`` computes the
+state once and finalizes every metric from it. Two states of disjoint partitions merge
+by summing counts per distinct score (SPEC §10).
 
 Ties (SPEC §2): a threshold is a distinct score. Within a tie block only the cumulative
 counts at the block's end are used, so the result never depends on the order of tied rows.
@@ -25,7 +26,7 @@ from polars_eval._typing import IntoExpr
 def sorted_state(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
 ) -> pl.Expr:
-    """The state: rows sorted by score descending, as one list of ``{s, p, n}`` per group."""
+    """The rows sorted by score descending, as one list of ``{s, p, n}`` per group."""
     y, s, w = drop_null_rows(
         binary_label(label, pos_label),
         to_float(score),
@@ -39,47 +40,46 @@ def sorted_state(
     )
 
 
+def threshold_state(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
+) -> pl.Expr:
+    """The state every sort-based metric finalizes: one ``{t, tp, fp}`` per distinct score.
+
+    ``t`` runs over the distinct scores in descending order; ``tp``/``fp`` are the weighted
+    counts with ``score >= t``. Computed once from :func:`sorted_state` (cumulative sums,
+    then the value at the end of each tie block), so the finalize steps read small,
+    materialised columns and never sort or accumulate again.
+    """
+    e = pl.element()
+    score_ = e.struct.field("s")
+    block_end = (score_ != score_.shift(-1)).fill_null(True)
+    body = pl.struct(
+        t=score_.filter(block_end),
+        tp=e.struct.field("p").cum_sum().filter(block_end),
+        fp=e.struct.field("n").cum_sum().filter(block_end),
+    )
+    return sorted_state(label, score, weight, pos_label).list.eval(body)
+
+
 class Curve:
-    """Expressions over one sorted state, evaluated inside ``list.eval``.
+    """Expressions over one threshold state, evaluated inside ``list.eval``.
 
     ``tp``/``fp`` are the weighted counts predicted positive at each distinct threshold
-    (score >= threshold), in descending threshold order; ``P``/``N`` the class totals.
+    (score >= threshold), in descending threshold order; ``P``/``N`` the class totals
+    (the counts at the lowest threshold).
     """
 
     def __init__(self) -> None:
         e = pl.element()
-        self.score = e.struct.field("s")
-        self.p = e.struct.field("p")
-        self.n = e.struct.field("n")
-        self.block_end = (self.score != self.score.shift(-1)).fill_null(True)
-
-    def at_thresholds(self, expr: pl.Expr) -> pl.Expr:
-        """Keep the value at the end of each tie block (one row per distinct score)."""
-        return expr.filter(self.block_end)
-
-    @property
-    def threshold(self) -> pl.Expr:
-        return self.at_thresholds(self.score)
-
-    @property
-    def tp(self) -> pl.Expr:
-        return self.at_thresholds(self.p.cum_sum())
-
-    @property
-    def fp(self) -> pl.Expr:
-        return self.at_thresholds(self.n.cum_sum())
-
-    @property
-    def P(self) -> pl.Expr:  # noqa: N802 - the textbook name
-        return self.p.sum()
-
-    @property
-    def N(self) -> pl.Expr:  # noqa: N802 - the textbook name
-        return self.n.sum()
+        self.threshold = e.struct.field("t")
+        self.tp = e.struct.field("tp")
+        self.fp = e.struct.field("fp")
+        self.P = self.tp.last()  # noqa: N815 - the textbook name
+        self.N = self.fp.last()  # noqa: N815 - the textbook name
 
     @property
     def has_nan(self) -> pl.Expr:
-        return self.score.is_nan().any()
+        return self.threshold.is_nan().any()
 
     @property
     def both_classes(self) -> pl.Expr:

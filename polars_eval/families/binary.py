@@ -24,13 +24,14 @@ import polars as pl
 
 from polars_eval._exprs import (
     F64,
+    NAN,
     binary_label,
     check_choice,
     check_fraction,
     check_number,
     check_positive_int,
     drop_null_rows,
-    nan_guard,
+    not_null,
     safe_div,
     to_float,
     weight_expr,
@@ -44,7 +45,7 @@ from polars_eval.families._curve import (
     finalize_list,
     finalize_struct,
     prev,
-    sorted_state,
+    threshold_state,
 )
 
 LOGLOSS_EPS = float(np.finfo(np.float64).eps)
@@ -169,7 +170,7 @@ def auc(
     │ b   ┆ 0.75 │
     └─────┴──────┘
     """
-    return finalize(sorted_state(label, score, weight, pos_label), _auc).alias("auc")
+    return finalize(threshold_state(label, score, weight, pos_label), _auc).alias("auc")
 
 
 @register(
@@ -192,7 +193,7 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    return finalize(sorted_state(label, score, weight, pos_label), AUC_FINALIZE["gini"]).alias(
+    return finalize(threshold_state(label, score, weight, pos_label), AUC_FINALIZE["gini"]).alias(
         "gini"
     )
 
@@ -227,7 +228,7 @@ def pr_auc(
     >>> round(df.eval.pr_auc("y", "p"), 6)
     0.958333
     """
-    return finalize(sorted_state(label, score, weight, pos_label), _pr_auc).alias("pr_auc")
+    return finalize(threshold_state(label, score, weight, pos_label), _pr_auc).alias("pr_auc")
 
 
 @register(
@@ -258,7 +259,7 @@ def average_precision(
     >>> round(df.eval.average_precision("y", "p"), 6)
     0.916667
     """
-    return finalize(sorted_state(label, score, weight, pos_label), _average_precision).alias(
+    return finalize(threshold_state(label, score, weight, pos_label), _average_precision).alias(
         "average_precision"
     )
 
@@ -283,7 +284,7 @@ def ks(
     >>> pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.9]}).select(pe.ks("y", "p")).item()
     0.5
     """
-    return finalize(sorted_state(label, score, weight, pos_label), _ks).alias("ks")
+    return finalize(threshold_state(label, score, weight, pos_label), _ks).alias("ks")
 
 
 # ---------------------------------------------------------------------------------------
@@ -358,7 +359,7 @@ def brier(
 # ---------------------------------------------------------------------------------------
 
 
-def confusion_counts(
+def confusion_state(
     label: IntoExpr,
     score: IntoExpr | None,
     *,
@@ -366,35 +367,47 @@ def confusion_counts(
     threshold: float,
     weight: IntoExpr | None,
     pos_label: Any,
-) -> dict[str, pl.Expr]:
-    """The state of every threshold metric: weighted tp, fp, tn, fn (Float64 sums).
+) -> pl.Expr:
+    """The state of every threshold metric: ``[tp, fp, tn, fn, has_nan]`` (Float64) per group.
 
-    The prediction is ``pred`` (hard 0/1) if given, else ``score >= threshold``. Each count
-    is NaN when a score is NaN (``NaN >= t`` is true in Polars: never let NaN be positive).
+    Weighted confusion counts in one pass. The prediction is ``pred`` (hard 0/1) if given,
+    else ``score >= threshold``; ``has_nan`` is 1 when a score/prediction is NaN (``NaN >= t``
+    is true in Polars: the finalize step turns the metric into NaN rather than let NaN be
+    positive). Counts merge across partitions by addition.
     """
     if (score is None) == (pred is None):
         raise InvalidParameterError(
             "give exactly one of score= (with threshold=) or pred= (hard 0/1 predictions)"
         )
     check_number("threshold", threshold)
-    if pred is not None:
-        y, yhat, w = drop_null_rows(
-            binary_label(label, pos_label), to_float(pred), weight=weight_expr(weight)
-        )
-        raw = yhat
-    else:
-        assert score is not None
-        y, raw, w = drop_null_rows(
-            binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
-        )
-        yhat = (raw >= threshold).cast(F64)
-    counts = {
-        "tp": (w * y * yhat).sum(),
-        "fp": (w * (1.0 - y) * yhat).sum(),
-        "tn": (w * (1.0 - y) * (1.0 - yhat)).sum(),
-        "fn": (w * y * (1.0 - yhat)).sum(),
-    }
-    return {k: nan_guard(v, raw) for k, v in counts.items()}
+    y = binary_label(label, pos_label)
+    raw = to_float(pred if pred is not None else score)  # type: ignore[arg-type]
+    w = weight_expr(weight)
+    yhat = raw if pred is not None else (raw >= threshold).cast(F64)
+    valid = not_null(y, raw, w)
+
+    def total(expr: pl.Expr) -> pl.Expr:
+        return pl.when(valid).then(w * expr).sum()
+
+    return pl.concat_list(
+        [
+            total(y * yhat),
+            total((1.0 - y) * yhat),
+            total((1.0 - y) * (1.0 - yhat)),
+            total(y * (1.0 - yhat)),
+            (raw.is_nan() & valid).any().cast(F64),
+        ]
+    )
+
+
+def finalize_counts(state: pl.Expr, formula: Any) -> pl.Expr:
+    """A threshold metric from :func:`confusion_state`: ``formula`` maps the counts to a value."""
+    e = pl.element()
+    counts = {name: e.get(i) for i, name in enumerate(("tp", "fp", "tn", "fn"))}
+    value = (
+        pl.when(e.get(4) > 0.0).then(pl.lit(NAN, dtype=F64)).otherwise(formula(counts).cast(F64))
+    )
+    return state.list.eval(value).list.first()
 
 
 def _precision(c: dict[str, pl.Expr]) -> pl.Expr:
@@ -454,10 +467,10 @@ def _from_counts(
     weight: IntoExpr | None,
     pos_label: Any,
 ) -> pl.Expr:
-    counts = confusion_counts(
+    state = confusion_state(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return THRESHOLD_FORMULAS[name](counts).cast(F64).alias(name)
+    return finalize_counts(state, THRESHOLD_FORMULAS[name]).alias(name)
 
 
 _THRESHOLD_DOC = """{summary}
@@ -716,10 +729,11 @@ def f_beta(
     0.666667
     """
     _check_beta(beta)
-    counts = confusion_counts(
+    state = confusion_state(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return _f_beta(counts, float(beta)).cast(F64).alias("f_beta")
+    b = float(beta)
+    return finalize_counts(state, lambda c: _f_beta(c, b)).alias("f_beta")
 
 
 @register(
@@ -762,10 +776,13 @@ def confusion_matrix(
     │ 1     ┆ 1.0         ┆ 2.0         │
     └───────┴─────────────┴─────────────┘
     """
-    c = confusion_counts(
+    state = confusion_state(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return pl.struct(**c).alias("confusion_matrix")
+    names = ("tp", "fp", "tn", "fn")
+    return pl.struct(**{k: finalize_counts(state, lambda c, k=k: c[k]) for k in names}).alias(
+        "confusion_matrix"
+    )
 
 
 def confusion_table(counts: dict[str, float]) -> pl.DataFrame:
@@ -808,7 +825,7 @@ def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
     ) -> pl.Expr:
-        return finalize(sorted_state(label, score, weight, pos_label), AUC_FINALIZE[name]).alias(
+        return finalize(threshold_state(label, score, weight, pos_label), AUC_FINALIZE[name]).alias(
             name
         )
 
@@ -860,7 +877,8 @@ def max_f_beta(
     _check_beta(beta)
     b = float(beta)
     return finalize(
-        sorted_state(label, score, weight, pos_label), lambda c: c.guard(_f_beta_points(c, b).max())
+        threshold_state(label, score, weight, pos_label),
+        lambda c: c.guard(_f_beta_points(c, b).max()),
     ).alias("max_f_beta")
 
 
@@ -910,7 +928,7 @@ def best_threshold(
             value=c.guard(values.gather(best).first()),
         )
 
-    return finalize_struct(sorted_state(label, score, weight, pos_label), body).alias(
+    return finalize_struct(threshold_state(label, score, weight, pos_label), body).alias(
         "best_threshold"
     )
 
@@ -985,7 +1003,7 @@ def _make_xy(
     ) -> pl.Expr:
         check_fraction(arg, value)
         body = _xy(arg, target, op, float(value), first)
-        return finalize(sorted_state(label, score, weight, pos_label), body).alias(name)
+        return finalize(threshold_state(label, score, weight, pos_label), body).alias(name)
 
     # rename the constraint parameter (recall=, precision=, volume=, fpr=) for the signature
     import inspect
@@ -1127,7 +1145,7 @@ def roc_curve(
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("roc_curve")
+    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("roc_curve")
 
 
 @register(
@@ -1169,7 +1187,7 @@ def pr_curve(
         tp, fp = c.tp, c.fp
         return pl.struct(threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P))
 
-    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("pr_curve")
+    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("pr_curve")
 
 
 TABLE_FIELDS = (
@@ -1254,7 +1272,7 @@ def threshold_table(
         )
         return table.gather(index.clip(0, tp.len() - 1)).unique(maintain_order=True)
 
-    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias(
+    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias(
         "threshold_table"
     )
 
@@ -1292,7 +1310,9 @@ def lorenz_curve(
             positives=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("lorenz_curve")
+    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias(
+        "lorenz_curve"
+    )
 
 
 GAIN_FIELDS = (
@@ -1377,35 +1397,55 @@ def gain_table(
             ks=safe_div(cum_pos, c.P) - safe_div(cum_neg, c.N),
         )
 
-    return finalize_list(sorted_state(label, score, weight, pos_label), body).alias("gain_table")
+    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("gain_table")
 
 
-def _calibration_body(bins: int) -> Any:
+def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
+    """The reliability table as ``List[Struct]`` from a threshold state (empty bins omitted).
+
+    Two ``list.eval`` stages so that each bin id is computed once: per distinct score
+    (ascending) its bin, weight, positives and score·weight; then per bin the differences
+    of their cumulative sums at each bin's last score. Bin edges as scikit-learn's
+    uniform ``calibration_curve``: bin = ``numpy.searchsorted(edges[1:-1], p)``.
+    """
     edges = np.linspace(0.0, 1.0, bins + 1)
-    inner = pl.Series(edges[1:-1].tolist(), dtype=F64)
+    c = Curve()
+    total = c.tp + c.fp
+    w = (total - prev(total)).reverse()
+    s = c.threshold.reverse()
+    per_score = pl.struct(
+        bin=pl.lit(pl.Series(edges[1:-1].tolist(), dtype=F64))
+        .search_sorted(s, side="left")
+        .cast(pl.Int64),
+        w=w,
+        pos=(c.tp - prev(c.tp)).reverse(),
+        sw=s * w,
+    )
+    e = pl.element()
+    bin_id = e.struct.field("bin")
+    last = (bin_id != bin_id.shift(-1)).fill_null(True)
+    cw = e.struct.field("w").cum_sum().filter(last)
+    cp = e.struct.field("pos").cum_sum().filter(last)
+    cs = e.struct.field("sw").cum_sum().filter(last)
+    count = cw - prev(cw)
+    per_bin = pl.struct(
+        bin=bin_id.filter(last) + 1,
+        lower=pl.lit(pl.Series(edges[:-1].tolist())).gather(bin_id.filter(last)),
+        upper=pl.lit(pl.Series(edges[1:].tolist())).gather(bin_id.filter(last)),
+        mean_score=(cs - prev(cs)) / count,
+        positive_rate=(cp - prev(cp)) / count,
+        count=count,
+    )
+    return state.list.eval(per_score).list.eval(per_bin)
 
-    def body(c: Curve) -> tuple[pl.Expr, dict[str, pl.Expr]]:
-        # ascending scores; bins as numpy.searchsorted(edges[1:-1], p) (scikit-learn's uniform bins)
-        s = c.score.reverse()
-        w = (c.p + c.n).reverse()
-        pos = c.p.reverse()
-        bin_id = pl.lit(inner).search_sorted(s, side="left").cast(pl.Int64)
-        last = (bin_id != bin_id.shift(-1)).fill_null(True)
-        cw = w.cum_sum().filter(last)
-        cp = pos.cum_sum().filter(last)
-        cs = (s * w).cum_sum().filter(last)
-        count = cw - prev(cw)
-        fields = {
-            "bin": bin_id.filter(last) + 1,
-            "lower": pl.lit(pl.Series(edges[:-1].tolist())).gather(bin_id.filter(last)),
-            "upper": pl.lit(pl.Series(edges[1:].tolist())).gather(bin_id.filter(last)),
-            "mean_score": (cs - prev(cs)) / count,
-            "positive_rate": (cp - prev(cp)) / count,
-            "count": count,
-        }
-        return count, fields
 
-    return body
+def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
+    """ECE from a threshold state (NaN scores give NaN through the bin means)."""
+    e = pl.element()
+    count = e.struct.field("count")
+    gap = (e.struct.field("positive_rate") - e.struct.field("mean_score")).abs()
+    value = safe_div((count * gap).sum(), count.sum())
+    return calibration_list(state, bins).list.eval(value).list.first().cast(F64)
 
 
 @register(
@@ -1450,10 +1490,8 @@ def calibration_table(
     └─────┴────────────┴───────────────┴───────┘
     """
     check_positive_int("bins", bins)
-    body = _calibration_body(bins)
-    return finalize_list(
-        sorted_state(label, score, weight, pos_label), lambda c: pl.struct(**body(c)[1])
-    ).alias("calibration_table")
+    state = threshold_state(label, score, weight, pos_label)
+    return calibration_list(state, bins).alias("calibration_table")
 
 
 @register(
@@ -1491,11 +1529,4 @@ def ece(
     0.175
     """
     check_positive_int("bins", bins)
-    body = _calibration_body(bins)
-
-    def scalar(c: Curve) -> pl.Expr:
-        count, f = body(c)
-        value = (count * (f["positive_rate"] - f["mean_score"]).abs()).sum() / count.sum()
-        return c.guard(value, defined=count.sum() > 0.0)
-
-    return finalize(sorted_state(label, score, weight, pos_label), scalar).alias("ece")
+    return ece_from_state(threshold_state(label, score, weight, pos_label), bins).alias("ece")

@@ -1,0 +1,248 @@
+"""Binary-classification benchmark: polars_eval vs scikit-learn, polars-ds, polarbearings
+and the plain-Polars floor, on the same data in the same run (issue 2, SPEC §11).
+
+Run:  python benchmarks/bench_binary.py [--rows 1e6 1e7] [--repeat 3] [--segments 1000]
+
+Prints one table per scenario: median seconds and the ratio to our time (peer / ours;
+> 1 means we are faster) and to the floor (ours / floor). Needs the ``bench`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+
+import polars_eval as pe
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def make_data(n: int, *, tied: bool, segments: int = 0, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    score = np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0.0, 1.0)
+    if tied:
+        score = np.round(score, 3)
+    data = {"y": y, "score": score}
+    if segments:
+        data["seg"] = rng.integers(0, segments, n)
+    return pl.DataFrame(data)
+
+
+def table(title: str, rows: list[tuple[str, float]], ours: str, floor: str | None = None) -> None:
+    base = dict(rows)[ours]
+    print(f"\n## {title}")
+    print(f"| {'tool':44s} | median s | vs ours |")
+    print(f"|{'-' * 46}|----------|---------|")
+    for name, t in rows:
+        ratio = t / base
+        note = f"{ratio:6.2f}x" if name != ours else "   1.00"
+        print(f"| {name:44s} | {t:8.3f} | {note} |")
+    if floor is not None:
+        print(f"ours / floor = {base / dict(rows)[floor]:.2f}")
+
+
+def threshold_free(df: pl.DataFrame, repeat: int, title: str) -> None:
+    from sklearn import metrics as skm
+
+    y = df["y"].to_numpy()
+    s = df["score"].to_numpy()
+    try:
+        import polars_ds as pds
+    except ImportError:  # pragma: no cover - optional peer
+        pds = None
+    try:
+        import polarbearings as pb
+    except ImportError:  # pragma: no cover - optional peer
+        pb = None
+
+    floor = median_time(lambda: df.select(pl.col("score").sort()), repeat)
+    for metric, sk in (
+        ("auc", lambda: skm.roc_auc_score(y, s)),
+        ("average_precision", lambda: skm.average_precision_score(y, s)),
+        ("pr_auc", lambda: skm.auc(*skm.precision_recall_curve(y, s)[1::-1])),
+        ("roc_curve", lambda: skm.roc_curve(y, s, drop_intermediate=False)),
+    ):
+        fn = getattr(pe, metric)
+        rows = [
+            (
+                "polars_eval pe.%s (select)" % metric,
+                median_time(lambda: df.select(fn("y", "score")), repeat),
+            ),
+            (
+                "polars_eval df.eval.%s (validated)" % metric,
+                median_time(lambda: getattr(df.eval, metric)("y", "score"), repeat),
+            ),
+            ("scikit-learn", median_time(sk, max(1, repeat // 2))),
+        ]
+        if metric == "auc" and pds is not None:
+            rows.append(
+                (
+                    "polars-ds query_roc_auc",
+                    median_time(lambda: df.select(pds.query_roc_auc("y", "score")), repeat),
+                )
+            )
+        if pb is not None and metric in ("auc", "average_precision"):
+            pbf = pb.roc_auc if metric == "auc" else pb.average_precision
+            rows.append(
+                (
+                    f"polarbearings {pbf.__name__}",
+                    median_time(lambda: df.select(pbf("y", "score")), repeat),
+                )
+            )
+        rows.append(("plain-Polars floor: one sort of score", floor))
+        table(
+            f"{metric} — {title}",
+            rows,
+            "polars_eval pe.%s (select)" % metric,
+            "plain-Polars floor: one sort of score",
+        )
+
+
+def per_segment(df: pl.DataFrame, repeat: int, title: str) -> None:
+    from sklearn.metrics import roc_auc_score
+
+    pdf = df.to_pandas()
+
+    def pandas_loop() -> object:
+        return pdf.groupby("seg").apply(
+            lambda g: roc_auc_score(g["y"], g["score"]), include_groups=False
+        )
+
+    rows = [
+        (
+            "polars_eval df.eval.auc(by=)",
+            median_time(lambda: df.eval.auc("y", "score", by="seg"), repeat),
+        ),
+        (
+            "polars_eval group_by().agg(pe.auc)",
+            median_time(lambda: df.group_by("seg").agg(pe.auc("y", "score")), repeat),
+        ),
+        ("pandas groupby + scikit-learn", median_time(pandas_loop, 1)),
+    ]
+    try:
+        import polars_ds as pds
+
+        rows.append(
+            (
+                "polars-ds group_by",
+                median_time(
+                    lambda: df.group_by("seg").agg(pds.query_roc_auc("y", "score")), repeat
+                ),
+            )
+        )
+    except ImportError:  # pragma: no cover
+        pass
+    rows.append(
+        (
+            "plain-Polars floor: sort by (seg, score)",
+            median_time(lambda: df.sort("seg", "score"), repeat),
+        )
+    )
+    table(f"per-segment AUC — {title}", rows, "polars_eval df.eval.auc(by=)")
+
+
+def one_pass(df: pl.DataFrame, repeat: int, title: str) -> None:
+    y = pl.col("y").cast(pl.Float64)
+    p = pl.col("score").clip(1e-15, 1 - 1e-15)
+    floor_ll = -(y * p.log() + (1 - y) * (1 - p).log()).mean()
+    pred = (pl.col("score") >= 0.5).cast(pl.Float64)
+    floor_acc = (pred == y).cast(pl.Float64).mean()
+    tp = (y * pred).sum()
+    floor_f1 = 2 * tp / (2 * tp + ((1 - y) * pred).sum() + (y * (1 - pred)).sum())
+    for name, ours, floor in (
+        ("logloss", pe.logloss("y", "score"), floor_ll),
+        ("accuracy", pe.accuracy("y", "score"), floor_acc),
+        ("f1", pe.f1("y", "score"), floor_f1),
+        ("mcc", pe.mcc("y", "score"), floor_f1),
+    ):
+        rows = [
+            (f"polars_eval pe.{name}", median_time(lambda: df.select(ours), repeat)),
+            ("plain-Polars one-pass expression", median_time(lambda: df.select(floor), repeat)),
+        ]
+        table(
+            f"{name} — {title}", rows, f"polars_eval pe.{name}", "plain-Polars one-pass expression"
+        )
+
+
+def all_at_once(df: pl.DataFrame, repeat: int, title: str) -> None:
+    rows = [
+        (
+            "polars_eval df.eval.binary (all metrics)",
+            median_time(lambda: df.eval.binary("y", "score"), repeat),
+        ),
+        ("polars_eval df.eval.auc alone", median_time(lambda: df.eval.auc("y", "score"), repeat)),
+    ]
+    table(f"binary() vs auc — {title}", rows, "polars_eval df.eval.auc alone")
+
+
+PEAK = """
+import resource, sys, numpy as np, polars as pl, polars_eval as pe
+n = int(sys.argv[1]); rng = np.random.default_rng(0)
+df = pl.DataFrame({"y": rng.integers(0, 2, n), "score": rng.random(n)})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+df.select(pe.auc("y", "score"))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before, after, df.estimated_size())
+"""
+
+
+def peak_memory(n: int) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK, str(n)], capture_output=True, text=True, check=True
+    ).stdout
+    before, after, size = (int(x) for x in out.split())
+    extra = (after - before) * 1024  # ru_maxrss is in KiB on Linux
+    print(f"\n## peak memory of pe.auc on {n:.0e} rows")
+    print(
+        f"input columns {size / 2**20:.0f} MiB; peak growth {extra / 2**20:.0f} MiB = {extra / size:.2f}x the input"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--segments", type=int, default=1000)
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''}, {resource.getpagesize()} B pages, "
+        f"python {platform.python_version()}, polars {pl.__version__}, polars_eval {pe.__version__}"
+    )
+    for n in (int(r) for r in args.rows):
+        for tied in (False, True):
+            df = make_data(n, tied=tied)
+            title = f"{n:.0e} rows, {'tied (3 decimals)' if tied else 'continuous'} scores"
+            threshold_free(df, args.repeat, title)
+        df = make_data(n, tied=False)
+        one_pass(df, args.repeat, f"{n:.0e} rows")
+        all_at_once(df, args.repeat, f"{n:.0e} rows")
+    n = int(max(args.rows))
+    per_segment(
+        make_data(n, tied=False, segments=args.segments),
+        args.repeat,
+        f"{n:.0e} rows, {args.segments} segments",
+    )
+    peak_memory(n)
+
+
+if __name__ == "__main__":
+    main()
