@@ -173,8 +173,8 @@ def one_pass(df: pl.DataFrame, repeat: int, title: str) -> None:
         ("mcc", pe.mcc("y", "score"), floor_f1),
     ):
         rows = [
-            (f"polars_eval pe.{name}", median_time(lambda: df.select(ours), repeat)),
-            ("plain-Polars one-pass expression", median_time(lambda: df.select(floor), repeat)),
+            (f"polars_eval pe.{name}", median_time(lambda e=ours: df.select(e), repeat)),
+            ("plain-Polars one-pass expression", median_time(lambda e=floor: df.select(e), repeat)),
         ]
         table(
             f"{name} — {title}", rows, f"polars_eval pe.{name}", "plain-Polars one-pass expression"
