@@ -80,14 +80,13 @@ def threshold_free(df: pl.DataFrame, repeat: int, title: str) -> None:
         ("roc_curve", lambda: skm.roc_curve(y, s, drop_intermediate=False)),
     ):
         fn = getattr(pe, metric)
+        method = getattr(df.eval, metric)
+        ours = f"polars_eval pe.{metric} (select)"
         rows = [
+            (ours, median_time(lambda fn=fn: df.select(fn("y", "score")), repeat)),
             (
-                "polars_eval pe.%s (select)" % metric,
-                median_time(lambda: df.select(fn("y", "score")), repeat),
-            ),
-            (
-                "polars_eval df.eval.%s (validated)" % metric,
-                median_time(lambda: getattr(df.eval, metric)("y", "score"), repeat),
+                f"polars_eval df.eval.{metric} (validated)",
+                median_time(lambda m=method: m("y", "score"), repeat),
             ),
             ("scikit-learn", median_time(sk, max(1, repeat // 2))),
         ]
@@ -103,16 +102,11 @@ def threshold_free(df: pl.DataFrame, repeat: int, title: str) -> None:
             rows.append(
                 (
                     f"polarbearings {pbf.__name__}",
-                    median_time(lambda: df.select(pbf("y", "score")), repeat),
+                    median_time(lambda f=pbf: df.select(f("y", "score")), repeat),
                 )
             )
         rows.append(("plain-Polars floor: one sort of score", floor))
-        table(
-            f"{metric} — {title}",
-            rows,
-            "polars_eval pe.%s (select)" % metric,
-            "plain-Polars floor: one sort of score",
-        )
+        table(f"{metric} — {title}", rows, ours, "plain-Polars floor: one sort of score")
 
 
 def per_segment(df: pl.DataFrame, repeat: int, title: str) -> None:
