@@ -7,13 +7,70 @@ from typing import Any
 import polars as pl
 
 from polars_eval import _registry
+from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
+from polars_eval._registry import MetricInfo
 from polars_eval._run import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.families import binary as b
 from polars_eval.families._curve import finalize, threshold_state
 
-STATE = "__pe_state"
-COUNTS = "__pe_counts"
+BASELINE = "_baseline"
+
+
+def constant_score(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any
+) -> pl.Expr:
+    """The best constant predictor of a binary task: the (weighted) positive rate of the group.
+
+    A column (null where the row is ignored), so that it can stand in for ``score`` in any
+    metric: its AUC is 0.5, its logloss the entropy of the labels, and at threshold 0.5 it
+    predicts the majority class (YDF's "default metrics", SPEC §8).
+    """
+    y, s, w = binary_label(label, pos_label), to_float(score), weight_expr(weight)
+    valid = not_null(y, s, w)
+    rate = pl.when(valid).then(w * y).sum() / pl.when(valid).then(w).sum()
+    return pl.when(valid).then(rate)
+
+
+def _summary_exprs(
+    infos: list[MetricInfo],
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    threshold: float,
+    suffix: str,
+) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """First-stage aggregations (the two states and the one-pass metrics) and the finalizers."""
+    state, counts = f"__pe_state{suffix}", f"__pe_counts{suffix}"
+    sorted_names = [
+        info.name for info in infos if info.name in b.AUC_FINALIZE or info.name == "ece"
+    ]
+    first = [
+        threshold_state(label, score, weight, pos_label).alias(state),
+        b.confusion_state(
+            label, score, pred=None, threshold=threshold, weight=weight, pos_label=pos_label
+        ).alias(counts),
+    ]
+    first += [
+        info.fn(label, score, weight=weight, pos_label=pos_label).alias(info.name + suffix)
+        for info in infos
+        if info.name not in sorted_names and info.name not in b.THRESHOLD_FORMULAS
+    ]
+    finalizers = [
+        (
+            finalize(pl.col(state), b.AUC_FINALIZE[name])
+            if name in b.AUC_FINALIZE
+            else b.ece_from_state(pl.col(state), 10)
+        ).alias(name + suffix)
+        for name in sorted_names
+    ]
+    finalizers += [
+        b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS[info.name]).alias(info.name + suffix)
+        for info in infos
+        if info.name in b.THRESHOLD_FORMULAS
+    ]
+    return first, finalizers
 
 
 class BinaryMethods:
@@ -30,6 +87,7 @@ class BinaryMethods:
         pos_label: Any = None,
         threshold: float = 0.5,
         probability: bool = True,
+        baseline: bool = False,
         by: str | list[str] | None = None,
         validate: bool = True,
     ) -> Any:
@@ -39,8 +97,10 @@ class BinaryMethods:
         PR-AUC, AP, KS, max-over-threshold metrics, ECE) is finalized from that one sorted
         state, and the threshold metrics (at ``threshold``) from one pass of weighted
         confusion counts. ``probability=False`` (scores that are not probabilities) leaves
-        out logloss, Brier and ECE and accepts any finite score. Undefined values are null
-        and reported in one warning.
+        out logloss, Brier and ECE and accepts any finite score. ``baseline=True`` adds
+        ``<metric>_baseline`` columns: the same metrics for the best constant predictor, the
+        group's positive rate (AUC 0.5, logloss = entropy of the labels, accuracy of the
+        majority class). Undefined values are null and reported in one warning.
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
@@ -49,15 +109,16 @@ class BinaryMethods:
         >>> import polars as pl
         >>> import polars_eval as pe
         >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
-        >>> df.eval.binary("y", "p").select(pl.col("auc", "accuracy", "f1").round(4))
-        shape: (1, 3)
-        ┌────────┬──────────┬────────┐
-        │ auc    ┆ accuracy ┆ f1     │
-        │ ---    ┆ ---      ┆ ---    │
-        │ f64    ┆ f64      ┆ f64    │
-        ╞════════╪══════════╪════════╡
-        │ 0.6667 ┆ 0.6      ┆ 0.6667 │
-        └────────┴──────────┴────────┘
+        >>> out = df.eval.binary("y", "p", baseline=True)
+        >>> out.select(pl.col("auc", "accuracy", "f1", "auc_baseline", "accuracy_baseline").round(4))
+        shape: (1, 5)
+        ┌────────┬──────────┬────────┬──────────────┬───────────────────┐
+        │ auc    ┆ accuracy ┆ f1     ┆ auc_baseline ┆ accuracy_baseline │
+        │ ---    ┆ ---      ┆ ---    ┆ ---          ┆ ---               │
+        │ f64    ┆ f64      ┆ f64    ┆ f64          ┆ f64               │
+        ╞════════╪══════════╪════════╪══════════════╪═══════════════════╡
+        │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
+        └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
         infos = [
             info
@@ -66,34 +127,17 @@ class BinaryMethods:
             and info.kind == "scalar"
             and (probability or info.inputs.get("score") != "proba")
         ]
-        sorted_names = {
-            info.name for info in infos if info.name in b.AUC_FINALIZE or info.name == "ece"
-        }
-        counts = b.confusion_state(
-            label, score, pred=None, threshold=threshold, weight=weight, pos_label=pos_label
-        )
-        first: list[pl.Expr] = [
-            threshold_state(label, score, weight, pos_label).alias(STATE),
-            counts.alias(COUNTS),
-        ]
-        for info in infos:
-            if info.name not in sorted_names and info.name not in b.THRESHOLD_FORMULAS:
-                first.append(info.fn(label, score, weight=weight, pos_label=pos_label))
-        finalizers = [
-            (
-                finalize(pl.col(STATE), b.AUC_FINALIZE[name])
-                if name in b.AUC_FINALIZE
-                else b.ece_from_state(pl.col(STATE), 10)
-            ).alias(name)
-            for name in sorted_names
-        ]
-        finalizers += [
-            b.finalize_counts(pl.col(COUNTS), b.THRESHOLD_FORMULAS[info.name]).alias(info.name)
-            for info in infos
-            if info.name in b.THRESHOLD_FORMULAS
-        ]
+        first, finalizers = _summary_exprs(infos, label, score, weight, pos_label, threshold, "")
         by_cols = normalize_by(by)
         order = by_cols + [info.name for info in infos]
+        if baseline:
+            constant = constant_score(label, score, weight, pos_label)
+            first_b, finalizers_b = _summary_exprs(
+                infos, label, constant, weight, pos_label, threshold, BASELINE
+            )
+            first += first_b
+            finalizers += finalizers_b
+            order += [info.name + BASELINE for info in infos]
 
         def second(lf: pl.LazyFrame) -> pl.LazyFrame:
             return lf.with_columns(finalizers).select(order)
