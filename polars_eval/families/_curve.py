@@ -26,7 +26,12 @@ from polars_eval._typing import IntoExpr
 def sorted_state(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
 ) -> pl.Expr:
-    """The rows sorted by score descending, as one list of ``{s, p, n}`` per group."""
+    """The rows sorted by score descending, as one list of ``{s, sw}`` per group.
+
+    ``sw`` is the signed weight, ``+w`` for a positive and ``-w`` for a negative: zero
+    weights are dropped, so its sign is the label, and sorting two columns instead of
+    three saves a gather.
+    """
     y, s, w = drop_null_rows(
         binary_label(label, pos_label),
         to_float(score),
@@ -34,7 +39,7 @@ def sorted_state(
         drop_zero_weight=True,
     )
     return (
-        pl.struct(s.alias("s"), (w * y).alias("p"), (w * (1.0 - y)).alias("n"))
+        pl.struct(s.alias("s"), (w * (2.0 * y - 1.0)).alias("sw"))
         .sort_by(s, descending=True)
         .implode()
     )
@@ -52,11 +57,12 @@ def threshold_state(
     """
     e = pl.element()
     score_ = e.struct.field("s")
+    sw = e.struct.field("sw")
     block_end = (score_ != score_.shift(-1)).fill_null(True)
     body = pl.struct(
         t=score_.filter(block_end),
-        tp=e.struct.field("p").cum_sum().filter(block_end),
-        fp=e.struct.field("n").cum_sum().filter(block_end),
+        tp=sw.clip(lower_bound=0.0).cum_sum().filter(block_end),
+        fp=(-sw).clip(lower_bound=0.0).cum_sum().filter(block_end),
     )
     return sorted_state(label, score, weight, pos_label).list.eval(body)
 
