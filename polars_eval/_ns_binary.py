@@ -17,19 +17,21 @@ from polars_eval.families._curve import finalize, threshold_state
 BASELINE = "_baseline"
 
 
-def constant_score(
+def constant_predictor(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any
-) -> pl.Expr:
-    """The best constant predictor of a binary task: the (weighted) positive rate of the group.
+) -> tuple[pl.Expr, pl.Expr]:
+    """The best constant predictor of a binary task: (score, hard prediction) columns.
 
-    A column (null where the row is ignored), so that it can stand in for ``score`` in any
-    metric: its AUC is 0.5, its logloss the entropy of the labels, and at threshold 0.5 it
-    predicts the majority class (YDF's "default metrics", SPEC §8).
+    The score is the group's (weighted) positive rate: its AUC is 0.5 and its logloss the
+    entropy of the labels. The hard prediction is the majority class, so the threshold
+    metrics give the accuracy of the majority class (YDF's "default metrics", SPEC §8).
+    Both are null where the row is ignored.
     """
     y, s, w = binary_label(label, pos_label), to_float(score), weight_expr(weight)
     valid = not_null(y, s, w)
     rate = pl.when(valid).then(w * y).sum() / pl.when(valid).then(w).sum()
-    return pl.when(valid).then(rate)
+    majority = (rate >= 0.5).cast(pl.Float64)
+    return pl.when(valid).then(rate), pl.when(valid).then(majority)
 
 
 def _summary_exprs(
@@ -40,6 +42,7 @@ def _summary_exprs(
     pos_label: Any,
     threshold: float,
     suffix: str,
+    pred: pl.Expr | None = None,
 ) -> tuple[list[pl.Expr], list[pl.Expr]]:
     """First-stage aggregations (the two states and the one-pass metrics) and the finalizers."""
     state, counts = f"__pe_state{suffix}", f"__pe_counts{suffix}"
@@ -49,7 +52,12 @@ def _summary_exprs(
     first = [
         threshold_state(label, score, weight, pos_label).alias(state),
         b.confusion_state(
-            label, score, pred=None, threshold=threshold, weight=weight, pos_label=pos_label
+            label,
+            score if pred is None else None,
+            pred=pred,
+            threshold=threshold,
+            weight=weight,
+            pos_label=pos_label,
         ).alias(counts),
     ]
     first += [
@@ -70,6 +78,15 @@ def _summary_exprs(
         for info in infos
         if info.name in b.THRESHOLD_FORMULAS
     ]
+    if pred is not None and "max_accuracy" in sorted_names:
+        # a constant predictor's best accuracy is its majority-class accuracy (its score has
+        # one threshold only: "all positive")
+        finalizers = [f for f in finalizers if f.meta.output_name() != "max_accuracy" + suffix]
+        finalizers.append(
+            b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS["accuracy"]).alias(
+                "max_accuracy" + suffix
+            )
+        )
     return first, finalizers
 
 
@@ -99,8 +116,8 @@ class BinaryMethods:
         confusion counts. ``probability=False`` (scores that are not probabilities) leaves
         out logloss, Brier and ECE and accepts any finite score. ``baseline=True`` adds
         ``<metric>_baseline`` columns: the same metrics for the best constant predictor, the
-        group's positive rate (AUC 0.5, logloss = entropy of the labels, accuracy of the
-        majority class). Undefined values are null and reported in one warning.
+        group's positive rate as score (AUC 0.5, logloss = entropy of the labels) and the
+        majority class as hard prediction (accuracy of the majority class). Undefined values are null and reported in one warning.
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
@@ -131,9 +148,9 @@ class BinaryMethods:
         by_cols = normalize_by(by)
         order = by_cols + [info.name for info in infos]
         if baseline:
-            constant = constant_score(label, score, weight, pos_label)
+            constant, majority = constant_predictor(label, score, weight, pos_label)
             first_b, finalizers_b = _summary_exprs(
-                infos, label, constant, weight, pos_label, threshold, BASELINE
+                infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
             )
             first += first_b
             finalizers += finalizers_b

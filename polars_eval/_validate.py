@@ -208,9 +208,8 @@ def check_aggs(checks: Sequence[Check]) -> list[pl.Expr]:
 def raise_for_checks(result: pl.DataFrame, checks: Sequence[Check]) -> None:
     """Raise the first failed check found in a collected check frame."""
     for i, check in enumerate(checks):
-        n = int(result.get_column(f"__pe_bad_{i}").sum() or 0)
+        # the one-row check frame is cross-joined onto every result row: read the first
+        n = int(result.get_column(f"__pe_bad_{i}")[0] or 0)
         if n:
-            examples = (
-                result.get_column(f"__pe_ex_{i}").explode().drop_nulls().to_list()[:N_EXAMPLES]
-            )
+            examples = result.get_column(f"__pe_ex_{i}")[0].drop_nulls().to_list()[:N_EXAMPLES]
             raise DataValidationError(check.message(n, examples))

@@ -17,6 +17,7 @@ import polars as pl
 from polars_eval import _registry
 from polars_eval._registry import MetricInfo
 from polars_eval._run import run_metric
+from polars_eval.exceptions import InvalidParameterError
 
 
 class EvalBase:
@@ -31,21 +32,50 @@ def _make_method(info: MetricInfo) -> Any:
 
     @functools.wraps(info.fn)
     def method(
-        self: EvalBase, *args: Any, by: Any = None, validate: bool = True, **kwargs: Any
+        self: EvalBase,
+        *args: Any,
+        by: Any = None,
+        validate: bool = True,
+        ci: str | None = None,
+        level: float = 0.95,
+        **kwargs: Any,
     ) -> Any:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
-        return run_metric(self._frame, info, dict(bound.arguments), by=by, validate=validate)
+        if ci is None:
+            return run_metric(self._frame, info, dict(bound.arguments), by=by, validate=validate)
+        if ci not in info.intervals:
+            known = ", ".join(info.intervals) or "none"
+            raise InvalidParameterError(
+                f"ci={ci!r} is not available for {info.name}; available: {known}"
+            )
+        from polars_eval.stats import run_interval  # the stats family owns the intervals
 
+        return run_interval(
+            self._frame,
+            info,
+            dict(bound.arguments),
+            by=by,
+            validate=validate,
+            method=ci,
+            level=level,
+        )
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
     params = [
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         *sig.parameters.values(),
     ]
     params += [
-        inspect.Parameter("by", inspect.Parameter.KEYWORD_ONLY, default=None),
-        inspect.Parameter("validate", inspect.Parameter.KEYWORD_ONLY, default=True),
+        inspect.Parameter("by", keyword, default=None),
+        inspect.Parameter("validate", keyword, default=True),
     ]
-    # inspect.signature stops unwrapping at __signature__: the method shows by= and validate=
+    if info.intervals:
+        params += [
+            inspect.Parameter("ci", keyword, default=None),
+            inspect.Parameter("level", keyword, default=0.95),
+        ]
+    # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and ci=, level=)
     method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return method
 

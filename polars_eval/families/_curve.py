@@ -91,6 +91,17 @@ class Curve:
     def both_classes(self) -> pl.Expr:
         return (self.P > 0.0) & (self.N > 0.0)
 
+    def nan_struct(self, **fields: pl.Expr) -> pl.Expr:
+        """The points of a curve or table; every float field is NaN if any score is NaN."""
+        return pl.struct(
+            **{
+                name: pl.when(self.has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(value)
+                if name != "bin"
+                else value
+                for name, value in fields.items()
+            }
+        )
+
     def guard(self, value: pl.Expr, defined: pl.Expr | None = None) -> pl.Expr:
         """NaN if any score is NaN; null where ``defined`` (default: both classes present) fails."""
         defined = self.both_classes if defined is None else defined

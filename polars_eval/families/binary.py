@@ -1139,7 +1139,7 @@ def roc_curve(
 
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
-        return pl.struct(
+        return c.nan_struct(
             threshold=pl.concat([pl.lit(float("inf"), dtype=F64), c.threshold]),
             fpr=safe_div(pl.concat([zero, c.fp]), c.N),
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
@@ -1185,7 +1185,9 @@ def pr_curve(
 
     def body(c: Curve) -> pl.Expr:
         tp, fp = c.tp, c.fp
-        return pl.struct(threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P))
+        return c.nan_struct(
+            threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P)
+        )
 
     return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("pr_curve")
 
@@ -1247,7 +1249,7 @@ def threshold_table(
         tp, fp = c.tp, c.fp
         fn, tn = c.P - tp, c.N - fp
         counts = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
-        table = pl.struct(
+        table = c.nan_struct(
             threshold=c.threshold,
             tp=tp,
             fp=fp,
@@ -1270,7 +1272,8 @@ def threshold_table(
         index = volume.search_sorted(pl.lit(targets) - 1e-12, side="left").unique(
             maintain_order=True
         )
-        return table.gather(index.clip(0, tp.len() - 1)).unique(maintain_order=True)
+        # an index equal to the length (targets past the last point, or an empty group) is dropped
+        return table.gather(index.filter(index < tp.len())).unique(maintain_order=True)
 
     return finalize_list(threshold_state(label, score, weight, pos_label), body).alias(
         "threshold_table"
@@ -1304,7 +1307,7 @@ def lorenz_curve(
 
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
-        return pl.struct(
+        return c.nan_struct(
             threshold=pl.concat([pl.lit(float("inf"), dtype=F64), c.threshold]),
             population=pl.concat([zero, (c.tp + c.fp) / (c.P + c.N)]),
             positives=safe_div(pl.concat([zero, c.tp]), c.P),
@@ -1382,7 +1385,7 @@ def gain_table(
         count = pos + neg
         cum_count = cum_pos + cum_neg
         rate = c.P / total
-        return pl.struct(
+        return c.nan_struct(
             bin=b + 1,
             min_score=c.threshold.filter(last_of_bin),
             count=count,
