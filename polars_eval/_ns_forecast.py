@@ -1,0 +1,392 @@
+"""``df.eval.forecast``: forecast accuracy on long data, per series and across series.
+
+One lazy query: (optional) the lead of each row from its cutoff, the in-sample scale of
+every series from the ``train=`` frame (joined on the series id), then one ``group_by`` per
+(``by`` groups, series) that sums the *state* of every metric (weighted sums: Σw, Σw|e|,
+Σw e², ...). The per-series values are ratios of that state; the pooled values the same
+ratios of the state summed over series; the across-series values the mean of the
+per-series values. Row-level validation runs in the same query (SPEC §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from polars_eval._exprs import (
+    F64,
+    check_choice,
+    check_fraction,
+    check_positive_int,
+    not_null,
+    to_float,
+    weight_expr,
+)
+from polars_eval._run import Plan, _deferred, build, normalize_by
+from polars_eval._typing import IntoExpr, ZeroActuals
+from polars_eval._validate import column_problems
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.families import forecast as fc
+from polars_eval.families import regression as reg
+
+STATE = "__pe_s_"
+DUP = "__pe_dup"
+TRAIN_DUP = "__pe_train_dup"
+
+
+@dataclass(frozen=True)
+class _Metric:
+    name: str
+    num: str
+    den: str
+    sqrt: bool = False
+    why: str = "empty series"
+
+    def value(self, prefix: str = "") -> pl.Expr:
+        num, den = pl.col(prefix + STATE + self.num), pl.col(prefix + STATE + self.den)
+        v = pl.when(den > 0.0).then(num / den).otherwise(None)
+        return (v.sqrt() if self.sqrt else v).cast(F64)
+
+
+def _key_list(name: str, value: Any) -> list[str]:
+    keys = [value] if isinstance(value, str) else list(value) if value is not None else []
+    if not keys or not all(isinstance(k, str) for k in keys):
+        raise InvalidParameterError(
+            f"{name} must be a column name or a list of them; got {value!r}"
+        )
+    return keys
+
+
+def _missing(schema: Mapping[str, Any], columns: Sequence[str], what: str) -> None:
+    for c in columns:
+        if c not in schema:
+            available = ", ".join(list(schema)[:12])
+            raise DataValidationError(
+                f'column "{c}" ({what}) not found; available columns: {available}'
+            )
+
+
+class ForecastMethods:
+    """``df.eval.forecast``: every forecast metric per series, across series and pooled."""
+
+    _frame: pl.DataFrame | pl.LazyFrame
+
+    def forecast(
+        self,
+        actual: str,
+        forecast: str,
+        *,
+        series: str | list[str],
+        time: str,
+        train: pl.DataFrame | pl.LazyFrame | None = None,
+        season_length: int = 1,
+        cutoff: str | None = None,
+        lead: int | None = None,
+        by: str | list[str] | None = None,
+        weight: IntoExpr | None = None,
+        zero_actuals: ZeroActuals = "skip",
+        quantiles: Mapping[float, str] | None = None,
+        interval: tuple[str, str] | None = None,
+        per_series: bool = False,
+        validate: bool = True,
+    ) -> Any:
+        """Forecast accuracy of a long frame (series id, time, actual, forecast).
+
+        Metrics: ``mae``, ``mse``, ``rmse``, ``bias`` (mean forecast − actual, positive
+        when over-forecasting), ``mape`` (zero actuals skipped and counted in
+        ``zero_actuals``, or ``zero_actuals="inf"``), ``smape`` (in [0, 2]), ``wape``;
+        with ``train=`` (a frame with the same series, time and actual columns) ``mase``
+        and ``rmsse`` scaled by the in-sample seasonal naive errors of each series
+        (``season_length=``; null for a series whose training part is constant or not
+        longer than the season, see :func:`polars_eval.seasonal_scale`); with
+        ``quantiles={0.1: "q10", 0.9: "q90"}`` one ``pinball_<q>`` per quantile column;
+        with ``interval=("lo", "hi")`` the ``coverage`` of the interval.
+
+        With ``cutoff=`` (the column saying when each forecast was made) a ``lead`` column
+        is added, the rank of the target time within (series, cutoff) (see
+        :func:`polars_eval.with_lead`); use ``by="lead"`` for metrics by lead and ``lead=1``
+        for one-step-ahead errors only.
+
+        ``per_series=True`` returns one row per (``by`` group, series) with ``n`` (rows) and
+        the metrics. Otherwise one row per ``by`` group with ``n_series``, ``n``, each
+        metric as the mean of its per-series values (series where it is undefined left out)
+        and ``<metric>_pooled``, the metric over all rows pooled (for MASE / RMSSE: the mean
+        of every row's scaled error). Keys (``by`` groups, series, [cutoff,] time) must be
+        unique: a duplicate is an error naming the keys (the same on ``train``).
+        ``weight=`` weighs rows inside each series.
+
+        Examples
+        --------
+        Series a: errors (1, −1), b: errors (2, 2) against actuals 10, 10, 4, 4.
+
+        >>> import polars as pl
+        >>> import polars_eval as pe
+        >>> df = pl.DataFrame({"id": ["a", "a", "b", "b"], "t": [1, 2, 1, 2],
+        ...                    "y": [10.0, 10.0, 4.0, 4.0], "f": [11.0, 9.0, 6.0, 6.0]})
+        >>> df.eval.forecast("y", "f", series="id", time="t", per_series=True).select("id", "mae", "bias", "mape")
+        shape: (2, 4)
+        ┌─────┬─────┬──────┬──────┐
+        │ id  ┆ mae ┆ bias ┆ mape │
+        │ --- ┆ --- ┆ ---  ┆ ---  │
+        │ str ┆ f64 ┆ f64  ┆ f64  │
+        ╞═════╪═════╪══════╪══════╡
+        │ a   ┆ 1.0 ┆ 0.0  ┆ 0.1  │
+        │ b   ┆ 2.0 ┆ 2.0  ┆ 0.5  │
+        └─────┴─────┴──────┴──────┘
+        >>> df.eval.forecast("y", "f", series="id", time="t").select("n_series", "mae", "wape", "wape_pooled")
+        shape: (1, 4)
+        ┌──────────┬─────┬──────┬─────────────┐
+        │ n_series ┆ mae ┆ wape ┆ wape_pooled │
+        │ ---      ┆ --- ┆ ---  ┆ ---         │
+        │ i64      ┆ f64 ┆ f64  ┆ f64         │
+        ╞══════════╪═════╪══════╪═════════════╡
+        │ 2        ┆ 1.5 ┆ 0.3  ┆ 0.214286    │
+        └──────────┴─────┴──────┴─────────────┘
+        """
+        keys = _key_list("series", series)
+        if not isinstance(time, str):
+            raise InvalidParameterError(f"time must be a column name; got {time!r}")
+        if cutoff is not None and not isinstance(cutoff, str):
+            raise InvalidParameterError(f"cutoff must be a column name; got {cutoff!r}")
+        if lead is not None:
+            check_positive_int("lead", lead)
+            if cutoff is None:
+                raise InvalidParameterError("lead= needs cutoff= (the column of forecast origins)")
+        check_positive_int("season_length", season_length)
+        check_choice("zero_actuals", zero_actuals, reg.ZERO_ACTUAL_OPTIONS)
+        quantiles = dict(quantiles or {})
+        for q, col in quantiles.items():
+            check_fraction("quantile", q, low_open=True, high_open=True)
+            if not isinstance(col, str):
+                raise InvalidParameterError(
+                    f"quantiles must map a quantile to a column name; got {col!r}"
+                )
+        if interval is not None and (
+            len(interval) != 2 or not all(isinstance(c, str) for c in interval)
+        ):
+            raise InvalidParameterError(
+                f"interval must be (lower, upper) column names; got {interval!r}"
+            )
+        if train is not None and not isinstance(train, (pl.DataFrame, pl.LazyFrame)):
+            raise InvalidParameterError(
+                f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
+            )
+        by_cols = normalize_by(by)
+        try:
+            return self._forecast(
+                actual, forecast, keys, time, train, season_length, cutoff, lead, by_cols,
+                weight, zero_actuals, quantiles, interval, per_series, validate,
+            )  # fmt: skip
+        except DataValidationError as error:
+            if isinstance(self._frame, pl.LazyFrame):
+                return _deferred(error)
+            raise
+
+    def _forecast(
+        self,
+        actual: str,
+        forecast: str,
+        keys: list[str],
+        time: str,
+        train: pl.DataFrame | pl.LazyFrame | None,
+        season_length: int,
+        cutoff: str | None,
+        lead: int | None,
+        by_cols: list[str],
+        weight: IntoExpr | None,
+        zero_actuals: str,
+        quantiles: dict[float, str],
+        interval: tuple[str, str] | None,
+        per_series: bool,
+        validate: bool,
+    ) -> Any:
+        lf = self._frame.lazy()
+        schema = lf.collect_schema()
+        row_keys = [*keys, *([cutoff] if cutoff else []), time]
+        _missing(schema, row_keys, "a key")
+        inputs: dict[str, Any] = {"actual": "numeric", "forecast": "numeric", "weight": "weight"}
+        args: dict[str, Any] = {"actual": actual, "forecast": forecast, "weight": weight}
+        for i, col in enumerate(quantiles.values()):
+            inputs[f"quantile_{i}"] = "numeric"
+            args[f"quantile_{i}"] = col
+        if interval is not None:
+            inputs.update({"lower": "numeric", "upper": "numeric"})
+            args.update({"lower": interval[0], "upper": interval[1]})
+        problems = column_problems(schema, args, inputs)
+        if problems:
+            raise DataValidationError(problems[0])
+        if cutoff is not None:
+            lf = fc.with_lead(lf, series=keys, time=time, cutoff=cutoff)
+            if lead is not None:
+                lf = lf.filter(pl.col("lead") == lead)
+        if train is not None:
+            tschema = train.lazy().collect_schema()
+            _missing(tschema, [*keys, time, actual], "in the train= frame")
+            scale = fc.scale_query(
+                train.lazy(),
+                keys,
+                time,
+                actual,
+                season_length,
+                duplicates=TRAIN_DUP if validate else None,
+            )
+            lf = lf.join(scale, on=keys, how="left")
+
+        y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
+        used = not_null(y, f) if weight is None else not_null(y, f, w)
+        # the weight is 0 on rows with a null input (null where the weight is null): every
+        # weighted sum below skips those rows without filtering
+        wu = used.cast(F64) if weight is None else w * used.cast(F64)
+        e = y - f
+        ae = e.abs()
+        states: dict[str, pl.Expr] = {
+            "w": wu,
+            "abs": (wu * ae),
+            "sq": (wu * e * e),
+            "bias": (wu * (f - y)),
+            "absy": (wu * y.abs()),
+        }
+        den = y.abs() + f.abs()
+        smape_term = pl.when(den > 0.0).then(2.0 * ae / den).otherwise(0.0)
+        states["smape"] = wu * smape_term
+        nonzero = y != 0.0
+        if zero_actuals == "skip":
+            states["ape"] = wu * pl.when(nonzero).then(ae / y.abs()).otherwise(0.0)
+            states["ape_w"] = wu * nonzero.cast(F64)
+        else:
+            term = (
+                pl.when(nonzero)
+                .then(ae / y.abs())
+                .when(ae == 0.0)
+                .then(0.0)
+                .when(ae > 0.0)
+                .then(float("inf"))
+            )
+            states["ape"] = pl.when(wu > 0.0).then(wu * term)
+            states["ape_w"] = wu
+        metrics = [
+            _Metric("mae", "abs", "w"),
+            _Metric("mse", "sq", "w"),
+            _Metric("rmse", "sq", "w", sqrt=True),
+            _Metric("bias", "bias", "w"),
+            _Metric("mape", "ape", "ape_w", why=reg.NO_NONZERO),
+            _Metric("smape", "smape", "w"),
+            _Metric("wape", "abs", "absy", why="all actuals are 0"),
+        ]
+        if train is not None:
+            for name, col, err in (
+                ("mase", "mase_scale", ae),
+                ("rmsse", "rmsse_scale", e * e),
+            ):
+                s = pl.col(col)
+                states[name] = wu * err / s  # null (skipped) where s is null
+                states[name + "_w"] = wu * s.is_not_null().cast(F64)
+                metrics.append(
+                    _Metric(name, name, name + "_w", sqrt=name == "rmsse", why=fc.NO_SCALE)
+                )
+        for i, (q, col) in enumerate(sorted(quantiles.items())):
+            qp = to_float(col)
+            ok = used & qp.is_not_null()
+            wq = pl.when(ok).then(w).otherwise(0.0)
+            d = (y - qp).fill_null(0.0)
+            states[f"q{i}"] = wq * pl.max_horizontal(q * d, (q - 1.0) * d)
+            states[f"q{i}_w"] = wq
+            metrics.append(_Metric(f"pinball_{q:g}", f"q{i}", f"q{i}_w"))
+        if interval is not None:
+            lo, hi = to_float(interval[0]), to_float(interval[1])
+            ok = used & lo.is_not_null() & hi.is_not_null()
+            wc = pl.when(ok).then(w).otherwise(0.0)
+            inside = ((y >= lo) & (y <= hi)).fill_null(False).cast(F64)
+            states["cov"] = wc * inside
+            states["cov_w"] = wc
+            metrics.append(_Metric("coverage", "cov", "cov_w"))
+
+        # row terms first (plain element-wise columns), then plain sums per group: the
+        # fastest path of a Polars group_by
+        counted = used & (w > 0.0)
+        lf = lf.with_columns(
+            [v.cast(F64).alias(STATE + k) for k, v in states.items()]
+            + [counted.alias(STATE + "n"), (counted & (y == 0.0)).alias(STATE + "zero")]
+        )
+        first = [pl.col(STATE + k).sum() for k in states]
+        if validate:
+            # duplicate keys, counted per (by groups, series): the rows of a group must have
+            # distinct (cutoff,) time (the lead is a dense rank, so duplicates share a lead)
+            key = pl.struct(cutoff, time) if cutoff is not None else pl.col(time)
+            first.append((pl.len() - key.n_unique()).cast(pl.Int64).alias(DUP))
+            if train is not None:
+                first.append(pl.col(TRAIN_DUP).first().fill_null(0).alias(TRAIN_DUP))
+        first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
+        first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
+        names = [m.name for m in metrics]
+        state_cols = [STATE + k for k in states]
+
+        group_keys = [*by_cols, *keys]
+
+        def check_duplicates(df: pl.DataFrame) -> pl.DataFrame:
+            for col, what in (
+                (DUP, f"duplicate ({', '.join(row_keys)}) rows"),
+                (TRAIN_DUP, f"the train= frame has duplicate ({', '.join([*keys, time])}) rows"),
+            ):
+                if col not in df.columns:
+                    continue
+                bad = df.filter(pl.col(col) > 0)
+                if bad.height:
+                    n = int(bad.get_column(col).sum())
+                    rows = bad.select(group_keys).head(3).rows()
+                    shown = ", ".join(str(r[0]) if len(r) == 1 else str(r) for r in rows)
+                    raise DataValidationError(
+                        f"{what}: found {n} row(s) repeating the keys of another row, in "
+                        f"{bad.height} groups of ({', '.join(group_keys)}), e.g. [{shown}]"
+                    )
+            return df.drop([c for c in (DUP, TRAIN_DUP) if c in df.columns])
+
+        def second(q: pl.LazyFrame) -> pl.LazyFrame:
+            if validate:
+                schema = q.collect_schema()
+                kept = {k: v for k, v in schema.items() if k not in (DUP, TRAIN_DUP)}
+                q = q.map_batches(check_duplicates, schema=pl.Schema(kept))
+            q = q.with_columns([m.value().alias(m.name) for m in metrics])
+            if per_series:
+                return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
+            aggs = [
+                pl.len().cast(pl.Int64).alias("n_series"),
+                pl.col("n").sum().cast(pl.Int64),
+                *[pl.col(n).mean().alias(n) for n in names],
+                *[pl.col(c).sum() for c in state_cols],
+                pl.col("zero_actuals").sum().cast(pl.Int64),
+            ]
+            q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
+            pooled = [m.value().alias(m.name + "_pooled") for m in metrics]
+            return q.with_columns(pooled).select(
+                [
+                    *by_cols,
+                    "n_series",
+                    "n",
+                    *names,
+                    *[n + "_pooled" for n in names],
+                    "zero_actuals",
+                    *[pl.lit(None).alias(k) for k in keys],  # sort keys of the plan, dropped
+                ]
+            )
+
+        undefined = {m.name: m.why for m in metrics}
+        if not per_series:
+            undefined.update({m.name + "_pooled": m.why for m in metrics})
+        plan = Plan(
+            exprs=first,
+            inputs=inputs,
+            args=args,
+            by=[*by_cols, *keys],
+            validate=validate,
+            undefined=undefined,
+            strict=False,
+            then=second,
+        )
+        query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
+        if not per_series:
+            query = query.drop(keys)
+        return query if isinstance(self._frame, pl.LazyFrame) else query.collect()

@@ -1,0 +1,1183 @@
+"""Regression metrics and model diagnostics (SPEC §5).
+
+Every metric takes ``(actual, pred, *, weight=None)`` and returns one Polars aggregation
+expression aliased to its name, usable in ``select``, ``group_by().agg()`` and ``over()``.
+Inputs are cast to Float64 first; a row with a null in any input is ignored; the weighted
+formula is the only formula (no weight = every row weighs 1).
+
+State + finalize: the additive metrics (MSE, MAE, bias, WAPE, MAPE ...) are weighted sums
+finalized by a ratio; R², explained variance and Pearson centre on the weighted mean
+before squaring (no catastrophic cancellation on a large offset). The order-based ones
+(medians, Spearman, Kendall) sort once per group.
+
+Undefined values are null: an empty group (or all weights 0), R² / explained variance of a
+constant target, correlations with a constant side or fewer than two rows. A NaN input
+gives NaN.
+
+Percentage errors (MAPE, RMSPE, MER) skip the rows whose actual is 0
+(``zero_actuals="skip"``, the default; ``df.eval.regression`` reports how many rows in its
+``zero_actuals`` column); ``zero_actuals="inf"`` keeps them: a zero actual with a
+non-zero error makes the value +inf (a row where actual = prediction = 0 counts as 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_eval._exprs import (
+    F64,
+    NAN,
+    check_choice,
+    check_positive_int,
+    drop_null_rows,
+    nan_guard,
+    not_null,
+    safe_div,
+    to_float,
+    weight_expr,
+)
+from polars_eval._registry import register
+from polars_eval._typing import IntoExpr, ZeroActuals
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
+
+__all__ = [
+    "aic",
+    "bias",
+    "bic",
+    "conditional_table",
+    "explained_variance",
+    "kendall_tau",
+    "mae",
+    "mape",
+    "max_error",
+    "medae",
+    "mer",
+    "mse",
+    "msle",
+    "pearson",
+    "r2",
+    "r2_pearson",
+    "residual_qq",
+    "rmse",
+    "rmsle",
+    "rmspe",
+    "smape",
+    "spearman",
+    "wape",
+]
+
+INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
+LOG_INPUTS = {"actual": "positive", "pred": "positive", "weight": "weight"}
+EMPTY = "empty group (no rows with a non-null actual, prediction and positive weight)"
+CONSTANT = "needs a non-constant actual (and at least two rows)"
+CORR = "needs at least two rows and a non-constant actual and prediction"
+NO_NONZERO = "no row with a non-zero actual"
+ZERO_ACTUAL_OPTIONS = ("skip", "inf")
+
+
+# ---------------------------------------------------------------------------------------
+# Shared pieces
+# ---------------------------------------------------------------------------------------
+
+
+def _inputs(
+    actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None, *, drop_zero_weight: bool = False
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    y, p, w = drop_null_rows(
+        to_float(actual),
+        to_float(pred),
+        weight=weight_expr(weight),
+        drop_zero_weight=drop_zero_weight,
+    )
+    return y, p, w
+
+
+def _masked(
+    actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Inputs for the additive metrics, without filtering: the weight is 0 on rows with a
+    null input (and null where the weight is null), so every weighted sum skips those rows.
+    Cheaper than filtering three columns per metric inside a ``group_by``."""
+    y, p = to_float(actual), to_float(pred)
+    if weight is None:  # the same as a weight of 1, with fewer passes
+        return y, p, not_null(y, p).cast(F64)
+    w = weight_expr(weight)
+    return y, p, w * not_null(y, p, w).cast(F64)
+
+
+def _only_kept(values: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """``values`` where the row counts (weight > 0), null elsewhere."""
+    return pl.when(w > 0.0).then(values)
+
+
+def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Weighted mean; null on an empty group (total weight 0)."""
+    return safe_div((values * w).sum(), w.sum())
+
+
+def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Weighted median (rows of zero weight already dropped), NaN if a value is NaN.
+
+    The mean of the lower and upper weighted medians: the first sorted value whose
+    cumulative weight reaches W/2, and the first that exceeds it. With integer weights this
+    is the ordinary median of the rows repeated (the average of the two middle values).
+    """
+    order = values.arg_sort()
+    vs = values.gather(order)
+    cw = w.gather(order).cum_sum()
+    half = w.sum() / 2.0
+    lo = vs.filter(cw >= half).first()
+    hi = vs.filter(cw > half).first()
+    value = pl.when(w.sum() > 0.0).then((lo + hi.fill_null(lo)) / 2.0).otherwise(None)
+    return nan_guard(value, values)
+
+
+def _not_constant(values: pl.Expr) -> pl.Expr:
+    """True when the (non-NaN) values are not all equal; false on 0 or 1 row."""
+    return values.max() > values.min()
+
+
+def _check_zero_actuals(zero_actuals: str) -> None:
+    check_choice("zero_actuals", zero_actuals, ZERO_ACTUAL_OPTIONS)
+
+
+def _percentage_terms(
+    y: pl.Expr, p: pl.Expr, w: pl.Expr, zero_actuals: str
+) -> tuple[pl.Expr, pl.Expr]:
+    """Per-row |y - p| / |y| and the weights of the rows kept.
+
+    ``skip``: rows with y = 0 get weight 0 (left out). ``inf``: their term is +inf, or 0
+    when the prediction is 0 as well.
+    """
+    err = (y - p).abs()
+    if zero_actuals == "skip":
+        keep = y != 0.0
+        term = pl.when(keep).then(err / y.abs()).otherwise(0.0)
+        return term, pl.when(keep).then(w).otherwise(0.0)
+    term = (
+        pl.when(y != 0.0)
+        .then(err / y.abs())
+        .when(err.is_nan())
+        .then(NAN)
+        .when(err == 0.0)
+        .then(0.0)
+        .when(err > 0.0)
+        .then(float("inf"))
+    )  # null where a value is null
+    return pl.when(w > 0.0).then(term), w  # a row of weight 0 is left out, never inf · 0
+
+
+def zero_actual_count(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
+) -> pl.Expr:
+    """Number of rows (non-null, positive weight) whose actual is 0: the rows that the
+    percentage errors skip under ``zero_actuals="skip"``. Int64, aliased ``zero_actuals``."""
+    y, _, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    return (y == 0.0).sum().cast(pl.Int64).alias("zero_actuals")
+
+
+def _pearson(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Weighted Pearson correlation, centred before the products; null if a side is constant."""
+    y, p = _only_kept(y, w), _only_kept(p, w)
+    yc = y - _wmean(y, w)
+    pc = p - _wmean(p, w)
+    cov = (w * yc * pc).sum()
+    den = ((w * yc * yc).sum() * (w * pc * pc).sum()).sqrt()
+    defined = _not_constant(y) & _not_constant(p)
+    value = pl.when(defined).then((cov / den).clip(-1.0, 1.0)).otherwise(None)
+    return nan_guard(value, y, p)
+
+
+def _weighted_rank(values: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Mid-rank under weights: weight strictly below + half the weight of the tie block.
+
+    With integer weights this is, up to a constant shift, the average rank of the rows
+    repeated, so Spearman with weights equals Spearman of the repeated rows.
+    """
+    order = values.arg_sort()
+    vs = values.gather(order)
+    cw = w.gather(order).cum_sum()
+    cw_before = cw.shift(1).fill_null(0.0)
+    lo = vs.search_sorted(values, side="left")
+    hi = vs.search_sorted(values, side="right")
+    return (cw_before.gather(lo) + cw.gather(hi - 1)) / 2.0
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Mean squared error, Σ w (y − ŷ)² / Σ w.
+
+    References
+    ----------
+    scikit-learn, ``sklearn.metrics.mean_squared_error``.
+
+    Examples
+    --------
+    Two predictions of the actuals (2, 3, 4) (a textbook example): (1, 4, 3) has MSE 1,
+    (2, 3, 6) has MSE 4/3.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [2, 3, 4] * 2, "p": [1, 4, 3, 2, 3, 6], "m": ["a"] * 3 + ["b"] * 3})
+    >>> df.group_by("m", maintain_order=True).agg(pe.mse("y", "p").round(4))
+    shape: (2, 2)
+    ┌─────┬────────┐
+    │ m   ┆ mse    │
+    │ --- ┆ ---    │
+    │ str ┆ f64    │
+    ╞═════╪════════╡
+    │ a   ┆ 1.0    │
+    │ b   ┆ 1.3333 │
+    └─────┴────────┘
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean((y - p) ** 2, w).alias("mse")
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=EMPTY,
+)
+def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Root mean squared error, √MSE.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> round(pl.DataFrame({"y": [0.0, 0.0], "p": [3.0, 4.0]}).eval.rmse("y", "p") ** 2, 12)
+    12.5
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean((y - p) ** 2, w).sqrt().alias("rmse")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Mean absolute error, Σ w |y − ŷ| / Σ w.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [2, 3, 4], "p": [1, 4, 3]}).select(pe.mae("y", "p")).item()
+    1.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean((y - p).abs(), w).alias("mae")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Median absolute error: the (weighted) median of |y − ŷ|.
+
+    With weights, the mean of the lower and upper weighted medians (the median of the rows
+    repeated, for integer weights). Rows of zero weight are left out.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [1, 3, 6, 8]}).select(pe.medae("y", "p")).item()
+    2.0
+    """
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    return _wmedian((y - p).abs(), w).alias("medae")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Maximum absolute error, max |y − ŷ| over the rows of positive weight.
+
+    Weights only select rows (a zero weight removes the row); NaN in gives NaN.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [3, 2, 7, 1], "p": [4, 2, 7, 1]}).select(pe.max_error("y", "p")).item()
+    1.0
+    """
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    return nan_guard((y - p).abs().max(), y, p).cast(F64).alias("max_error")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY)
+def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Mean error of the prediction, Σ w (ŷ − y) / Σ w: positive when over-predicting.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [2, 3, 4], "p": [2, 3, 6]}).select(pe.bias("y", "p")).item()
+    0.6666666666666666
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean(p - y, w).alias("bias")
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    upper=1.0,
+    undefined=CONSTANT,
+)
+def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Coefficient of determination, R² = 1 − SSE / SST.
+
+    SSE = Σ w (y − ŷ)², SST = Σ w (y − ȳ)² with ȳ the weighted mean (centred first).
+    Null for a constant actual (scikit-learn returns 1.0 or 0.0 there by default) or
+    fewer than two rows.
+
+    References
+    ----------
+    scikit-learn, ``sklearn.metrics.r2_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3], "p": [1, 2, 4]}).select(pe.r2("y", "p")).item()
+    0.5
+    """
+    y, p, w = _masked(actual, pred, weight)
+    y, p = _only_kept(y, w), _only_kept(p, w)
+    sse = (w * (y - p) ** 2).sum()
+    sst = (w * (y - _wmean(y, w)) ** 2).sum()
+    defined = _not_constant(y) & (sst > 0.0)
+    return nan_guard(pl.when(defined).then(1.0 - sse / sst).otherwise(None), y, p).alias("r2")
+
+
+@register(
+    task="regression", inputs=INPUTS, higher_is_better=True, lower=0.0, upper=1.0, undefined=CORR
+)
+def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Squared Pearson correlation of actual and prediction (H2O's R² of a fit line).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 4, 6]}).select(pe.r2_pearson("y", "p")).item()
+    1.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return (_pearson(y, p, w) ** 2).alias("r2_pearson")
+
+
+@register(
+    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+)
+def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Pearson correlation, Σ w (y − ȳ)(ŷ − ŷ̄) / √(Σ w (y − ȳ)² · Σ w (ŷ − ŷ̄)²).
+
+    Centred on the weighted means before the products. Null with a constant side or
+    fewer than two rows.
+
+    References
+    ----------
+    scipy, ``scipy.stats.pearsonr``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [4, 3, 2, 1]}).select(pe.pearson("y", "p")).item()
+    -1.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _pearson(y, p, w).alias("pearson")
+
+
+@register(
+    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+)
+def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Spearman rank correlation: Pearson correlation of the average ranks.
+
+    Ties get their average rank; with weights a row's rank is the weight below it plus
+    half the weight of its tie block (integer weights = repeated rows). Rows of zero weight
+    are left out. Null with a constant side or fewer than two rows.
+
+    References
+    ----------
+    scipy, ``scipy.stats.spearmanr``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [1, 10, 100, 1000]}).select(pe.spearman("y", "p")).item()
+    1.0
+    """
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    value = _pearson(_weighted_rank(y, w), _weighted_rank(p, w), w)
+    return nan_guard(value, y, p).alias("spearman")
+
+
+# Kendall's tau-b -----------------------------------------------------------------------
+
+
+def _tie_pairs(new_run: np.ndarray, w: np.ndarray | None) -> float:
+    """Σ over runs of equal values of the (weighted) number of pairs inside the run."""
+    starts = np.flatnonzero(new_run)
+    if w is None:
+        counts = np.diff(np.append(starts, new_run.size)).astype(np.float64)
+        return 0.5 * float((counts * (counts - 1.0)).sum())
+    s = np.add.reduceat(w, starts)
+    s2 = np.add.reduceat(w * w, starts)
+    return 0.5 * float((s * s - s2).sum())
+
+
+BRUTE_BLOCK = 64
+"""Blocks of this many consecutive positions count their inside pairs by direct comparison."""
+
+
+def _inversions(order: np.ndarray, w: np.ndarray | None, ys: np.ndarray) -> float:
+    """Weighted number of pairs i < j with ys[i] > ys[j], given ``order``: the positions
+    sorted by (ys, position).
+
+    Why numpy: Polars has no inversion count (Fenwick tree / merge sort). This is a
+    vectorised merge sort run top-down: at level L the positions are cut into blocks of
+    2^(L+1) (one row of a 2-D view), each row held in y order; every left-half element is
+    inverted with the right-half elements that come before it in y order (ties are ordered
+    by position, so only strictly greater y count). Then each row is split, stably, into
+    its two halves for the next level. Each level is a few O(n) numpy passes. Below blocks
+    of ``BRUTE_BLOCK`` positions the remaining pairs (inside a block) are compared
+    directly, O(n · BRUTE_BLOCK), which is faster than the last levels. O(n log n) in all.
+    The length is padded to a power of two with trailing positions of weight 0 that are
+    never inverted.
+    """
+    n = order.size
+    size = 1 << max(0, (n - 1).bit_length())
+    itype = np.int32 if size < 2**31 else np.int64
+    order = order.astype(itype)
+    wp = None if w is None else np.concatenate([w, np.zeros(size - n)])
+    if size > n:
+        order = np.concatenate([order, np.arange(n, size, dtype=itype)])
+    block = min(BRUTE_BLOCK, size)
+    stop = block.bit_length() - 1  # levels >= stop run as merge levels
+    wo = None if wp is None else wp[order]
+    total = 0.0
+    for level in range(size.bit_length() - 2, stop - 1, -1):
+        half = 1 << level
+        rows = order.reshape(-1, 2 * half)
+        is_left = (rows & half) == 0
+        if wo is None:
+            # Σ over left elements of (right elements before it) = Σ_left index − Σ_left rank
+            index = np.arange(2 * half, dtype=np.int64)
+            total += float((is_left * index).sum()) - rows.shape[0] * half * (half - 1) / 2.0
+        else:
+            wr = wo.reshape(-1, 2 * half)
+            right_before = np.cumsum(np.where(is_left, 0.0, wr), axis=1)
+            total += float((np.where(is_left, wr, 0.0) * right_before).sum())
+        if level == stop:
+            break
+        n_left = np.cumsum(is_left, axis=1, dtype=itype)
+        dest = np.where(is_left, n_left - 1, half + np.arange(2 * half, dtype=itype) - n_left)
+        dest += (np.arange(rows.shape[0], dtype=itype) * (2 * half))[:, None]
+        flat = dest.reshape(-1)
+        out = np.empty_like(order)
+        out[flat] = order
+        if wo is not None:
+            wnew = np.empty_like(wo)
+            wnew[flat] = wo
+            wo = wnew
+        order = out
+    return total + _block_inversions(ys, wp, block)
+
+
+def _block_inversions(ys: np.ndarray, wp: np.ndarray | None, block: int) -> float:
+    """Inversions among positions inside the same block of ``block`` consecutive positions."""
+    n = ys.size
+    size = -(-n // block) * block
+    blocks = np.concatenate([ys, np.full(size - n, np.inf)]).reshape(-1, block)
+    upper = np.triu(np.ones((block, block), dtype=bool), 1)  # pairs i < j
+    chunk = max(1, (1 << 22) // (block * block))
+    total = 0.0
+    for start in range(0, blocks.shape[0], chunk):
+        b = blocks[start : start + chunk]
+        inverted = (b[:, :, None] > b[:, None, :]) & upper
+        if wp is None:
+            total += float(inverted.sum())
+        else:
+            wb = wp[:size].reshape(-1, block)[start : start + chunk]
+            total += float(np.einsum("bi,bij,bj->", wb, inverted, wb))
+    return total
+
+
+def _kendall_tau_b(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> float | None:
+    """Kendall's tau-b of two float arrays (no nulls), pairs weighted by w_i·w_j."""
+    n = x.size
+    if np.isnan(x).any() or np.isnan(y).any():
+        return NAN
+    if n < 2:
+        return None
+    # rows tied on both x and y may come in any order: their order defines the positions
+    sorted_xy = pl.DataFrame({"x": x, "y": y}).select(pl.arg_sort_by("x", "y"))
+    sorted_xy = sorted_xy.to_series().to_numpy()
+    xs, ys = x[sorted_xy], y[sorted_xy]
+    ws = None if w is None else w[sorted_xy]
+    # positions (in (x, y) order) sorted by (y, position): the input of the inversion count
+    by_y = pl.DataFrame({"y": ys, "i": np.arange(n)}).select(pl.arg_sort_by("y", "i"))
+    by_y = by_y.to_series().to_numpy()
+    total = float(n) if ws is None else float(ws.sum())
+    n0 = 0.5 * (total * total - (float(n) if ws is None else float((ws * ws).sum())))
+    new_x = np.concatenate([[True], xs[1:] != xs[:-1]])
+    new_xy = new_x | np.concatenate([[True], ys[1:] != ys[:-1]])
+    y_sorted = ys[by_y]
+    n1 = _tie_pairs(new_x, ws)  # pairs tied on x
+    n3 = _tie_pairs(new_xy, ws)  # pairs tied on both
+    n2 = _tie_pairs(
+        np.concatenate([[True], y_sorted[1:] != y_sorted[:-1]]), None if ws is None else ws[by_y]
+    )
+    # sorted by (x, y): pairs tied on x are never inverted, so inversions = discordant pairs
+    discordant = _inversions(by_y, ws, ys)
+    concordant = n0 - n1 - n2 + n3 - discordant
+    den = (n0 - n1) * (n0 - n2)
+    if den <= 0.0:
+        return None
+    return float(np.clip((concordant - discordant) / math.sqrt(den), -1.0, 1.0))
+
+
+def _kendall_batch(s: pl.Series, weighted: bool) -> pl.Series:
+    frame = s.struct.unnest()
+    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
+    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
+    w = frame.get_column("w").to_numpy().astype(np.float64, copy=False) if weighted else None
+    return pl.Series("kendall_tau", [_kendall_tau_b(x, y, w)], dtype=F64)
+
+
+@register(
+    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+)
+def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Kendall's tau-b rank correlation, in O(n log n).
+
+    tau-b = (n_c − n_d) / √((n_0 − n_1)(n_0 − n_2)), with n_0 the pairs, n_1 / n_2 the pairs
+    tied on actual / prediction, n_c / n_d the concordant / discordant pairs. Discordant
+    pairs are counted as the inversions of the prediction once rows are sorted by actual
+    (Knight 1966), by a vectorised merge sort in numpy, run per group through
+    ``map_batches``. With weights, a pair counts w_i·w_j (integer weights = repeated rows).
+    Null with a constant side or fewer than two rows.
+
+    References
+    ----------
+    Knight, W. R. (1966). A computer method for calculating Kendall's tau with ungrouped
+    data. JASA 61(314). scipy, ``scipy.stats.kendalltau`` (variant "b").
+
+    Examples
+    --------
+    Pairs: 5 concordant, 1 discordant of 6, no ties: tau = 4/6.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 2, 3, 4], "p": [1, 3, 2, 4]})
+    >>> round(df.select(pe.kendall_tau("y", "p")).item(), 6)
+    0.666667
+    """
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    weighted = weight is not None
+    return (
+        pl.struct(y.alias("y"), p.alias("p"), w.alias("w"))
+        .map_batches(lambda s: _kendall_batch(s, weighted), return_dtype=F64, returns_scalar=True)
+        .alias("kendall_tau")
+    )
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=True, upper=1.0, undefined=CONSTANT)
+def explained_variance(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
+) -> pl.Expr:
+    """Explained variance, 1 − Var(y − ŷ) / Var(y) (weighted, centred variances).
+
+    Differs from R² by the mean error: a constant bias is not penalised. Null for a
+    constant actual (scikit-learn returns 1.0 or 0.0 by default).
+
+    References
+    ----------
+    scikit-learn, ``sklearn.metrics.explained_variance_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 3, 4]}).select(pe.explained_variance("y", "p")).item()
+    1.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    y, p = _only_kept(y, w), _only_kept(p, w)
+    r = y - p
+    var_r = (w * (r - _wmean(r, w)) ** 2).sum()
+    var_y = (w * (y - _wmean(y, w)) ** 2).sum()
+    defined = _not_constant(y) & (var_y > 0.0)
+    value = pl.when(defined).then(1.0 - var_r / var_y).otherwise(None)
+    return nan_guard(value, y, p).alias("explained_variance")
+
+
+@register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Root mean squared logarithmic error, √MSLE.
+
+    Examples
+    --------
+    >>> import math
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> v = pl.DataFrame({"y": [0.0], "p": [math.e ** 2 - 1]}).select(pe.rmsle("y", "p")).item()
+    >>> round(v, 12)
+    2.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean((p.log1p() - y.log1p()) ** 2, w).sqrt().alias("rmsle")
+
+
+@register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Mean squared logarithmic error, Σ w (ln(1 + ŷ) − ln(1 + y))² / Σ w.
+
+    Values must be > −1 (the namespace raises on values ≤ −1; the bare expression gives
+    NaN or inf there).
+
+    Examples
+    --------
+    >>> import math
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> v = pl.DataFrame({"y": [0.0, math.e - 1], "p": [math.e - 1, 0.0]}).select(pe.msle("y", "p")).item()
+    >>> round(v, 12)
+    1.0
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return _wmean((p.log1p() - y.log1p()) ** 2, w).alias("msle")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
+def rmspe(
+    actual: IntoExpr,
+    pred: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    zero_actuals: ZeroActuals = "skip",
+) -> pl.Expr:
+    """Root mean squared percentage error, √(Σ w ((y − ŷ) / y)² / Σ w), as a fraction.
+
+    Zero actuals as in :func:`mape`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1.0, 2.0, 0.0], "p": [2.0, 2.0, 5.0]})
+    >>> round(df.select(pe.rmspe("y", "p")).item() ** 2, 12)
+    0.5
+    """
+    _check_zero_actuals(zero_actuals)
+    y, p, w = _masked(actual, pred, weight)
+    term, wk = _percentage_terms(y, p, w, zero_actuals)
+    return _wmean(term * term, wk).sqrt().alias("rmspe")  # NaN propagates by arithmetic
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=NO_NONZERO,
+)
+def mape(
+    actual: IntoExpr,
+    pred: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    zero_actuals: ZeroActuals = "skip",
+) -> pl.Expr:
+    """Mean absolute percentage error, Σ w |y − ŷ| / |y| / Σ w, as a fraction (0.05 = 5 %).
+
+    Rows with y = 0 are skipped (``zero_actuals="skip"``; ``df.eval.regression`` counts
+    them) or, with ``zero_actuals="inf"``, make the value +inf (0 where ŷ = 0 too).
+    scikit-learn divides by max(|y|, eps) instead, which gives a huge finite value.
+
+    References
+    ----------
+    Hyndman, R. J. & Koehler, A. B. (2006). Another look at measures of forecast accuracy.
+    International Journal of Forecasting 22(4).
+
+    Examples
+    --------
+    Actuals (0.01, 0.03) predicted as (0.05, 0.04): errors 400 % and 33.3 %, MAPE 216.67 %.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0.01, 0.03], "p": [0.05, 0.04]})
+    >>> round(df.eval.mape("y", "p"), 4)
+    2.1667
+    """
+    _check_zero_actuals(zero_actuals)
+    y, p, w = _masked(actual, pred, weight)
+    term, wk = _percentage_terms(y, p, w, zero_actuals)
+    return _wmean(term, wk).alias("mape")  # NaN propagates by arithmetic
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=2.0,
+    undefined=EMPTY,
+)
+def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Symmetric mean absolute percentage error, Σ w · 2|y − ŷ| / (|y| + |ŷ|) / Σ w, in [0, 2].
+
+    A row where actual and prediction are both 0 has term 0. (utilsforecast's ``smape``
+    omits the factor 2 and lies in [0, 1].)
+
+    References
+    ----------
+    Makridakis, S. (1993). Accuracy measures: theoretical and practical concerns.
+    International Journal of Forecasting 9(4).
+
+    Examples
+    --------
+    Actuals (0.01, 0.03) predicted as (0.05, 0.04): terms 4/3 and 2/7, SMAPE 80.95 %.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0.01, 0.03], "p": [0.05, 0.04]})
+    >>> round(df.eval.smape("y", "p"), 4)
+    0.8095
+    """
+    y, p, w = _masked(actual, pred, weight)
+    den = y.abs() + p.abs()
+    term = pl.when(den > 0.0).then(2.0 * (y - p).abs() / den).otherwise(0.0)
+    return _wmean(term, w).alias("smape")  # NaN propagates by arithmetic
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
+def mer(
+    actual: IntoExpr,
+    pred: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    zero_actuals: ZeroActuals = "skip",
+) -> pl.Expr:
+    """Median absolute percentage error (MER): the weighted median of |y − ŷ| / |y|.
+
+    Zero actuals as in :func:`mape`; weighted median as in :func:`medae`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1.0, 2.0, 4.0], "p": [2.0, 2.0, 5.0]}).select(pe.mer("y", "p")).item()
+    0.25
+    """
+    _check_zero_actuals(zero_actuals)
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    term, wk = _percentage_terms(y, p, w, zero_actuals)
+    keep = wk > 0.0
+    return nan_guard(_wmedian(term.filter(keep), wk.filter(keep)), y, p).alias("mer")
+
+
+@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
+def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Weighted absolute percentage error, Σ w |y − ŷ| / Σ w |y| (null when Σ w |y| = 0).
+
+    References
+    ----------
+    Kolassa, S. & Schütz, W. (2007). Advantages of the MAD/MEAN ratio over the MAPE.
+    Foresight 6.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> pl.DataFrame({"y": [1, 3], "p": [2, 2]}).select(pe.wape("y", "p")).item()
+    0.5
+    """
+    y, p, w = _masked(actual, pred, weight)
+    return safe_div((w * (y - p).abs()).sum(), (w * _only_kept(y, w).abs()).sum()).alias("wape")
+
+
+# ---------------------------------------------------------------------------------------
+# Residual views
+# ---------------------------------------------------------------------------------------
+
+# Acklam's rational approximation of the standard normal quantile (relative error
+# < 1.15e-9 on (0, 1)): pure expressions, so the QQ view stays lazy and streamable.
+_A = (
+    -3.969683028665376e01,
+    2.209460984245205e02,
+    -2.759285104469687e02,
+    1.383577518672690e02,
+    -3.066479806614716e01,
+    2.506628277459239e00,
+)
+_B = (
+    -5.447609879822406e01,
+    1.615858368580409e02,
+    -1.556989798598866e02,
+    6.680131188771972e01,
+    -1.328068155288572e01,
+)
+_C = (
+    -7.784894002430293e-03,
+    -3.223964580411365e-01,
+    -2.400758276161838e00,
+    -2.549732539343734e00,
+    4.374664141464968e00,
+    2.938163982698783e00,
+)
+_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+_P_LOW = 0.02425
+
+
+def _poly(coefs: Sequence[float], x: pl.Expr) -> pl.Expr:
+    out: pl.Expr = pl.lit(coefs[0], dtype=F64)
+    for c in coefs[1:]:
+        out = out * x + c
+    return out
+
+
+def normal_quantile(p: pl.Expr) -> pl.Expr:
+    """Standard normal quantile Φ⁻¹(p) for p in (0, 1) (Acklam's approximation)."""
+    q = p - 0.5
+    r = q * q
+    central = _poly(_A, r) * q / (_poly(_B, r) * r + 1.0)
+    ql = (-2.0 * p.log()).sqrt()
+    low = _poly(_C, ql) / (_poly(_D, ql) * ql + 1.0)
+    qu = (-2.0 * (1.0 - p).log()).sqrt()
+    high = -_poly(_C, qu) / (_poly(_D, qu) * qu + 1.0)
+    return pl.when(p < _P_LOW).then(low).when(p > 1.0 - _P_LOW).then(high).otherwise(central)
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("theoretical", "sample", "residual"),
+)
+def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+    """Normal QQ view of the residuals: theoretical vs sample quantiles.
+
+    The residual r = y − ŷ is variance-normalised, z = (r − r̄) / s with the weighted mean
+    and (population) standard deviation, and sorted. Each sorted row gets the normal
+    quantile of its plotting position (C_i − w_i / 2) / W (Hazen's (i − ½) / n without
+    weights). One point per row of positive weight: ``{theoretical, sample, residual}``.
+    Normal quantiles by Acklam's rational approximation (relative error < 1.2e-9).
+
+    References
+    ----------
+    Wilk, M. B. & Gnanadesikan, R. (1968). Probability plotting methods for the analysis of
+    data. Biometrika 55(1).
+
+    Examples
+    --------
+    Residuals (−1, 0, 1): z = ±√1.5 and 0; positions 1/6, 1/2, 5/6.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1.0, 2.0, 3.0], "p": [2.0, 2.0, 2.0]})
+    >>> df.eval.residual_qq("y", "p").select(pl.all().round(4))
+    shape: (3, 3)
+    ┌─────────────┬─────────┬──────────┐
+    │ theoretical ┆ sample  ┆ residual │
+    │ ---         ┆ ---     ┆ ---      │
+    │ f64         ┆ f64     ┆ f64      │
+    ╞═════════════╪═════════╪══════════╡
+    │ -0.9674     ┆ -1.2247 ┆ -1.0     │
+    │ 0.0         ┆ 0.0     ┆ 0.0      │
+    │ 0.9674      ┆ 1.2247  ┆ 1.0      │
+    └─────────────┴─────────┴──────────┘
+    """
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    r = y - p
+    mean = _wmean(r, w)
+    sd = _wmean((r - mean) ** 2, w).sqrt()
+    order = r.arg_sort()
+    rs = r.gather(order)
+    ws = w.gather(order)
+    position = (ws.cum_sum() - ws / 2.0) / ws.sum()
+    z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
+    return (
+        pl.struct(theoretical=normal_quantile(position), sample=z, residual=rs)
+        .implode()
+        .alias("residual_qq")
+    )
+
+
+CONDITIONAL_OF = ("actual", "pred")
+
+
+@register(
+    task="regression",
+    inputs=INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("bin", "lower", "upper", "count", "mean_actual", "mean_pred", "bias", "mae", "rmse"),
+)
+def conditional_table(
+    actual: IntoExpr,
+    pred: IntoExpr,
+    *,
+    of: str = "actual",
+    bins: int = 10,
+    weight: IntoExpr | None = None,
+) -> pl.Expr:
+    """Errors conditional on the actual (``of="actual"``) or on the prediction (``of="pred"``).
+
+    The conditional ground-truth and conditional prediction views of YDF's regression
+    report, as a table: rows sorted by the conditioning value are cut into ``bins`` bins
+    of equal weight (quantile bins; a block of tied values is never split and goes to the
+    bin where it starts, so bins can be uneven or missing on tied data). Per bin: its
+    ``lower``/``upper`` conditioning values, weighted ``count``, ``mean_actual``,
+    ``mean_pred``, ``bias`` (mean ŷ − y), ``mae`` and ``rmse``. Plot mean_pred against
+    mean_actual for a calibration-like view.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1.0, 2.0, 3.0, 4.0], "p": [1.5, 1.5, 4.0, 4.0]})
+    >>> df.eval.conditional_table("y", "p", bins=2).select("bin", "count", "mean_actual", "mean_pred", "mae")
+    shape: (2, 5)
+    ┌─────┬───────┬─────────────┬───────────┬─────┐
+    │ bin ┆ count ┆ mean_actual ┆ mean_pred ┆ mae │
+    │ --- ┆ ---   ┆ ---         ┆ ---       ┆ --- │
+    │ i64 ┆ f64   ┆ f64         ┆ f64       ┆ f64 │
+    ╞═════╪═══════╪═════════════╪═══════════╪═════╡
+    │ 1   ┆ 2.0   ┆ 1.5         ┆ 1.5       ┆ 0.5 │
+    │ 2   ┆ 2.0   ┆ 3.5         ┆ 4.0       ┆ 0.5 │
+    └─────┴───────┴─────────────┴───────────┴─────┘
+    """
+    check_choice("of", of, CONDITIONAL_OF)
+    check_positive_int("bins", bins)
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    v = y if of == "actual" else p
+    state = (
+        pl.struct(
+            v.alias("v"),
+            w.alias("w"),
+            (w * y).alias("wy"),
+            (w * p).alias("wp"),
+            (w * (y - p).abs()).alias("wa"),
+            (w * (y - p) ** 2).alias("ws"),
+        )
+        .sort_by(v)
+        .implode()
+    )
+
+    def body() -> pl.Expr:
+        e = pl.element()
+        val = e.struct.field("v")
+        end = (val != val.shift(-1)).fill_null(True)
+
+        def cum(name: str) -> pl.Expr:
+            return e.struct.field(name).cum_sum().filter(end)
+
+        cw = cum("w")
+        total = e.struct.field("w").sum()
+        before = cw.shift(1).fill_null(0.0)
+        bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+        last = (bin_id != bin_id.shift(-1)).fill_null(True)
+        first = (bin_id != bin_id.shift(1)).fill_null(True)
+
+        def per_bin(name: str) -> pl.Expr:
+            c = cum(name).filter(last)
+            return c - c.shift(1).fill_null(0.0)
+
+        count = per_bin("w")
+        return pl.struct(
+            bin=bin_id.filter(last) + 1,
+            lower=val.filter(end).filter(first),
+            upper=val.filter(end).filter(last),
+            count=count,
+            mean_actual=per_bin("wy") / count,
+            mean_pred=per_bin("wp") / count,
+            bias=(per_bin("wp") - per_bin("wy")) / count,
+            mae=per_bin("wa") / count,
+            rmse=(per_bin("ws") / count).sqrt(),
+        )
+
+    return state.list.eval(body()).alias("conditional_table")
+
+
+# ---------------------------------------------------------------------------------------
+# Model diagnostics (numpy linear algebra on collected data, not metric expressions)
+# ---------------------------------------------------------------------------------------
+
+
+def _check_real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
+    if not math.isfinite(float(value)):
+        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
+    return float(value)
+
+
+def _check_count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def aic(log_likelihood: float, k: int) -> float:
+    """Akaike information criterion, AIC = 2k − 2 ln L̂.
+
+    ``log_likelihood`` is the maximised log-likelihood ln L̂ of a fitted model, ``k`` its
+    number of estimated parameters. Lower is better.
+
+    References
+    ----------
+    Akaike, H. (1974). A new look at the statistical model identification. IEEE
+    Transactions on Automatic Control 19(6).
+
+    Examples
+    --------
+    >>> import polars_eval as pe
+    >>> pe.aic(-10.0, 3)
+    26.0
+    """
+    ll = _check_real("log_likelihood", log_likelihood)
+    kk = _check_count("k", k)
+    return 2.0 * kk - 2.0 * ll
+
+
+def bic(log_likelihood: float, k: int, n: int) -> float:
+    """Bayesian information criterion, BIC = k ln n − 2 ln L̂ (n observations).
+
+    References
+    ----------
+    Schwarz, G. (1978). Estimating the dimension of a model. Annals of Statistics 6(2).
+
+    Examples
+    --------
+    >>> import polars_eval as pe
+    >>> round(pe.bic(-10.0, 2, 20), 10)  # 2 ln 20 + 20
+    25.9914645471
+    """
+    ll = _check_real("log_likelihood", log_likelihood)
+    kk = _check_count("k", k)
+    nn = _check_count("n", n)
+    return kk * math.log(nn) - 2.0 * ll
+
+
+def _design(frame: pl.DataFrame, features: Sequence[str]) -> np.ndarray:
+    """The features as a float matrix (rows with a null dropped by the caller)."""
+    return frame.select([pl.col(c).cast(F64) for c in features]).to_numpy()
+
+
+def _check_finite(frame: pl.DataFrame, columns: Sequence[str]) -> None:
+    for c in columns:
+        s = frame.get_column(c).cast(F64)
+        bad = s.filter(~s.is_finite())
+        if bad.len():
+            shown = ", ".join(repr(v) for v in bad.head(3).to_list())
+            raise DataValidationError(
+                f'column "{c}" must hold finite numbers; found {bad.len()} rows with NaN or ±inf, e.g. [{shown}]'
+            )
+
+
+def _collinear_message(features: Sequence[str], x: np.ndarray) -> str:
+    """Name the features involved in an exact linear dependence (a null-space vector)."""
+    centred = x - x.mean(axis=0)
+    _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    v = vt[-1]
+    involved = [f for f, c in zip(features, v, strict=True) if abs(c) > 1e-6]
+    return (
+        "singular design: the features are linearly dependent (with the intercept); "
+        f"involved: {involved}"
+    )
+
+
+def _rank_tol(x: np.ndarray) -> float:
+    s = np.linalg.svd(x, compute_uv=False)
+    return float(s.max() * max(x.shape) * np.finfo(np.float64).eps) if s.size else 0.0
+
+
+def vif_frame(frame: pl.DataFrame, features: Sequence[str]) -> pl.DataFrame:
+    """Variance inflation factors of ``features`` (see ``df.eval.vif``)."""
+    features = list(features)
+    if len(features) < 2:
+        raise InvalidParameterError("vif needs at least two features")
+    data = frame.select(features).drop_nulls()
+    _check_finite(data, features)
+    x = _design(data, features)
+    n = x.shape[0]
+    if n <= len(features):
+        raise DataValidationError(
+            f"vif needs more rows than features; got {n} complete rows for {len(features)} features"
+        )
+    for j, f in enumerate(features):
+        if np.ptp(x[:, j]) == 0.0:
+            raise DataValidationError(
+                f'column "{f}" is constant: its VIF is undefined (it is collinear with the intercept)'
+            )
+    centred = x - x.mean(axis=0)
+    z = centred / np.sqrt((centred**2).sum(axis=0))  # unit columns: Z'Z is the correlation matrix
+    s = np.linalg.svd(z, compute_uv=False)
+    if s.min() <= s.max() * len(features) * np.finfo(np.float64).eps * max(n, 1) ** 0.5:
+        raise DataValidationError(_collinear_message(features, x))
+    # VIF_j = 1 / (1 − R²_j) = j-th diagonal element of the inverse correlation matrix
+    inverse = np.linalg.inv(z.T @ z)
+    return pl.DataFrame(
+        {"feature": features, "vif": np.diag(inverse).astype(np.float64)},
+        schema={"feature": pl.String, "vif": F64},
+    )
+
+
+def cooks_frame(frame: pl.DataFrame, features: Sequence[str], target: str) -> pl.DataFrame:
+    """Residual, leverage and Cook's distance of every row (see ``df.eval.cooks_distance``)."""
+    features = list(features)
+    if not features:
+        raise InvalidParameterError("cooks_distance needs at least one feature")
+    cols = [*features, target]
+    data = frame.select(cols).with_row_index("row")
+    complete = data.drop_nulls(cols)
+    _check_finite(complete, cols)
+    x = _design(complete, features)
+    y = complete.get_column(target).cast(F64).to_numpy()
+    n = x.shape[0]
+    design = np.column_stack([np.ones(n), x])
+    k = design.shape[1]
+    if n <= k:
+        raise DataValidationError(
+            f"cooks_distance needs more complete rows than parameters; got {n} rows for {k} parameters"
+        )
+    q, r = np.linalg.qr(design)
+    diag = np.abs(np.diag(r))
+    if diag.min() <= _rank_tol(design):
+        raise DataValidationError(_collinear_message(features, x))
+    beta = np.linalg.solve(r, q.T @ y)
+    residual = y - design @ beta
+    leverage = (q * q).sum(axis=1)  # diagonal of the hat matrix H = Q Qᵀ
+    s2 = float(residual @ residual) / (n - k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cooks = residual**2 / (k * s2) * leverage / (1.0 - leverage) ** 2
+    cooks = np.where(np.isfinite(cooks), cooks, np.nan) if s2 > 0 else np.full(n, np.nan)
+    values = pl.DataFrame(
+        {
+            "row": complete.get_column("row"),
+            "residual": residual,
+            "leverage": leverage,
+            "cooks_distance": cooks,
+        }
+    ).with_columns(pl.col("cooks_distance").fill_nan(None))
+    return data.select("row").join(values, on="row", how="left")

@@ -1,0 +1,352 @@
+"""Forecasting metrics (SPEC §6) against utilsforecast and brute force written here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import utilsforecast.losses as ufl
+from polars.testing import assert_frame_equal
+
+import polars_eval as pe
+from polars_eval.exceptions import (
+    DataValidationError,
+    InvalidParameterError,
+    UndefinedMetricWarning,
+)
+
+METRICS = ["mae", "mse", "rmse", "bias", "mape", "smape", "wape", "mase", "rmsse"]
+
+
+def make_data(
+    n_series: int = 5, n_train: int = 24, horizon: int = 6, *, seed: int = 0
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Train and test frames in utilsforecast's column names (unique_id, ds, y)."""
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for s in range(n_series):
+        level = 10.0 + 5 * s
+        season = np.sin(np.arange(n_train + horizon) * 2 * np.pi / 4) * 3
+        y = level + season + rng.normal(0, 1, n_train + horizon)
+        for t in range(n_train):
+            train.append((f"s{s}", t, y[t]))
+        for t in range(n_train, n_train + horizon):
+            f = y[t] + rng.normal(0.5, 1.5)
+            test.append((f"s{s}", t, y[t], f, f - 2.0, f + 2.0, f - 1.3, f + 1.3))
+    train_df = pl.DataFrame(train, schema=["unique_id", "ds", "y"], orient="row")
+    test_df = pl.DataFrame(
+        test, schema=["unique_id", "ds", "y", "f", "f-lo-80", "f-hi-80", "q10", "q90"], orient="row"
+    )
+    return train_df, test_df
+
+
+def uf(fn, test: pl.DataFrame, **kwargs) -> dict[str, float]:
+    out = fn(test, **kwargs)
+    return dict(zip(out["unique_id"].to_list(), out["f"].to_list(), strict=True))
+
+
+def per_series(test: pl.DataFrame, train: pl.DataFrame, season: int = 4, **kwargs) -> pl.DataFrame:
+    return test.eval.forecast(
+        "y",
+        "f",
+        series="unique_id",
+        time="ds",
+        train=train,
+        season_length=season,
+        per_series=True,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("season", [1, 4])
+def test_against_utilsforecast(season: int) -> None:
+    train, test = make_data(seed=season)
+    test = test.with_columns(  # one zero actual: skipped by both in MAPE
+        pl.when((pl.col("unique_id") == "s1") & (pl.col("ds") == 25)).then(0.0).otherwise(pl.col("y")).alias("y")
+    )  # fmt: skip
+    ours = per_series(test, train, season=season)
+    got = {m: dict(zip(ours["unique_id"], ours[m], strict=True)) for m in ours.columns[2:]}
+    models = ["f"]
+    expected = {
+        "mae": uf(ufl.mae, test, models=models),
+        "mse": uf(ufl.mse, test, models=models),
+        "rmse": uf(ufl.rmse, test, models=models),
+        "bias": uf(ufl.bias, test, models=models),
+        # utilsforecast's MAPE is NaN for a series with a zero actual; ours skips that row,
+        # i.e. equals utilsforecast's on the frame without it
+        "mape": uf(ufl.mape, test.filter(pl.col("y") != 0.0), models=models),
+        "mase": uf(ufl.mase, test, models=models, seasonality=season, train_df=train),
+        "rmsse": uf(ufl.rmsse, test, models=models, seasonality=season, train_df=train),
+    }
+    for name, values in expected.items():
+        for sid, value in values.items():
+            assert got[name][sid] == pytest.approx(value, rel=1e-10), (name, sid)
+    # utilsforecast's SMAPE omits the factor 2 (range [0, 1]); ours is in [0, 2] (SPEC §2)
+    for sid, value in uf(ufl.smape, test, models=models).items():
+        assert got["smape"][sid] == pytest.approx(2 * value, rel=1e-10)
+    assert got["zero_actuals"]["s1"] == 1
+    assert math.isnan(uf(ufl.mape, test, models=models)["s1"])
+
+
+def test_pinball_and_coverage_against_utilsforecast() -> None:
+    train, test = make_data(seed=3)
+    out = test.eval.forecast(
+        "y",
+        "f",
+        series="unique_id",
+        time="ds",
+        quantiles={0.1: "q10", 0.9: "q90"},
+        interval=("f-lo-80", "f-hi-80"),
+        per_series=True,
+    )
+    q10 = ufl.quantile_loss(test, models={"f": "q10"}, q=0.1)
+    q90 = ufl.quantile_loss(test, models={"f": "q90"}, q=0.9)
+    cov = ufl.coverage(test, models=["f"], level=80)
+    assert np.allclose(out["pinball_0.1"], q10["f"])
+    assert np.allclose(out["pinball_0.9"], q90["f"])
+    assert np.allclose(out["coverage"], cov["f"])
+    # the expressions, per series
+    expr = (
+        test.group_by("unique_id")
+        .agg(pe.pinball_loss("y", "q90", quantile=0.9), pe.coverage("y", "f-lo-80", "f-hi-80"))
+        .sort("unique_id")
+    )
+    assert np.allclose(expr["pinball_loss"], q90["f"])
+    assert np.allclose(expr["coverage"], cov["f"])
+
+
+def test_pinball_median_is_half_mae() -> None:
+    _, test = make_data(seed=4)
+    a = test.select(pe.pinball_loss("y", "f", quantile=0.5)).item()
+    assert a == pytest.approx(test.eval.mae("y", "f") / 2)
+    with pytest.raises(InvalidParameterError, match="quantile"):
+        pe.pinball_loss("y", "f", quantile=1.0)
+
+
+def test_across_series_mean_and_pooled() -> None:
+    train, test = make_data(seed=5)
+    summary = test.eval.forecast(
+        "y", "f", series="unique_id", time="ds", train=train, season_length=4
+    )
+    per = per_series(test, train)
+    for m in METRICS:
+        assert summary[m].item() == pytest.approx(per[m].mean()), m
+    y, f = test["y"].to_numpy(), test["f"].to_numpy()
+    e = y - f
+    assert summary["mae_pooled"].item() == pytest.approx(np.mean(np.abs(e)))
+    assert summary["rmse_pooled"].item() == pytest.approx(math.sqrt(np.mean(e**2)))
+    assert summary["bias_pooled"].item() == pytest.approx(np.mean(f - y))
+    assert summary["wape_pooled"].item() == pytest.approx(np.sum(np.abs(e)) / np.sum(np.abs(y)))
+    assert summary["smape_pooled"].item() == pytest.approx(
+        np.mean(2 * np.abs(e) / (np.abs(y) + np.abs(f)))
+    )
+    scale = pe.seasonal_scale(train, series="unique_id", time="ds", actual="y", season_length=4)
+    joined = test.join(scale, on="unique_id")
+    pooled_mase = np.mean(np.abs(e) / joined["mase_scale"].to_numpy())
+    assert summary["mase_pooled"].item() == pytest.approx(pooled_mase)
+    assert joined.select(pe.mase("y", "f", "mase_scale")).item() == pytest.approx(pooled_mase)
+    assert summary["n_series"].item() == 5 and summary["n"].item() == test.height
+
+
+def test_per_series_equals_regression_expressions(collect) -> None:
+    train, test = make_data(seed=6)
+    lazy = test.lazy().eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)
+    ours = collect(lazy)
+    exprs = [
+        getattr(pe, m)("y", "f") for m in ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
+    ]
+    expected = test.group_by("unique_id").agg(exprs).sort("unique_id")
+    for c in expected.columns[1:]:
+        assert np.allclose(ours[c], expected[c]), c
+    eager = test.eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)
+    assert_frame_equal(eager, ours, check_exact=False, rel_tol=1e-12)
+
+
+def test_by_groups_equal_separate_frames() -> None:
+    train, test = make_data(seed=7)
+    test = test.with_columns((pl.col("unique_id").str.slice(1).cast(pl.Int64) % 2).alias("grp"))
+    out = test.eval.forecast(
+        "y", "f", series="unique_id", time="ds", train=train, season_length=4, by="grp"
+    )
+    assert out["grp"].to_list() == [0, 1]
+    for g in (0, 1):
+        single = test.filter(pl.col("grp") == g).eval.forecast(
+            "y", "f", series="unique_id", time="ds", train=train, season_length=4
+        )
+        row = out.filter(pl.col("grp") == g).drop("grp")
+        assert np.allclose(row.to_numpy(), single.to_numpy())
+
+
+def test_weights() -> None:
+    train, test = make_data(seed=8)
+    rng = np.random.default_rng(0)
+    test = test.with_columns(pl.Series("w", rng.integers(0, 4, test.height).astype(float)))
+    out = test.eval.forecast("y", "f", series="unique_id", time="ds", weight="w", per_series=True)
+    for sid, part in test.group_by("unique_id"):
+        y, f, w = part["y"].to_numpy(), part["f"].to_numpy(), part["w"].to_numpy()
+        row = out.filter(pl.col("unique_id") == sid[0]).row(0, named=True)
+        assert row["mae"] == pytest.approx(np.average(np.abs(y - f), weights=w))
+        assert row["bias"] == pytest.approx(np.average(f - y, weights=w))
+        assert row["n"] == int((w > 0).sum())
+    scale = pe.seasonal_scale(train, series="unique_id", time="ds", actual="y")
+    joined = test.join(scale, on="unique_id")
+    idx = np.repeat(np.arange(joined.height), joined["w"].cast(pl.Int64).to_numpy())
+    rep = joined[idx]
+    for m in ("mase", "rmsse"):
+        col = f"{m}_scale"
+        a = (
+            joined.group_by("unique_id")
+            .agg(getattr(pe, m)("y", "f", col, weight="w"))
+            .sort("unique_id")
+        )
+        b = rep.group_by("unique_id").agg(getattr(pe, m)("y", "f", col)).sort("unique_id")
+        assert np.allclose(a[m], b[m])
+
+
+def test_lead_and_one_step_ahead() -> None:
+    rng = np.random.default_rng(9)
+    rows = []
+    for s in ("a", "b"):
+        for cutoff in range(4):
+            for h in range(1, 4):
+                y = float(rng.normal(10, 2))
+                rows.append((s, cutoff, cutoff + h, y, y + float(rng.normal(0, h))))
+    df = pl.DataFrame(rows, schema=["id", "cutoff", "t", "y", "f"], orient="row")
+    by_lead = df.eval.forecast("y", "f", series="id", time="t", cutoff="cutoff", by="lead")
+    assert by_lead["lead"].to_list() == [1, 2, 3]
+    expected_lead = df.with_columns((pl.col("t") - pl.col("cutoff")).alias("lead"))
+    for h in (1, 2, 3):
+        part = expected_lead.filter(pl.col("lead") == h)
+        assert by_lead.filter(pl.col("lead") == h)["mae_pooled"].item() == pytest.approx(
+            part.eval.mae("y", "f")
+        )
+    one = df.eval.forecast("y", "f", series="id", time="t", cutoff="cutoff", lead=1)
+    assert one["mae_pooled"].item() == pytest.approx(
+        expected_lead.filter(pl.col("lead") == 1).eval.mae("y", "f")
+    )
+    per = df.eval.forecast(
+        "y", "f", series="id", time="t", cutoff="cutoff", by="lead", per_series=True
+    )
+    assert per.columns[:2] == ["lead", "id"] and per.height == 6
+    assert pe.with_lead(df, series="id", time="t", cutoff="cutoff")["lead"].equals(
+        expected_lead["lead"]
+    )
+    with pytest.raises(InvalidParameterError, match="cutoff"):
+        df.eval.forecast("y", "f", series="id", time="t", lead=1)
+
+
+def test_duplicate_keys_error() -> None:  # BAD_INPUTS 29
+    train, test = make_data(seed=10)
+    dup = pl.concat([test, test.head(1)])
+    with pytest.raises(
+        DataValidationError, match=r"duplicate \(unique_id, ds\) rows: found 1 row.*e\.g\. \[s0\]"
+    ):
+        dup.eval.forecast("y", "f", series="unique_id", time="ds")
+    with pytest.raises(DataValidationError, match="duplicate"):
+        dup.lazy().eval.forecast("y", "f", series="unique_id", time="ds").collect()
+    bad_train = pl.concat([train, train.head(1)])
+    with pytest.raises(DataValidationError, match=r"train= frame has duplicate"):
+        test.eval.forecast("y", "f", series="unique_id", time="ds", train=bad_train)
+    # the key is (by groups, series, [cutoff,] time): several models or cutoffs are fine
+    models = pl.concat([test.with_columns(pl.lit(m).alias("model")) for m in ("a", "b")])
+    models.eval.forecast("y", "f", series="unique_id", time="ds", by="model")
+    with pytest.raises(DataValidationError, match="duplicate"):
+        models.eval.forecast("y", "f", series="unique_id", time="ds")
+    two = pl.concat(
+        [test.with_columns(pl.lit(0).alias("c")), test.with_columns(pl.lit(1).alias("c"))]
+    )
+    two.eval.forecast("y", "f", series="unique_id", time="ds", cutoff="c")
+
+
+def test_zero_scale_and_short_training_series() -> None:  # BAD_INPUTS 27, 28
+    train, test = make_data(n_series=3, seed=11)
+    train = train.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(7.0).otherwise(pl.col("y")).alias("y")
+    ).filter((pl.col("unique_id") != "s1") | (pl.col("ds") < 3))
+    with pytest.warns(UndefinedMetricWarning, match="mase is null for 2 of 3"):
+        out = per_series(test, train, season=4)
+    assert out["mase"].to_list()[:2] == [None, None]
+    assert out["rmsse"].to_list()[:2] == [None, None]
+    assert out["mase"][2] is not None
+    summary = test.eval.forecast(
+        "y", "f", series="unique_id", time="ds", train=train, season_length=4
+    )
+    assert summary["mase"].item() == pytest.approx(out["mase"][2])  # undefined series left out
+    scale = pe.seasonal_scale(train, series="unique_id", time="ds", actual="y", season_length=4)
+    assert scale.sort("unique_id")["mase_scale"].to_list()[:2] == [None, None]
+
+
+def test_series_missing_from_train_is_null() -> None:
+    train, test = make_data(n_series=2, seed=12)
+    with pytest.warns(UndefinedMetricWarning):
+        out = per_series(test, train.filter(pl.col("unique_id") == "s0"))
+    assert out["mase"].to_list()[1] is None
+
+
+def test_validation_errors() -> None:
+    train, test = make_data(n_series=2, seed=13)
+    nan = test.with_columns(
+        pl.when(pl.col("ds") == 25).then(float("nan")).otherwise(pl.col("f")).alias("f")
+    )
+    with pytest.raises(DataValidationError, match='column "f".*NaN'):
+        nan.eval.forecast("y", "f", series="unique_id", time="ds")
+    with pytest.raises(DataValidationError, match='column "g".*not found'):
+        test.eval.forecast("y", "g", series="unique_id", time="ds")
+    with pytest.raises(DataValidationError, match='column "when"'):
+        test.lazy().eval.forecast("y", "f", series="unique_id", time="when").collect()
+    with pytest.raises(DataValidationError, match='column "y".*train'):
+        test.eval.forecast("y", "f", series="unique_id", time="ds", train=train.drop("y"))
+    with pytest.raises(InvalidParameterError, match="season_length"):
+        test.eval.forecast("y", "f", series="unique_id", time="ds", season_length=0)
+    with pytest.raises(InvalidParameterError, match="train"):
+        test.eval.forecast("y", "f", series="unique_id", time="ds", train=train.to_pandas())
+
+
+def test_float32_and_streaming(collect) -> None:
+    train, test = make_data(seed=14)
+    t32 = test.with_columns(pl.col("y", "f").cast(pl.Float32))
+    tr32 = train.with_columns(pl.col("y").cast(pl.Float32))
+    a = collect(
+        t32.lazy().eval.forecast(
+            "y", "f", series="unique_id", time="ds", train=tr32.lazy(), season_length=4
+        )
+    )
+    b = test.with_columns(pl.col("y", "f").cast(pl.Float32).cast(pl.Float64)).eval.forecast(
+        "y", "f", series="unique_id", time="ds",
+        train=train.with_columns(pl.col("y").cast(pl.Float32).cast(pl.Float64)), season_length=4,
+    )  # fmt: skip
+    assert np.allclose(a.to_numpy().astype(float), b.to_numpy().astype(float), rtol=1e-9)
+
+
+def test_registry() -> None:
+    names = set(pe.metrics().filter(pl.col("task") == "forecast")["name"])
+    assert {"mase", "rmsse", "pinball_loss", "coverage"} <= names
+
+
+def test_zero_actuals_in_forecast() -> None:
+    df = pl.DataFrame({"id": ["a"] * 3, "t": [1, 2, 3], "y": [0.0, 2.0, 0.0],
+                       "f": [1.0, 3.0, 0.0], "w": [1.0, 1.0, 1.0]})  # fmt: skip
+    out = df.eval.forecast("y", "f", series="id", time="t", per_series=True)
+    assert out["mape"].item() == pytest.approx(0.5) and out["zero_actuals"].item() == 2
+    strict = df.eval.forecast("y", "f", series="id", time="t", zero_actuals="inf")
+    assert strict["mape"].item() == math.inf
+    zero_w = df.with_columns(pl.Series("w", [0.0, 1.0, 1.0]))
+    out = zero_w.eval.forecast("y", "f", series="id", time="t", weight="w", zero_actuals="inf")
+    assert out["mape"].item() == pytest.approx(0.25)  # (0.5 + 0) / 2, the inf row weighs 0
+
+
+def test_generated_namespace_methods() -> None:
+    train, test = make_data(n_series=3, seed=15)
+    by = test.eval.pinball_loss("y", "q90", quantile=0.9, by="unique_id")
+    expected = ufl.quantile_loss(test, models={"f": "q90"}, q=0.9)
+    assert np.allclose(by["pinball_loss"], expected["f"])
+    joined = test.join(
+        pe.seasonal_scale(train, series="unique_id", time="ds", actual="y"), on="unique_id"
+    )
+    per = joined.eval.mase("y", "f", "mase_scale", by="unique_id")
+    mine = per_series(test, train, season=1)
+    assert np.allclose(per["mase"], mine["mase"])
+    cov = test.lazy().eval.coverage("y", "f-lo-80", "f-hi-80", by="unique_id").collect()
+    assert np.allclose(cov["coverage"], ufl.coverage(test, models=["f"], level=80)["f"])
