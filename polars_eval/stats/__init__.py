@@ -1,0 +1,169 @@
+"""Intervals, the bootstrap and model comparisons (SPEC §8).
+
+Importing this package declares which interval methods each registered metric offers
+(``MetricInfo.intervals``; the namespace then gives those metrics ``ci=`` and ``level=``):
+
+* ``"wilson"``: the binary proportions (accuracy, precision, recall, specificity, fpr,
+  fnr, fdr, npv);
+* ``"hanley"``: ``auc`` (Hanley & McNeil 1982);
+* ``"logistic"``: ``pr_auc`` (Boyd et al. 2013);
+* ``"chi2"``: ``rmse`` (NIST; assumes centred normal residuals);
+* ``"bootstrap"``: every scalar binary, multiclass and regression metric (1000
+  multinomial resamples, seed 0 — use ``df.eval.bootstrap`` for other settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import polars as pl
+
+from polars_eval._registry import REGISTRY, MetricInfo
+from polars_eval._run import Plan, execute, normalize_by, report_undefined
+from polars_eval.exceptions import InvalidParameterError
+from polars_eval.stats import bootstrap as _boot
+from polars_eval.stats.compare import delong, mcnemar
+from polars_eval.stats.intervals import (
+    CLOSED_FORM,
+    PROPORTIONS,
+    check_level,
+    closed_form,
+    hanley_mcneil,
+    interval,
+    pr_auc_logistic,
+    proportion_ci,
+    rmse_chi2,
+    wilson,
+)
+
+__all__ = [
+    "Interval",
+    "delong",
+    "hanley_mcneil",
+    "interval",
+    "mcnemar",
+    "pr_auc_logistic",
+    "proportion_ci",
+    "rmse_chi2",
+    "wilson",
+]
+
+BOOTSTRAP_TASKS = ("binary", "multiclass", "regression")
+CI_RESAMPLES = 1000
+CI_SEED = 0
+
+
+class Interval(NamedTuple):
+    """A metric value with its confidence interval (``df.eval.<metric>(..., ci=...)``)."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None
+
+
+def _declare_intervals() -> None:
+    closed: dict[str, str] = dict.fromkeys(PROPORTIONS, "wilson")
+    closed.update({"auc": "hanley", "pr_auc": "logistic", "rmse": "chi2"})
+    for name, info in REGISTRY.items():
+        methods: list[str] = []
+        if name in closed:
+            methods.append(closed[name])
+        if info.kind == "scalar" and info.task in BOOTSTRAP_TASKS:
+            methods.append("bootstrap")
+        if methods:
+            info.intervals = tuple(methods)
+
+
+_declare_intervals()
+
+
+def _column_names(name: str) -> list[str]:
+    return [name, f"{name}_lower", f"{name}_upper"]
+
+
+def run_interval(
+    frame: pl.DataFrame | pl.LazyFrame,
+    info: MetricInfo,
+    args: Mapping[str, Any],
+    *,
+    by: Any,
+    validate: bool,
+    method: str,
+    level: float,
+) -> Any:
+    """A registered metric with its interval, for the namespace's ``ci=`` (SPEC §8).
+
+    Without ``by``: an :class:`Interval`; with ``by``: a DataFrame with the group columns
+    and ``<name>``, ``<name>_lower``, ``<name>_upper``; on a LazyFrame: a LazyFrame.
+    """
+    if method not in info.intervals:
+        offered = list(info.intervals) or "none"
+        raise InvalidParameterError(f"ci must be one of {offered} for {info.name}; got {method!r}")
+    check_level(level)
+    by_cols = normalize_by(by)
+    names = _column_names(info.name)
+    undefined = {info.name: info.undefined or "no defined value"}
+    if method in CLOSED_FORM:
+        expr = closed_form(info.name, dict(args), method, level)
+
+        def unnest(lf: pl.LazyFrame) -> pl.LazyFrame:
+            return lf.with_columns(pl.col(info.name).struct.rename_fields(names)).unnest(info.name)
+
+        plan = Plan(
+            exprs=[expr],
+            inputs=info.inputs,
+            args=args,
+            by=by_cols,
+            validate=validate,
+            undefined=undefined,
+            then=unnest,
+        )
+        result = execute(frame, plan)
+    else:
+        result = _bootstrap_interval(frame, info, args, by_cols, validate, level, undefined)
+    if isinstance(result, pl.LazyFrame) or by_cols:
+        return result
+    return Interval(*result.row(0))
+
+
+def _bootstrap_interval(
+    frame: pl.DataFrame | pl.LazyFrame,
+    info: MetricInfo,
+    args: Mapping[str, Any],
+    by: list[str],
+    validate: bool,
+    level: float,
+    undefined: Mapping[str, str],
+) -> pl.DataFrame | pl.LazyFrame:
+    expr = info.fn(**args)
+    names = _column_names(info.name)
+
+    def compute() -> pl.DataFrame:
+        if validate:
+            _boot.validate_recognized(frame, [_boot.Recognized(info, dict(args))])
+        table = _boot.bootstrap(
+            frame,
+            [expr],
+            n_resamples=CI_RESAMPLES,
+            level=level,
+            seed=CI_SEED,
+            by=by,
+            validate=False,
+        )
+        if isinstance(table, pl.LazyFrame):
+            table = table.collect()
+        out = table.select(
+            *by,
+            pl.col("estimate").alias(names[0]),
+            pl.col("lower").alias(names[1]),
+            pl.col("upper").alias(names[2]),
+        )
+        report_undefined(out, undefined, grouped=bool(by), strict=True)
+        return out
+
+    if isinstance(frame, pl.LazyFrame):
+        schema = frame.collect_schema()
+        out_schema = {b: schema[b] for b in by if b in schema} | dict.fromkeys(names, pl.Float64)
+        return pl.defer(compute, schema=out_schema)
+    return compute()

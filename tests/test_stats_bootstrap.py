@@ -1,0 +1,426 @@
+"""SPEC §8 bootstrap and paired bootstrap: determinism, the AUC kernel, resampling design,
+undefined resamples, coverage. Oracles: numpy percentiles of the replicates, scikit-learn
+``roc_auc_score`` with count weights, the binormal model's known AUC."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+import polars_eval as pe
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.stats import bootstrap as B
+from tests.conftest import binary_data
+
+COLUMNS = ["metric", "estimate", "lower", "upper", "std", "n_undefined"]
+
+
+def data(n: int = 400, seed: int = 0) -> pl.DataFrame:
+    df = binary_data(n, seed=seed, tied=True, groups=3)
+    rng = np.random.default_rng(seed + 100)
+    return df.with_columns(
+        pl.Series("q", rng.integers(0, 40, n)),
+        pl.Series("fw", rng.random(n) * 2.0),
+    )
+
+
+def test_same_seed_same_result_and_seed_matters() -> None:
+    df = data()
+    exprs = [pe.auc("y", "score"), pe.logloss("y", "score"), pe.recall("y", "score")]
+    a = df.eval.bootstrap(exprs, n_resamples=120, seed=7, by="g")
+    b = df.eval.bootstrap(exprs, n_resamples=120, seed=7, by="g")
+    c = df.eval.bootstrap(exprs, n_resamples=120, seed=8, by="g")
+    assert a.equals(b)
+    assert not a.equals(c)
+    assert a.columns == ["g", *COLUMNS]
+    assert a["metric"].to_list() == ["auc", "logloss", "recall"] * 3
+
+
+def test_independent_of_threads_chunks_and_partitioning(monkeypatch: pytest.MonkeyPatch) -> None:
+    df = data()
+    exprs = [pe.auc("y", "score", weight="w"), pe.brier("y", "score")]
+    base = df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q")
+    monkeypatch.setattr(B, "CHUNK_ROWS", 500)  # one resample per chunk
+    monkeypatch.setattr(B, "_threads", lambda: 1)
+    assert df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q").equals(base)
+    # a lazy frame made of partitions, collected on the streaming engine
+    parts = pl.concat([df.slice(0, 150).lazy(), df.slice(150, 100).lazy(), df.slice(250).lazy()])
+    lazy = parts.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q")
+    assert isinstance(lazy, pl.LazyFrame)
+    assert lazy.collect(engine="streaming").equals(base)
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
+def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: list[str]) -> None:
+    df = data(300, seed=2)
+    items = B.named_items(
+        [
+            pe.auc("y", "score"),
+            pe.gini("y", "score", weight="fw"),
+            pe.auc("y", "score", weight="w").alias("auc_w"),
+        ]
+    )
+    assert B.recognize(items[0][1]) is not None and B.recognize(items[1][1]) is not None
+    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
+    slow, _ = B.replicates(
+        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
+    )
+    for name in ("auc", "gini", "auc_w"):
+        np.testing.assert_allclose(
+            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14
+        )
+
+
+def test_kernel_matches_sklearn_with_count_weights() -> None:
+    df = data(250, seed=4)
+    design, stratum, _ = B.make_design(df, [], [], "multinomial", 9)
+    kernel = B._kernel_for(B.recognize(pe.auc("y", "score")), df, stratum, 1)
+    y, s = df["y"].to_numpy(), df["score"].to_numpy()
+    for r in range(5):
+        sample = design.resample(r)
+        assert sample.draws is not None  # the bincount-free path
+        counts = design.counts(r)
+        expected = roc_auc_score(y, s, sample_weight=counts)
+        assert kernel(sample)[0] == pytest.approx(expected, rel=1e-12)
+        assert kernel(B.Resample(design, counts=counts))[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_percentiles_std_and_estimate_from_replicates() -> None:
+    df = data(300, seed=5)
+    exprs = [pe.auc("y", "score"), pe.mcc("y", "score")]
+    out = df.eval.bootstrap(exprs, n_resamples=200, level=0.9, seed=2)
+    reps, _ = B.replicates(
+        df, B.named_items(exprs), by=[], group=[], n_resamples=200, method="multinomial", seed=2
+    )
+    for name in ("auc", "mcc"):
+        v = reps[name].to_numpy()
+        row = out.filter(pl.col("metric") == name).row(0, named=True)
+        assert row["lower"] == pytest.approx(np.percentile(v, 5), rel=1e-12)
+        assert row["upper"] == pytest.approx(np.percentile(v, 95), rel=1e-12)
+        assert row["std"] == pytest.approx(np.std(v, ddof=1), rel=1e-12)
+        assert row["n_undefined"] == 0
+    assert out.row(0, named=True)["estimate"] == pytest.approx(df.eval.auc("y", "score"))
+
+
+def test_multinomial_keeps_stratum_sizes_and_groups_whole() -> None:
+    df = data(200, seed=6)
+    sizes = df.group_by("g").len().sort("g")["len"].to_list()
+    reps, _ = B.replicates(
+        df, [("n", pl.len())], by=["g"], group=[], n_resamples=30, method="multinomial", seed=0
+    )
+    for g, size in enumerate(sizes):
+        assert set(reps.filter(pl.col("g") == g)["n"].to_list()) == {size}
+    # group=: whole queries are drawn; with 5 rows per query the resample size is kept
+    q = pl.DataFrame({"q": np.repeat(np.arange(20), 5), "x": np.arange(100.0)})
+    whole = (pl.col("q").unique_counts() % 5 == 0).all().cast(pl.Float64)
+    items = [("n", pl.len()), ("whole", whole), ("distinct", pl.col("q").n_unique())]
+    reps, _ = B.replicates(
+        q, items, by=[], group=["q"], n_resamples=30, method="multinomial", seed=0
+    )
+    assert set(reps["n"].to_list()) == {100}
+    assert set(reps["whole"].to_list()) == {1.0}
+    assert reps["distinct"].max() < 20
+
+
+def test_poisson_counts_average_one() -> None:
+    df = data(400, seed=7)
+    reps, _ = B.replicates(
+        df, [("n", pl.len())], by=[], group=[], n_resamples=200, method="poisson", seed=0
+    )
+    assert reps["n"].mean() == pytest.approx(400, rel=0.01)
+    assert reps["n"].n_unique() > 10
+
+
+def test_undefined_resamples_dropped_and_counted() -> None:
+    # BAD_INPUTS #43: a resample with one class has no AUC
+    df = pl.DataFrame({"y": [1, 0, 0, 0, 0, 0], "p": [0.9, 0.1, 0.5, 0.3, 0.2, 0.4]})
+    out = df.eval.bootstrap(pe.auc("y", "p"), n_resamples=300, seed=0)
+    reps, _ = B.replicates(
+        df,
+        B.named_items(pe.auc("y", "p")),
+        by=[],
+        group=[],
+        n_resamples=300,
+        method="multinomial",
+        seed=0,
+    )
+    v = reps["auc"].to_numpy()
+    defined = v[~np.isnan(v)]
+    row = out.row(0, named=True)
+    # P(the positive row is never drawn) = (5/6)^6 = 0.33
+    assert row["n_undefined"] == 300 - len(defined) > 50
+    assert row["lower"] == pytest.approx(np.percentile(defined, 2.5))
+    assert row["estimate"] == 1.0
+
+
+def test_group_resampling_matches_manual_cluster_bootstrap() -> None:
+    df = data(150, seed=8)
+    design, _, _ = B.make_design(df, [], ["q"], "multinomial", 4)
+    keys = np.sort(df["q"].unique().to_numpy())
+    reps, _ = B.replicates(
+        df,
+        B.named_items(pe.auc("y", "score")),
+        by=[],
+        group=["q"],
+        n_resamples=5,
+        method="multinomial",
+        seed=4,
+    )
+    for r in range(5):
+        rng = np.random.default_rng([4, r])
+        unit_counts = np.bincount(rng.integers(0, len(keys), len(keys)), minlength=len(keys))
+        per_row = unit_counts[np.searchsorted(keys, df["q"].to_numpy())]
+        expected = roc_auc_score(df["y"], df["score"], sample_weight=per_row)
+        assert reps["auc"][r] == pytest.approx(expected, rel=1e-12)
+
+
+def test_any_expression_and_lazy_errors() -> None:
+    df = data(100, seed=9)
+    out = df.eval.bootstrap(
+        [pl.col("score").mean().alias("m"), pe.brier("y", "score")], n_resamples=50
+    )
+    assert out["metric"].to_list() == ["m", "brier"]
+    assert out.row(0, named=True)["estimate"] == pytest.approx(df["score"].mean())
+    bad = df.with_columns(pl.when(pl.col("y") == 1).then(2).otherwise(0).alias("y"))
+    with pytest.raises(DataValidationError, match='column "y"'):
+        bad.eval.bootstrap(pe.auc("y", "score"), n_resamples=10)
+    lazy = bad.lazy().eval.bootstrap(pe.auc("y", "score"), n_resamples=10)
+    with pytest.raises(DataValidationError, match='column "y"'):
+        lazy.collect()
+    with pytest.raises(DataValidationError, match='column "nope"'):
+        df.eval.bootstrap(pe.auc("y", "nope"), n_resamples=10)
+    # validate=False skips the checks (the NaN score then gives a NaN estimate)
+    nan = df.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(float("nan"))
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    with pytest.raises(DataValidationError, match='column "score"'):
+        nan.eval.bootstrap(pe.auc("y", "score"), n_resamples=10)
+    got = nan.eval.bootstrap(pe.auc("y", "score"), n_resamples=10, validate=False)
+    assert math.isnan(got["estimate"].item()) and got["n_undefined"].item() == 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"level": 1.5}, "level"),
+        ({"seed": -1}, "seed"),
+        ({"method": "jackknife"}, "method"),
+    ],
+)
+def test_bad_options(kwargs: dict[str, object], match: str) -> None:
+    df = data(50)
+    with pytest.raises(InvalidParameterError, match=match):
+        df.eval.bootstrap(pe.auc("y", "score"), **kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_expressions() -> None:
+    df = data(50)
+    with pytest.raises(InvalidParameterError, match="distinct"):
+        df.eval.bootstrap([pe.auc("y", "score"), pe.auc("y", "w")])
+    with pytest.raises(InvalidParameterError, match="at least one"):
+        df.eval.bootstrap([])
+    with pytest.raises(InvalidParameterError, match="polars expressions"):
+        df.eval.bootstrap(["auc"])  # type: ignore[list-item]
+
+
+def test_empty_group_with_by() -> None:
+    df = pl.DataFrame({"g": [0, 0, 0, 0, 1], "y": [1, 0, 1, 0, 1], "p": [0.9, 0.2, 0.6, 0.4, 0.5]})
+    out = df.eval.bootstrap(pe.auc("y", "p"), n_resamples=20, by="g")
+    assert out.row(1, named=True) == {
+        "g": 1,
+        "metric": "auc",
+        "estimate": None,
+        "lower": None,
+        "upper": None,
+        "std": None,
+        "n_undefined": 20,
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# paired bootstrap
+# ---------------------------------------------------------------------------------------
+
+
+def two_models(n: int, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pl.DataFrame(
+        {
+            "y": y,
+            "good": y + rng.normal(0, 0.6, n),
+            "bad": y + rng.normal(0, 1.5, n),
+            "g": rng.integers(0, 2, n),
+        }
+    )
+
+
+def test_paired_bootstrap_shares_resamples() -> None:
+    df = two_models(300, seed=1)
+    out = df.eval.paired_bootstrap(
+        pe.auc, "good", "bad", label="y", n_resamples=150, seed=5, by="g"
+    )
+    assert out.columns == [
+        "g",
+        "estimate_1",
+        "estimate_2",
+        "difference",
+        "lower",
+        "upper",
+        "std",
+        "p_value",
+        "n_undefined",
+    ]
+    reps, _ = B.replicates(
+        df,
+        [("a", pe.auc("y", "good")), ("b", pe.auc("y", "bad"))],
+        by=["g"],
+        group=[],
+        n_resamples=150,
+        method="multinomial",
+        seed=5,
+    )
+    for g in (0, 1):
+        part = reps.filter(pl.col("g") == g)
+        d = (part["a"] - part["b"]).to_numpy()
+        row = out.filter(pl.col("g") == g).row(0, named=True)
+        assert row["lower"] == pytest.approx(np.percentile(d, 2.5), rel=1e-12)
+        assert row["std"] == pytest.approx(np.std(d, ddof=1), rel=1e-12)
+        assert row["p_value"] == pytest.approx(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+        sub = df.filter(pl.col("g") == g)
+        assert row["estimate_1"] == pytest.approx(roc_auc_score(sub["y"], sub["good"]))
+    assert (out["p_value"] < 0.05).all()
+
+
+def test_paired_bootstrap_same_model_and_callable() -> None:
+    df = two_models(100, seed=2)
+    out = df.eval.paired_bootstrap("logloss", "y", "y", n_resamples=20, label=pl.col("y"))
+    assert out.row(0, named=True)["difference"] == 0.0
+    out = df.eval.paired_bootstrap(lambda s: pe.auc("y", s), "good", "good", n_resamples=20)
+    row = out.row(0, named=True)
+    assert (row["lower"], row["upper"], row["std"], row["p_value"]) == (0.0, 0.0, 0.0, 1.0)
+    with pytest.raises(InvalidParameterError, match="unknown metric"):
+        df.eval.paired_bootstrap("nope", "good", "bad", label="y")
+    lazy = df.lazy().eval.paired_bootstrap("auc", "good", "bad", label="y", n_resamples=20, by="g")
+    assert lazy.collect().equals(
+        df.eval.paired_bootstrap("auc", "good", "bad", label="y", n_resamples=20, by="g")
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# coverage on the binormal model: true AUC = Φ(d / √2)
+# ---------------------------------------------------------------------------------------
+
+
+def coverage(n_sims: int, n_rows: int, n_resamples: int) -> float:
+    d = 1.0
+    true_auc = stats.norm.cdf(d / math.sqrt(2.0))
+    rng = np.random.default_rng(2024)
+    frames = []
+    for sim in range(n_sims):
+        y = rng.integers(0, 2, n_rows)
+        frames.append(pl.DataFrame({"sim": sim, "y": y, "s": rng.normal(d * y, 1.0)}))
+    out = pl.concat(frames).eval.bootstrap(
+        pe.auc("y", "s"), n_resamples=n_resamples, by="sim", seed=1
+    )
+    hit = (pl.col("lower") <= true_auc) & (pl.col("upper") >= true_auc)
+    return float(out.select(hit.mean()).item())
+
+
+def test_coverage_small() -> None:
+    # 60 simulations: the binomial 99.9 % band around 0.95 is about [0.82, 1]
+    assert coverage(60, 150, 300) >= 0.82
+
+
+@pytest.mark.slow
+def test_coverage_of_95_interval() -> None:
+    assert 0.92 <= coverage(300, 300, 1000) <= 0.98
+
+
+def test_validation_of_recognised_metrics_and_generic_path() -> None:
+    df = data(120, seed=10)
+    neg = df.with_columns((pl.col("w") - 2.0).alias("w"))
+    with pytest.raises(DataValidationError, match='column "w"'):
+        neg.eval.bootstrap(pe.auc("y", "score", weight="w"), n_resamples=10)
+    # string labels with pos_label= are not recognised by the AUC kernel: expression path
+    lab = df.with_columns(
+        pl.when(pl.col("y") == 1).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("lab")
+    )
+    a = lab.eval.bootstrap(pe.auc("lab", "score", pos_label="yes"), n_resamples=40, seed=3)
+    b = df.eval.bootstrap(pe.auc("y", "score"), n_resamples=40, seed=3)
+    assert a.drop("metric").row(0) == pytest.approx(b.drop("metric").row(0), rel=1e-12)
+    # float32 scores give the same intervals
+    f32 = df.with_columns(pl.col("score").cast(pl.Float32))
+    c = f32.eval.bootstrap(pe.auc("y", "score"), n_resamples=40, seed=3)
+    d = df.with_columns(pl.col("score").cast(pl.Float32).cast(pl.Float64)).eval.bootstrap(
+        pe.auc("y", "score"), n_resamples=40, seed=3
+    )
+    assert c.equals(d)
+
+
+def test_poisson_sampler_distribution() -> None:
+    counts = B.poisson_one(np.random.default_rng(0), 200_000)
+    values, freq = np.unique(counts, return_counts=True)
+    expected = stats.poisson.pmf(values[:6], 1.0) * len(counts)
+    assert stats.chisquare(freq[:6], expected * freq[:6].sum() / expected.sum()).pvalue > 0.001
+    assert counts.mean() == pytest.approx(1.0, abs=0.01)
+
+
+def test_null_by_and_group_keys() -> None:
+    df = data(200, seed=11).with_columns(
+        pl.when(pl.col("g") == 2).then(None).otherwise(pl.col("g")).alias("g"),
+        pl.when(pl.col("q") < 3).then(None).otherwise(pl.col("q")).alias("q"),
+    )
+    out = df.eval.bootstrap(pe.auc("y", "score"), n_resamples=30, by="g", group="q")
+    assert out["g"].to_list() == [0, 1, None]
+    assert out["n_undefined"].to_list() == [0, 0, 0]
+    alone = df.filter(pl.col("g").is_null()).eval.auc("y", "score")
+    assert out["estimate"][2] == pytest.approx(alone)
+
+
+def test_empty_frame() -> None:
+    df = pl.DataFrame(schema={"y": pl.Int64, "p": pl.Float64, "g": pl.Int64})
+    out = df.eval.bootstrap([pe.auc("y", "p"), pe.brier("y", "p")], n_resamples=5)
+    assert out["n_undefined"].to_list() == [5, 5]
+    assert out["estimate"].null_count() == 2
+    assert df.eval.bootstrap(pe.auc("y", "p"), n_resamples=5, by="g").height == 0
+    paired = df.eval.paired_bootstrap("auc", "p", "p", label="y", n_resamples=5)
+    assert paired.row(0, named=True)["p_value"] is None
+
+
+SCRIPT = """
+import sys
+import numpy as np, polars as pl, polars_eval as pe
+rng = np.random.default_rng(0)
+y = rng.integers(0, 2, 3000)
+df = pl.DataFrame({"y": y, "p": rng.random(3000) * 0.5 + 0.3 * y, "w": rng.random(3000),
+                   "g": rng.integers(0, 3, 3000)})
+out = df.eval.bootstrap([pe.logloss("y", "p", weight="w"), pe.auc("y", "p", weight="w")],
+                        n_resamples=30, by="g", seed=4)
+out.write_ipc(sys.argv[1])
+"""
+
+
+def test_same_result_on_one_polars_thread(tmp_path: Path) -> None:
+    # SPEC §2: the same seed gives the same result on any number of threads
+    import os
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "one.arrow")
+    env = {**os.environ, "POLARS_MAX_THREADS": "1"}
+    subprocess.run([sys.executable, "-c", SCRIPT, path], check=True, env=env)
+    namespace: dict[str, object] = {}
+    exec(SCRIPT.replace("out.write_ipc(sys.argv[1])", ""), namespace)  # noqa: S102
+    assert pl.read_ipc(path).equals(namespace["out"])
