@@ -1,0 +1,122 @@
+"""``df.eval.report``: an evaluation report of one task (SPEC §9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
+
+
+class ReportMethods:
+    """``df.eval.report``: tables, charts and a self-contained HTML page of one evaluation."""
+
+    _frame: pl.DataFrame | pl.LazyFrame
+
+    def report(
+        self,
+        task: str = "binary",
+        *,
+        label: IntoExpr | None = None,
+        score: IntoExpr | None = None,
+        by: str | list[str] | None = None,
+        weight: IntoExpr | None = None,
+        title: str | None = None,
+        max_points: int = 500,
+        max_segments: int = 10,
+        validate: bool = True,
+        **options: Any,
+    ) -> Any:
+        """An evaluation report: tables (DataFrames), charts (Altair) and ``.to_html(path)``.
+
+        Every table is computed once by the metric layer (``df.eval.binary``,
+        ``df.eval.roc_curve`` ...; on a LazyFrame, all in one ``collect_all``). The charts
+        read those tables only; curves longer than ``max_points`` points are thinned for
+        drawing (first, last and evenly spaced points along the curve), never in
+        ``report.tables``. With ``by``, the segment table is sorted worst first and the ROC
+        and PR charts overlay the ``max_segments`` largest segments.
+
+        Parameters
+        ----------
+        task
+            ``"binary"``, or another task whose metric family is installed:
+            ``"multiclass"``, ``"regression"``, ``"ranking"``, ``"forecast"``.
+        label, score
+            The truth and the model's output. The task's own argument names are accepted
+            too: regression ``actual=``/``pred=``, ranking ``relevance=``/``score=``,
+            forecast ``actual=``/``forecast=``, multiclass ``label=`` with ``pred=``
+            and/or ``proba=`` (``score=`` is taken as ``pred=``).
+        by
+            Segment column(s): per-segment table, bars and curves.
+        weight
+            Row weights (zero ignores a row).
+        title
+            The page title (default: "<Task> evaluation").
+        max_points
+            Most points drawn per curve (at least 2).
+        max_segments
+            Most segments overlaid in the ROC and PR charts.
+        validate
+            Check the data as the metric methods do (``validate=False`` to skip).
+        **options
+            Options of the task: binary ``pos_label``, ``threshold`` (0.5),
+            ``probability`` (True; False leaves out logloss, Brier and calibration),
+            ``bins`` (10, gain and calibration), ``baseline``; regression
+            ``zero_actuals``, ``bins``, ``baseline``; multiclass ``pred``, ``proba``,
+            ``classes``, ``k``, ``baseline``; ranking ``query`` (required), ``k``
+            (cutoffs, default 1, 2, 3, 5, 10, 20) and the options of
+            ``df.eval.ranking``; forecast ``series``, ``time`` (required), ``cutoff``
+            (adds errors by lead), ``train``, ``season_length`` ... as
+            ``df.eval.forecast``. ``ci="closed"`` (or True) adds the closed-form
+            confidence intervals of the summary and segment metrics (Wilson, Hanley–McNeil,
+            logistic, chi-square; ``level=0.95``); ``ci="bootstrap"`` also bootstraps the
+            primary metric when it has no closed form.
+
+        Returns
+        -------
+        Report
+            ``.tables``, ``.charts``, ``.notes``, ``.to_html(path)``, ``_repr_html_()``.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_eval as pe
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+        >>> report = df.eval.report("binary", label="y", score="p")
+        >>> report.tables["summary"]["auc"].item()
+        0.75
+        >>> report.counts["rows_used"]
+        4
+        """
+        from polars_eval.report._report import make_report
+        from polars_eval.report.tables import task_spec
+
+        spec = task_spec(task)
+        arguments: dict[str, Any] = {}
+        generics = [label, score]
+        if len(spec.data_args) == 1 and score is not None:
+            # multiclass: the model's output is pred= (class ids)
+            if options.get("pred") is not None:
+                raise InvalidParameterError("give the predictions once (as pred= or score=)")
+            options["pred"] = score
+        for name, generic in zip(spec.data_args, generics[: len(spec.data_args)], strict=True):
+            own = options.pop(name, None) if name not in ("label", "score") else None
+            if own is not None and generic is not None:
+                raise InvalidParameterError(
+                    f"give the column of {name!r} once (as {name}= or as the generic argument)"
+                )
+            arguments[name] = own if own is not None else generic
+        return make_report(
+            self._frame,
+            task,
+            arguments,
+            weight=weight,
+            by=by,
+            validate=validate,
+            title=title,
+            max_points=max_points,
+            max_segments=max_segments,
+            options=options,
+        )

@@ -1,0 +1,173 @@
+"""The report object: tables (DataFrames), charts (Altair) and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from polars_eval.exceptions import InvalidParameterError
+from polars_eval.report import tables as _tables
+
+
+def _check_count(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return value
+
+
+class Report:
+    """An evaluation report: what ``df.eval.report(...)`` returns.
+
+    Attributes
+    ----------
+    task
+        The task evaluated (``"binary"``, ``"regression"`` ...).
+    tables
+        Every table of the report by name, as the metric layer returned it (``summary``,
+        ``segments`` sorted worst first, ``roc_curve`` ...) plus ``data``, the row counts:
+        ``rows``, ``rows_null`` (skipped: a null in an input), ``rows_zero_weight``,
+        ``rows_used``.
+    charts
+        The Altair charts by name (built on first access; needs the ``plot`` extra).
+    counts
+        The row counts of the ``data`` table as a dict (and for ranking ``n_queries``,
+        ``n_excluded``).
+    notes
+        What the reader should know: undefined values (the warnings of the metric layer,
+        collected instead of raised), missing tables.
+    captions
+        One sentence under each chart (filled when the charts are built): what it shows,
+        which segments, how many of a curve's points are drawn.
+
+    Methods: ``to_html(path)`` writes one self-contained HTML file (charts inlined as SVG,
+    no script and no network fetch when it is opened), ``html()`` returns it as a string,
+    ``svgs()`` the rendered charts, and ``_repr_html_`` shows the report in a notebook
+    (without the ``plot`` extra: the tables, and a line saying how to get the charts).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1], "p": [0.2, 0.9, 0.4, 0.3, None]})
+    >>> report = df.eval.report("binary", label="y", score="p")
+    >>> report.counts["rows"], report.counts["rows_null"], report.counts["rows_used"]
+    (5, 1, 4)
+    >>> report.tables["roc_curve"].height  # (inf, 0, 0) and one point per distinct score
+    5
+    """
+
+    def __init__(
+        self,
+        task: str,
+        built: _tables.Built,
+        *,
+        by: list[str],
+        title: str | None,
+        max_points: int,
+        max_segments: int,
+    ) -> None:
+        self.task = task
+        self.tables: dict[str, pl.DataFrame] = built.tables
+        self.counts: dict[str, Any] = built.counts
+        self.primary = built.primary
+        self.inputs = built.inputs
+        self.options = built.options
+        self.notes: list[str] = list(built.notes)
+        self.by = by
+        self.title = title or f"{_tables.TASKS[task].description.capitalize()} evaluation"
+        self.max_points = max_points
+        self.max_segments = max_segments
+        self.created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        self._charts: dict[str, Any] | None = None
+        self.captions: dict[str, str] = {}
+        self._svgs: dict[str, str] | None = None
+
+    @property
+    def charts(self) -> dict[str, Any]:
+        """The charts by name (Altair); only those the data allows (e.g. no ROC of one class)."""
+        if self._charts is None:
+            from polars_eval.report.charts import build_charts
+
+            self._charts, self.captions = build_charts(self)
+        return self._charts
+
+    def svgs(self) -> dict[str, str]:
+        """Every chart rendered to SVG (cached)."""
+        if self._svgs is None:
+            from polars_eval.report.charts import to_svg
+
+            self._svgs = {name: to_svg(chart) for name, chart in self.charts.items()}
+        return self._svgs
+
+    def html(self) -> str:
+        """The report as one HTML document (a string)."""
+        from polars_eval.report.html import render
+
+        return render(self, full=True)
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write the report to ``path`` as one self-contained HTML file; the path written."""
+        target = Path(path)
+        target.write_text(self.html(), encoding="utf-8")
+        return target.resolve()
+
+    def _repr_html_(self) -> str:
+        from polars_eval.report.html import render
+
+        return render(self, full=False)
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.tables)
+        return (
+            f"<polars_eval Report task={self.task!r} rows={self.counts.get('rows')} "
+            f"tables=[{names}]>"
+        )
+
+
+def make_report(
+    frame: pl.DataFrame | pl.LazyFrame,
+    task: str,
+    arguments: dict[str, Any],
+    *,
+    weight: Any,
+    by: Any,
+    validate: bool,
+    title: str | None,
+    max_points: int,
+    max_segments: int,
+    options: dict[str, Any],
+) -> Report:
+    """Compute the tables of ``task`` and wrap them in a :class:`Report`."""
+    spec = _tables.task_spec(task)
+    _check_count("max_points", max_points, 2)
+    _check_count("max_segments", max_segments, 1)
+    by_cols = _tables.by_columns(by)
+    missing = [name for name in spec.data_args if arguments.get(name) is None]
+    if missing:
+        raise InvalidParameterError(
+            f"report(task={task!r}) needs the columns {', '.join(spec.data_args)}; "
+            f"missing: {', '.join(missing)}"
+        )
+    data = [arguments[name] for name in spec.data_args]
+    options = dict(options)
+    ci = options.pop("ci", None)
+    level = options.pop("level", 0.95)
+    if ci is True:
+        ci = "closed"
+    built = spec.build(
+        frame,
+        *data,
+        weight=weight,
+        by=by_cols,
+        validate=validate,
+        max_points=max_points,
+        options=options,
+    )
+    if ci:
+        _tables.add_intervals(frame, built, by_cols, ci, level)
+    return Report(
+        task, built, by=by_cols, title=title, max_points=max_points, max_segments=max_segments
+    )

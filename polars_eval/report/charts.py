@@ -1,0 +1,939 @@
+"""Charts of a report, drawn with Altair (the optional extra ``plot``).
+
+Every chart is built from a table of the report (a DataFrame the metric layer returned)
+and nothing else: a chart's top-level ``data`` is that table, possibly downsampled, with
+at most two columns added for drawing (``segment``, the curve a row belongs to, and
+``order``, the row's position in its curve). Reference marks (the chance diagonal, the
+KS point, the overall value) are separate small layers with their own data.
+
+Downsampling: a curve of more than ``max_points`` points (500 by default) keeps its first
+and last points and the points where its length — the path through the plotted columns,
+each scaled to its range — crosses each of ``max_points - 1`` equal steps, so the drawn
+line never leaves out a visible bend; the residual QQ points are thinned evenly by rank
+instead (a sample of evenly spaced quantiles, which the residual histogram also reads).
+An overlay of several curves keeps at most 5,000 rows in all (Altair's default limit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from polars_eval import _registry
+from polars_eval.report.tables import ALL, SEGMENT, segment_label
+
+if TYPE_CHECKING:
+    import altair as alt
+
+    from polars_eval.report._report import Report
+
+ORDER = "order"
+PRE_THIN = 16
+MAX_ROWS = 5000
+WIDTH = 380
+HEIGHT = 300
+INK = "#222222"
+REFERENCE = "#9a9a9a"
+PALETTE = (
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
+    "#b279a2", "#ff9da6", "#9d755d", "#eeca3b", "#bab0ac",
+)  # fmt: skip
+
+
+def require_altair() -> Any:
+    """Import Altair, or say how to install the ``plot`` extra."""
+    try:
+        import altair as alt
+    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
+        raise ModuleNotFoundError(
+            "charts need the optional extra 'plot' (altair and vl-convert-python): "
+            "pip install 'polars-eval[plot]'"
+        ) from error
+    return alt
+
+
+# ---------------------------------------------------------------------------------------
+# Downsampling
+# ---------------------------------------------------------------------------------------
+
+
+def downsample(
+    table: pl.DataFrame,
+    columns: Sequence[str],
+    max_points: int,
+    *,
+    group: str | None = None,
+    by_rank: bool = False,
+) -> pl.DataFrame:
+    """At most ``max_points`` rows per curve (per ``group``), first and last always kept.
+
+    ``by_rank=False``: rows where the curve's length through ``columns`` (each scaled to
+    its range; nulls and infinities count as no move) crosses one of ``max_points - 1``
+    equal steps (the first row after each crossing). ``by_rank=True``: evenly spaced rows. Row order is kept.
+    """
+    if max_points < 2:
+        raise ValueError(f"max_points must be at least 2; got {max_points}")
+    over = [group] if group else None
+
+    def win(e: pl.Expr) -> pl.Expr:
+        return e.over(over) if over else e
+
+    if table.height <= max_points:
+        return table
+    # staged with_columns: each window result is materialised once, not re-evaluated
+    index = [win(pl.int_range(pl.len())).alias("__i"), win(pl.len()).alias("__n")]
+    lf = table.lazy().with_columns(index)
+    dense = PRE_THIN * max_points
+    if not by_rank and table.height > dense:
+        # a cheap first pass on long curves: evenly spaced rows, PRE_THIN times more than
+        # drawn (finer than any pixel), then the length-based choice below
+        i, n = pl.col("__i"), pl.col("__n")
+        step = (i * dense // n) != ((i - 1) * dense // n)
+        lf = lf.filter((n <= dense) | step | (i == n - 1)).with_columns(index)
+    if by_rank:
+        lf = lf.with_columns(
+            (pl.col("__i") / (pl.col("__n") - 1).clip(lower_bound=1)).alias("__pos")
+        )
+    else:
+        finite = [
+            pl.when(pl.col(c).cast(pl.Float64).is_finite()).then(pl.col(c).cast(pl.Float64))
+            for c in columns
+        ]
+        lf = lf.with_columns(f.alias(f"__f{k}") for k, f in enumerate(finite))
+        fs = [pl.col(f"__f{k}") for k in range(len(columns))]
+        lf = lf.with_columns(
+            [win(f.max() - f.min()).alias(f"__s{k}") for k, f in enumerate(fs)]
+            + [win(f.shift(1)).alias(f"__p{k}") for k, f in enumerate(fs)]
+        )
+        steps = [
+            pl.when(pl.col(f"__s{k}") > 0)
+            .then(((f - pl.col(f"__p{k}")) / pl.col(f"__s{k}")) ** 2)
+            .otherwise(0.0)
+            .fill_null(0.0)
+            .fill_nan(0.0)
+            for k, f in enumerate(fs)
+        ]
+        lf = lf.with_columns(pl.sum_horizontal(steps).sqrt().alias("__step"))
+        lf = lf.with_columns(
+            win(pl.col("__step").cum_sum()).alias("__len"),
+            win(pl.col("__step").sum()).alias("__tot"),
+        )
+        lf = lf.with_columns(
+            pl.when(pl.col("__tot") > 0)
+            .then(pl.col("__len") / pl.col("__tot"))
+            .otherwise(pl.col("__i") / (pl.col("__n") - 1).clip(lower_bound=1))
+            .alias("__pos")
+        )
+    # buckets 0 .. max_points - 2 keep their first row; bucket max_points - 1 holds only the
+    # end of the curve (position 1), represented by the last row
+    lf = lf.with_columns((pl.col("__pos") * (max_points - 1)).floor().alias("__b"))
+    lf = lf.with_columns(win(pl.col("__b").shift(1)).alias("__pb"))
+    first_of_bucket = (pl.col("__b") != pl.col("__pb")).fill_null(True)
+    keep = (
+        (pl.col("__n") <= max_points)
+        | (first_of_bucket & (pl.col("__b") < max_points - 1))
+        | (pl.col("__i") == pl.col("__n") - 1)
+    )
+    return lf.filter(keep).select(table.columns).collect()
+
+
+def _with_order(table: pl.DataFrame, group: str | None = None) -> pl.DataFrame:
+    order = pl.int_range(pl.len()).over(group) if group else pl.int_range(pl.len())
+    return table.with_columns(order.cast(pl.Int64).alias(ORDER))
+
+
+def overlay(
+    report: Report, whole: str, per_segment: str, columns: Sequence[str]
+) -> tuple[pl.DataFrame, int, list[str]]:
+    """The whole-data curve and the curves of the largest segments, in one long table.
+
+    Returns the table (columns of the curve, ``segment``, ``order``), the number of points
+    per curve it was thinned to, and the segments shown (largest ``max_segments`` by rows
+    used).
+    """
+    curve = report.tables[whole]
+    shown: list[str] = []
+    by_curve = curve.clear()
+    if report.by and per_segment in report.tables:
+        seg = report.tables["segments"]
+        top = (
+            seg.sort("rows_used", descending=True, maintain_order=True)
+            .head(report.max_segments)
+            .select(segment_label(report.by))
+            .get_column(SEGMENT)
+            .sort()
+            .to_list()
+        )
+        shown = top
+        by_curve = (
+            report.tables[per_segment]
+            .with_columns(segment_label(report.by))
+            .filter(pl.col(SEGMENT).is_in(top))
+            .select([*curve.columns, SEGMENT])
+        )
+    per_curve = max(2, min(report.max_points, MAX_ROWS // (1 + len(shown))))
+    parts = [downsample(curve, columns, per_curve).with_columns(pl.lit(ALL).alias(SEGMENT))]
+    if shown:
+        parts.append(downsample(by_curve, columns, per_curve, group=SEGMENT))
+    thinned = pl.concat(parts, how="vertical")
+    return _with_order(thinned, SEGMENT), per_curve, shown
+
+
+# ---------------------------------------------------------------------------------------
+# Chart helpers
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChartSpec:
+    """One chart of a task: its key in ``report.charts``, title and builder."""
+
+    name: str
+    title: str
+    build: Callable[[Report], tuple[alt.TopLevelMixin, str] | None]
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "undefined"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _summary_value(report: Report, name: str) -> Any:
+    summary = report.tables.get("summary")
+    if summary is None or name not in summary.columns or summary.height == 0:
+        return None
+    return summary.get_column(name)[0]
+
+
+def _diagonal(alt: Any, x: str, y: str) -> Any:
+    line = alt.Data(values=[{x: 0.0, y: 0.0}, {x: 1.0, y: 1.0}])
+    return (
+        alt.Chart(line).mark_line(color=REFERENCE, strokeDash=[4, 4]).encode(x=f"{x}:Q", y=f"{y}:Q")
+    )
+
+
+def _color(alt: Any, shown: list[str]) -> Any:
+    domain = [ALL, *shown]
+    colors = [INK, *(PALETTE[i % len(PALETTE)] for i in range(len(shown)))]
+    return alt.Color(
+        f"{SEGMENT}:N",
+        scale=alt.Scale(domain=domain, range=colors),
+        legend=alt.Legend(title=None, orient="bottom", columns=3) if shown else None,
+    )
+
+
+def _unit_axis(alt: Any, field: str, title: str) -> Any:
+    return alt.X(field, type="quantitative", title=title, scale=alt.Scale(domain=[0, 1]))
+
+
+def _unit_y(alt: Any, field: str, title: str) -> Any:
+    return alt.Y(field, type="quantitative", title=title, scale=alt.Scale(domain=[0, 1]))
+
+
+def _props(chart: Any, title: str, subtitle: str = "") -> Any:
+    head: dict[str, Any] = {"text": title, "anchor": "start"}
+    if subtitle:
+        head["subtitle"] = subtitle
+    return chart.properties(width=WIDTH, height=HEIGHT, title=head)
+
+
+def _defined(table: pl.DataFrame, columns: Sequence[str]) -> bool:
+    return table.height > 0 and all(table.get_column(c).drop_nulls().len() > 0 for c in columns)
+
+
+def _thin_note(n: int, kept: int) -> str:
+    return f" Drawn with {kept:,} of its {n:,} points." if kept < n else ""
+
+
+# ---------------------------------------------------------------------------------------
+# Binary charts
+# ---------------------------------------------------------------------------------------
+
+
+def roc_chart(report: Report) -> tuple[Any, str] | None:
+    """ROC curve (``roc_curve``), one line per segment shown, the chance diagonal."""
+    alt = require_altair()
+    if not _defined(report.tables["roc_curve"], ["fpr", "tpr"]):
+        return None
+    data, per_curve, shown = overlay(report, "roc_curve", "roc_curve_by", ["fpr", "tpr"])
+    line = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.8, interpolate="linear")
+        .encode(
+            x=_unit_axis(alt, "fpr", "false positive rate"),
+            y=_unit_y(alt, "tpr", "true positive rate"),
+            color=_color(alt, shown),
+            order=f"{ORDER}:Q",
+        )
+    )
+    chart = alt.layer(_diagonal(alt, "fpr", "tpr"), line, data=data)
+    n = report.tables["roc_curve"].height
+    caption = (
+        "Share of positives found (TPR) against share of negatives flagged (FPR) as the "
+        "threshold falls; the diagonal is a random score."
+        + _segments_note(shown, report)
+        + _thin_note(n, min(n, per_curve))
+    )
+    subtitle = f"AUC {_fmt(_summary_value(report, 'auc'))}"
+    return _props(chart, "ROC curve", subtitle), caption
+
+
+def _segments_note(shown: list[str], report: Report) -> str:
+    if not shown:
+        return ""
+    total = report.tables["segments"].height
+    which = (
+        "every segment" if len(shown) == total else f"the {len(shown)} largest of {total} segments"
+    )
+    return f" Thin lines: {which}; black: all rows."
+
+
+def pr_chart(report: Report) -> tuple[Any, str] | None:
+    """Precision–recall curve (``pr_curve``) per segment shown, the positive rate as baseline."""
+    alt = require_altair()
+    if not _defined(report.tables["pr_curve"], ["precision", "recall"]):
+        return None
+    data, per_curve, shown = overlay(report, "pr_curve", "pr_curve_by", ["recall", "precision"])
+    line = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.8)
+        .encode(
+            x=_unit_axis(alt, "recall", "recall"),
+            y=_unit_y(alt, "precision", "precision"),
+            color=_color(alt, shown),
+            order=f"{ORDER}:Q",
+        )
+    )
+    layers = [line]
+    rate = _positive_rate(report)
+    if rate is not None:
+        layers.insert(
+            0,
+            alt.Chart(alt.Data(values=[{"positive_rate": rate}]))
+            .mark_rule(color=REFERENCE, strokeDash=[4, 4])
+            .encode(y="positive_rate:Q"),
+        )
+    chart = alt.layer(*layers, data=data)
+    n = report.tables["pr_curve"].height
+    caption = (
+        "Precision against recall as the threshold falls; the dashed line is the positive "
+        "rate (a random score)." + _segments_note(shown, report) + _thin_note(n, min(n, per_curve))
+    )
+    subtitle = (
+        f"PR-AUC {_fmt(_summary_value(report, 'pr_auc'))}, "
+        f"AP {_fmt(_summary_value(report, 'average_precision'))}"
+    )
+    return _props(chart, "Precision–recall curve", subtitle), caption
+
+
+def _positive_rate(report: Report) -> float | None:
+    pos, neg = report.counts.get("positives"), report.counts.get("negatives")
+    if pos is None or neg is None or pos + neg <= 0:
+        return None
+    return float(pos / (pos + neg))
+
+
+def gain_chart(report: Report) -> tuple[Any, str] | None:
+    """Cumulative gain (``gain_table``): share of positives captured vs share of rows."""
+    alt = require_altair()
+    table = report.tables["gain_table"]
+    if not _defined(table, ["cum_pct_positives"]):
+        return None
+    line = (
+        alt.Chart()
+        .mark_line(point=True, color=INK)
+        .encode(
+            x=_unit_axis(alt, "cum_pct_population", "share of rows (highest scores first)"),
+            y=_unit_y(alt, "cum_pct_positives", "share of positives captured"),
+            order="bin:Q",
+        )
+    )
+    chart = alt.layer(_diagonal(alt, "cum_pct_population", "cum_pct_positives"), line, data=table)
+    caption = (
+        f"Rows sorted by score, cut into {table.height} bins of equal size; the dashed "
+        "diagonal is a random score."
+    )
+    return _props(chart, "Cumulative gain"), caption
+
+
+def lift_chart(report: Report) -> tuple[Any, str] | None:
+    """Lift per bin (bars) and cumulative lift (line) from ``gain_table``; 1 = random."""
+    alt = require_altair()
+    table = report.tables["gain_table"]
+    if not _defined(table, ["lift"]):
+        return None
+    x = alt.X("bin:O", title="bin (highest scores first)")
+    bars = (
+        alt.Chart()
+        .mark_bar(color=PALETTE[0], opacity=0.8)
+        .encode(x=x, y=alt.Y("lift:Q", title="lift"))
+    )
+    line = alt.Chart().mark_line(point=True, color=INK).encode(x=x, y="cum_lift:Q")
+    one = (
+        alt.Chart(alt.Data(values=[{"lift": 1.0}]))
+        .mark_rule(color=REFERENCE, strokeDash=[4, 4])
+        .encode(y="lift:Q")
+    )
+    chart = alt.layer(bars, line, one, data=table)
+    caption = (
+        "Bars: positive rate of each bin over the overall rate. Line: cumulative lift "
+        "down to that bin. The dashed line (1) is a random score."
+    )
+    return _props(chart, "Lift"), caption
+
+
+def ks_chart(report: Report) -> tuple[Any, str] | None:
+    """KS chart from ``roc_curve``: share of positives and of negatives scored ≥ threshold."""
+    alt = require_altair()
+    roc = report.tables["roc_curve"].filter(pl.col("threshold").is_finite())
+    if not _defined(roc, ["fpr", "tpr"]):
+        return None
+    kept = _with_order(downsample(roc, ["threshold", "tpr", "fpr"], report.max_points))
+    gap = (pl.col("tpr") - pl.col("fpr")).abs()
+    best = roc.filter(gap == gap.max()).head(1)
+    curves = (
+        alt.Chart()
+        .transform_fold(["tpr", "fpr"], as_=["class", "share"])
+        .transform_calculate(
+            label="datum['class'] == 'tpr' ? 'positives (TPR)' : 'negatives (FPR)'"
+        )
+        .mark_line(strokeWidth=1.8)
+        .encode(
+            x=alt.X("threshold:Q", title="threshold", scale=alt.Scale(zero=False)),
+            y=_unit_y(alt, "share:Q", "share of the class scored ≥ threshold"),
+            color=alt.Color(
+                "label:N",
+                scale=alt.Scale(range=[PALETTE[0], PALETTE[1]]),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+            order=f"{ORDER}:Q",
+        )
+    )
+    rule = (
+        alt.Chart(best)
+        .mark_rule(color=INK, strokeDash=[2, 2])
+        .encode(x="threshold:Q", y="fpr:Q", y2="tpr:Q")
+    )
+    chart = alt.layer(curves, rule, data=kept)
+    row = best.row(0, named=True)
+    caption = (
+        "The KS statistic is the largest vertical gap between the two lines (dotted), at "
+        f"threshold {_fmt(row['threshold'])}." + _thin_note(roc.height, kept.height)
+    )
+    return _props(chart, "Kolmogorov–Smirnov", f"KS {_fmt(_summary_value(report, 'ks'))}"), caption
+
+
+def lorenz_chart(report: Report) -> tuple[Any, str] | None:
+    """Lorenz curve (``lorenz_curve``) and the diagonal of a random score."""
+    alt = require_altair()
+    table = report.tables["lorenz_curve"]
+    if not _defined(table, ["positives"]):
+        return None
+    kept = _with_order(downsample(table, ["population", "positives"], report.max_points))
+    line = (
+        alt.Chart()
+        .mark_line(color=INK, strokeWidth=1.8)
+        .encode(
+            x=_unit_axis(alt, "population", "share of rows (highest scores first)"),
+            y=_unit_y(alt, "positives", "share of positives"),
+            order=f"{ORDER}:Q",
+        )
+    )
+    chart = alt.layer(_diagonal(alt, "population", "positives"), line, data=kept)
+    gini = _summary_value(report, "gini")
+    caption = (
+        "Cumulative share of positives against cumulative share of rows; twice the area "
+        "between the curve and the diagonal, over that of a perfect score, is the "
+        "accuracy ratio." + _thin_note(table.height, kept.height)
+    )
+    return _props(chart, "Lorenz curve", f"Gini {_fmt(gini)}"), caption
+
+
+def calibration_chart(report: Report) -> tuple[Any, str] | None:
+    """Reliability diagram (``calibration_table``): positive rate vs mean score per bin."""
+    alt = require_altair()
+    table = report.tables.get("calibration_table")
+    if table is None or not _defined(table, ["mean_score"]):
+        return None
+    points = (
+        alt.Chart()
+        .mark_line(point=True, color=INK)
+        .encode(
+            x=_unit_axis(alt, "mean_score", "mean predicted probability"),
+            y=_unit_y(alt, "positive_rate", "observed positive rate"),
+            order="bin:Q",
+        )
+    )
+    sizes = (
+        alt.Chart()
+        .mark_circle(color=PALETTE[0], opacity=0.35)
+        .encode(
+            x="mean_score:Q",
+            y="positive_rate:Q",
+            size=alt.Size("count:Q", title="rows", legend=alt.Legend(orient="bottom")),
+        )
+    )
+    chart = alt.layer(_diagonal(alt, "mean_score", "positive_rate"), sizes, points, data=table)
+    caption = (
+        f"{table.height} non-empty equal-width probability bins; circles sized by rows. "
+        "Points on the diagonal are calibrated; below it the model over-predicts."
+    )
+    return _props(chart, "Calibration", f"ECE {_fmt(_summary_value(report, 'ece'))}"), caption
+
+
+def threshold_chart(report: Report) -> tuple[Any, str] | None:
+    """Precision, recall and F1 against the threshold (``threshold_table``)."""
+    alt = require_altair()
+    table = report.tables.get("threshold_table")
+    if table is None or not _defined(table, ["threshold"]):
+        return None
+    data = _with_order(table)
+    lines = (
+        alt.Chart()
+        .transform_fold(["precision", "recall", "f1"], as_=["metric", "value"])
+        .mark_line(strokeWidth=1.8)
+        .encode(
+            x=alt.X("threshold:Q", title="threshold", scale=alt.Scale(zero=False)),
+            y=_unit_y(alt, "value:Q", "value"),
+            color=alt.Color(
+                "metric:N",
+                scale=alt.Scale(
+                    domain=["precision", "recall", "f1"], range=[PALETTE[0], PALETTE[1], INK]
+                ),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+            order=f"{ORDER}:Q",
+        )
+    )
+    t = report.options.get("threshold")
+    layers = [lines]
+    if t is not None:
+        layers.append(
+            alt.Chart(alt.Data(values=[{"threshold": t}]))
+            .mark_rule(color=REFERENCE, strokeDash=[4, 4])
+            .encode(x="threshold:Q")
+        )
+    chart = alt.layer(*layers, data=data)
+    caption = (
+        f"At {table.height} thresholds spread by volume (the metric layer's "
+        f"n_thresholds={report.max_points}); the dashed line is the report's threshold "
+        f"({_fmt(t)}) used by the summary's threshold metrics."
+    )
+    return _props(chart, "Precision, recall and F1 by threshold"), caption
+
+
+# ---------------------------------------------------------------------------------------
+# Shared: per-segment bars
+# ---------------------------------------------------------------------------------------
+
+MAX_BARS = 40
+
+
+def segments_chart(report: Report) -> tuple[Any, str] | None:
+    """The primary metric per segment, worst first, with its interval when the table has one."""
+    alt = require_altair()
+    table = report.tables.get("segments")
+    metric = report.primary
+    if table is None or metric is None or metric not in table.columns:
+        return None
+    data = table.head(MAX_BARS).with_columns(segment_label(report.by))
+    if data.get_column(metric).drop_nulls().len() == 0:
+        return None
+    info = _registry.REGISTRY.get(metric)
+    order = data.get_column(SEGMENT).to_list()
+    y = alt.Y(f"{SEGMENT}:N", sort=order, title=" / ".join(report.by))
+    x = alt.X(f"{metric}:Q", title=metric, scale=alt.Scale(zero=False))
+    layers = [alt.Chart().mark_bar(color=PALETTE[0], opacity=0.8).encode(x=x, y=y)]
+    lower, upper = f"{metric}_lower", f"{metric}_upper"
+    has_ci = lower in data.columns and upper in data.columns
+    if has_ci:
+        layers.append(
+            alt.Chart()
+            .mark_errorbar(color=INK, ticks=True)
+            .encode(x=alt.X(f"{lower}:Q", title=metric), x2=f"{upper}:Q", y=y)
+        )
+    overall = _summary_value(report, metric)
+    if overall is not None:
+        layers.append(
+            alt.Chart(alt.Data(values=[{metric: overall}]))
+            .mark_rule(color=INK, strokeDash=[4, 4])
+            .encode(x=f"{metric}:Q")
+        )
+    chart = alt.layer(*layers, data=data).properties(
+        width=WIDTH,
+        height=max(120, 18 * data.height),
+        title={"text": f"{metric} by segment", "anchor": "start"},
+    )
+    direction = (
+        ""
+        if info is None or info.higher_is_better is None
+        else (" (higher is better)" if info.higher_is_better else " (lower is better)")
+    )
+    caption = (
+        f"{metric}{direction} of each segment, worst first"
+        + (f" (the {MAX_BARS} worst of {table.height})" if table.height > MAX_BARS else "")
+        + ("; whiskers: confidence interval" if has_ci else "")
+        + "; the dashed line is the value on all rows."
+    )
+    return chart, caption
+
+
+# ---------------------------------------------------------------------------------------
+# Regression charts
+# ---------------------------------------------------------------------------------------
+
+
+def _span(table: pl.DataFrame, columns: list[str]) -> tuple[float, float]:
+    """The smallest and largest finite value over ``columns`` (for a diagonal)."""
+    values = table.select(pl.concat_list(columns).alias("v")).explode("v").get_column("v")
+    finite = values.filter(values.is_finite())
+    return float(finite.min()), float(finite.max())  # type: ignore[arg-type]
+
+
+def _qq_sample(report: Report) -> pl.DataFrame:
+    table = report.tables["residual_qq"]
+    return downsample(table, ["theoretical", "sample"], report.max_points, by_rank=True)
+
+
+def residual_hist_chart(report: Report) -> tuple[Any, str] | None:
+    """Histogram of the residuals of ``residual_qq`` (an evenly spaced quantile sample)."""
+    alt = require_altair()
+    table = report.tables["residual_qq"]
+    if not _defined(table, ["residual"]):
+        return None
+    data = _qq_sample(report)
+    chart = (
+        alt.Chart(data)
+        .mark_bar(color=PALETTE[0], opacity=0.85)
+        .encode(
+            x=alt.X("residual:Q", bin=alt.Bin(maxbins=40), title="residual (actual − prediction)"),
+            y=alt.Y("count():Q", title="points"),
+        )
+    )
+    caption = "Distribution of the residuals." + (
+        f" Drawn from {data.height:,} evenly spaced quantiles of the {table.height:,} residuals."
+        if data.height < table.height
+        else ""
+    )
+    return _props(chart, "Residuals"), caption
+
+
+def residual_qq_chart(report: Report) -> tuple[Any, str] | None:
+    """Normal QQ plot of the variance-normalised residuals (``residual_qq``)."""
+    alt = require_altair()
+    table = report.tables["residual_qq"]
+    if not _defined(table, ["sample"]):
+        return None
+    data = _qq_sample(report)
+    lo, hi = _span(data, ["theoretical", "sample"])
+    ref = alt.Chart(
+        alt.Data(values=[{"theoretical": lo, "sample": lo}, {"theoretical": hi, "sample": hi}])
+    )
+    chart = alt.layer(
+        ref.mark_line(color=REFERENCE, strokeDash=[4, 4]).encode(x="theoretical:Q", y="sample:Q"),
+        alt.Chart()
+        .mark_circle(color=INK, size=14)
+        .encode(
+            x=alt.X("theoretical:Q", title="normal quantile"),
+            y=alt.Y("sample:Q", title="standardised residual"),
+        ),
+        data=data,
+    )
+    caption = "Points on the diagonal: normally distributed residuals." + _thin_note(
+        table.height, data.height
+    )
+    return _props(chart, "Normal QQ plot of residuals"), caption
+
+
+def _conditional_chart(
+    report: Report, key: str, title: str, x_title: str
+) -> tuple[Any, str] | None:
+    alt = require_altair()
+    table = report.tables.get(key)
+    if table is None or not _defined(table, ["mean_actual"]):
+        return None
+    lo, hi = _span(table, ["mean_actual", "mean_pred"])
+    ref = alt.Chart(
+        alt.Data(
+            values=[{"mean_actual": lo, "mean_pred": lo}, {"mean_actual": hi, "mean_pred": hi}]
+        )
+    )
+    chart = alt.layer(
+        ref.mark_line(color=REFERENCE, strokeDash=[4, 4]).encode(
+            x="mean_actual:Q", y="mean_pred:Q"
+        ),
+        alt.Chart()
+        .mark_line(point=True, color=INK)
+        .encode(
+            x=alt.X("mean_actual:Q", title="mean actual", scale=alt.Scale(zero=False)),
+            y=alt.Y("mean_pred:Q", title="mean prediction", scale=alt.Scale(zero=False)),
+            order="bin:Q",
+        ),
+        data=table,
+    )
+    caption = f"{table.height} bins of equal size by {x_title}; the diagonal is an unbiased model."
+    return _props(chart, title), caption
+
+
+def conditional_actual_chart(report: Report) -> tuple[Any, str] | None:
+    """YDF's conditional ground-truth view (``conditional_table(of="actual")``)."""
+    return _conditional_chart(report, "conditional_actual", "Conditional on the actual", "actual")
+
+
+def conditional_pred_chart(report: Report) -> tuple[Any, str] | None:
+    """YDF's conditional prediction view (``conditional_table(of="pred")``)."""
+    return _conditional_chart(
+        report, "conditional_pred", "Conditional on the prediction", "prediction"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Ranking and forecast charts
+# ---------------------------------------------------------------------------------------
+
+
+def _metric_lines(
+    alt: Any, data: pl.DataFrame, x: str, x_title: str, metrics: Sequence[str], y_title: str
+) -> Any:
+    return (
+        alt.Chart(data)
+        .mark_line(point=True, strokeWidth=1.8)
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)),
+            y=alt.Y("value:Q", title=y_title),
+            color=alt.Color(
+                "metric:N",
+                scale=alt.Scale(domain=list(metrics), range=list(PALETTE[: len(metrics)])),
+                legend=alt.Legend(title=None, orient="bottom", columns=4),
+            ),
+        )
+    )
+
+
+AT_K_METRICS = ("ndcg", "precision", "recall", "map", "mrr", "hit_rate")
+
+
+def at_k_chart(report: Report) -> tuple[Any, str] | None:
+    """NDCG@k, precision@k, recall@k ... against k (``at_k``, the summary's columns)."""
+    alt = require_altair()
+    table = report.tables.get("at_k")
+    if table is None:
+        return None
+    data = table.filter(pl.col("metric").is_in(AT_K_METRICS))
+    if data.get_column("k").n_unique() < 2 or data.get_column("value").drop_nulls().len() == 0:
+        return None
+    shown = [m for m in AT_K_METRICS if m in set(data.get_column("metric"))]
+    chart = _metric_lines(alt, data, "k", "cutoff k", shown, "mean over queries")
+    caption = (
+        "Each metric at each cutoff k, averaged over the queries"
+        + (
+            f" ({_fmt(report.counts.get('n_queries'))} queries"
+            + (
+                f"; {_fmt(report.counts.get('n_excluded'))} without a relevant item left out)"
+                if report.counts.get("n_excluded")
+                else ")"
+            )
+            if report.counts.get("n_queries") is not None
+            else ""
+        )
+        + "."
+    )
+    return _props(chart, "Ranking metrics by cutoff"), caption
+
+
+def per_query_chart(report: Report) -> tuple[Any, str] | None:
+    """Histogram of the per-query value of the primary metric (``per_query``)."""
+    alt = require_altair()
+    table = report.tables.get("per_query")
+    metric = report.primary
+    if table is None or metric is None or metric not in table.columns:
+        return None
+    if table.get_column(metric).drop_nulls().len() == 0:
+        return None
+    chart = (
+        alt.Chart(table)
+        .mark_bar(color=PALETTE[0], opacity=0.85)
+        .encode(
+            x=alt.X(f"{metric}:Q", bin=alt.Bin(maxbins=20), title=metric),
+            y=alt.Y("count():Q", title="queries"),
+        )
+    )
+    caption = f"How {metric} spreads over the {table.height:,} queries (undefined ones left out)."
+    return _props(chart, f"{metric} per query"), caption
+
+
+LEAD_METRICS = ("mae", "rmse", "bias")
+
+
+def lead_chart(report: Report) -> tuple[Any, str] | None:
+    """Forecast errors against lead time (``by_lead``)."""
+    alt = require_altair()
+    table = report.tables.get("by_lead")
+    if table is None or "lead" not in table.columns:
+        return None
+    metrics = [m for m in LEAD_METRICS if m in table.columns]
+    if not metrics:
+        return None
+    chart = (
+        alt.Chart(table)
+        .transform_fold(metrics, as_=["metric", "value"])
+        .mark_line(point=True, strokeWidth=1.8)
+        .encode(
+            x=alt.X("lead:Q", title="lead (steps after the cutoff)", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("value:Q", title="error (mean over series)"),
+            color=alt.Color(
+                "metric:N",
+                scale=alt.Scale(domain=metrics, range=list(PALETTE[: len(metrics)])),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+        )
+    )
+    caption = "Mean over series of each error at each lead time; bias > 0 means over-forecasting."
+    return _props(chart, "Error by lead time"), caption
+
+
+# ---------------------------------------------------------------------------------------
+# Multiclass charts
+# ---------------------------------------------------------------------------------------
+
+PREDICTED = "predicted_"
+
+
+def confusion_chart(report: Report) -> tuple[Any, str] | None:
+    """Heat map of ``multiclass_confusion_matrix`` (counts; shade = share of the true class)."""
+    alt = require_altair()
+    table = report.tables.get("confusion_matrix")
+    if table is None or table.height == 0 or table.height > 40:
+        return None
+    data = table
+    order = table.get_column("truth").cast(pl.String).to_list()
+    base = (
+        alt.Chart()
+        .transform_fold(
+            [c for c in table.columns if c.startswith(PREDICTED)], as_=["predicted", "weight"]
+        )
+        .transform_calculate(predicted=f"substring(datum.predicted, {len(PREDICTED)})")
+        .transform_joinaggregate(row_total="sum(weight)", groupby=["truth"])
+        .transform_calculate(share="datum.row_total > 0 ? datum.weight / datum.row_total : 0")
+    )
+    x = alt.X("predicted:N", sort=order, title="predicted class")
+    y = alt.Y("truth:N", sort=order, title="true class")
+    rect = base.mark_rect().encode(
+        x=x,
+        y=y,
+        color=alt.Color(
+            "share:Q",
+            scale=alt.Scale(scheme="blues", domain=[0, 1]),
+            legend=alt.Legend(title="share of row", orient="bottom"),
+        ),
+    )
+    text = base.mark_text(fontSize=11).encode(
+        x=x,
+        y=y,
+        text=alt.Text("weight:Q", format=",.4~g"),
+        color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value(INK)),
+    )
+    side = max(WIDTH // 2, min(WIDTH, 34 * table.height))
+    chart = alt.layer(rect, text, data=data).properties(
+        width=side, height=side, title={"text": "Confusion matrix", "anchor": "start"}
+    )
+    caption = (
+        "Weighted counts; rows are the true class, columns the prediction. The shade is the "
+        "share of the true class (the recall on the diagonal)."
+    )
+    return chart, caption
+
+
+def per_class_chart(report: Report) -> tuple[Any, str] | None:
+    """Precision, recall and F1 of each class (``per_class``)."""
+    alt = require_altair()
+    table = report.tables.get("per_class")
+    if table is None or table.height == 0:
+        return None
+    metrics = [m for m in ("precision", "recall", "f1") if m in table.columns]
+    data = table.with_columns(pl.col("class").cast(pl.String))
+    chart = (
+        alt.Chart(data)
+        .transform_fold(metrics, as_=["metric", "value"])
+        .mark_bar()
+        .encode(
+            x=alt.X("class:N", title="class", sort=data.get_column("class").to_list()),
+            xOffset=alt.XOffset("metric:N", sort=metrics),
+            y=_unit_y(alt, "value:Q", "value"),
+            color=alt.Color(
+                "metric:N",
+                scale=alt.Scale(domain=metrics, range=[PALETTE[0], PALETTE[1], INK]),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+        )
+    )
+    caption = "One-vs-rest precision, recall and F1 of each class (undefined ones left out)."
+    return _props(chart, "Per class"), caption
+
+
+CHARTS: dict[str, list[ChartSpec]] = {
+    "binary": [
+        ChartSpec("roc", "ROC curve", roc_chart),
+        ChartSpec("pr", "Precision–recall curve", pr_chart),
+        ChartSpec("gain", "Cumulative gain", gain_chart),
+        ChartSpec("lift", "Lift", lift_chart),
+        ChartSpec("ks", "Kolmogorov–Smirnov", ks_chart),
+        ChartSpec("lorenz", "Lorenz curve", lorenz_chart),
+        ChartSpec("calibration", "Calibration", calibration_chart),
+        ChartSpec("threshold", "Threshold", threshold_chart),
+        ChartSpec("segments", "By segment", segments_chart),
+    ],
+    "regression": [
+        ChartSpec("residual_hist", "Residuals", residual_hist_chart),
+        ChartSpec("residual_qq", "Normal QQ plot", residual_qq_chart),
+        ChartSpec("conditional_actual", "Conditional on the actual", conditional_actual_chart),
+        ChartSpec("conditional_pred", "Conditional on the prediction", conditional_pred_chart),
+        ChartSpec("segments", "By segment", segments_chart),
+    ],
+    "multiclass": [
+        ChartSpec("confusion", "Confusion matrix", confusion_chart),
+        ChartSpec("per_class", "Per class", per_class_chart),
+        ChartSpec("segments", "By segment", segments_chart),
+    ],
+    "ranking": [
+        ChartSpec("at_k", "Ranking metrics by cutoff", at_k_chart),
+        ChartSpec("per_query", "Per query", per_query_chart),
+        ChartSpec("segments", "By segment", segments_chart),
+    ],
+    "forecast": [
+        ChartSpec("lead", "Error by lead time", lead_chart),
+        ChartSpec("segments", "By segment", segments_chart),
+    ],
+}
+"""The charts of each task, in the order the report shows them."""
+
+
+def build_charts(report: Report) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every chart of the report's task that its tables allow, and their captions."""
+    require_altair()
+    charts: dict[str, Any] = {}
+    captions: dict[str, str] = {}
+    for spec in CHARTS.get(report.task, []):
+        made = spec.build(report)
+        if made is None:
+            continue
+        charts[spec.name], captions[spec.name] = made
+    return charts, captions
+
+
+def to_svg(chart: Any) -> str:
+    """Render one chart to an SVG string with vl-convert (no browser, no network)."""
+    try:
+        import vl_convert as vlc
+    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
+        raise ModuleNotFoundError(
+            "rendering charts needs the optional extra 'plot' (vl-convert-python): "
+            "pip install 'polars-eval[plot]'"
+        ) from error
+    # the spec is checked against the Vega-Lite schema in the tests; not again at each render
+    return str(vlc.vegalite_to_svg(chart.to_dict(validate=False)))

@@ -1,0 +1,392 @@
+"""The report as one self-contained HTML page.
+
+No script, no stylesheet link, no font or image fetched: the CSS is inline and every
+chart is an inline SVG rendered by vl-convert, so the file opens offline, prints, and
+can be mailed. Every rule of the CSS is scoped under ``.pe-report`` so the same markup
+sits inside a notebook cell (``_repr_html_``) without restyling the notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from polars_eval import _registry
+
+if TYPE_CHECKING:
+    from polars_eval.report._report import Report
+
+MAX_TABLE_ROWS = 200
+
+CSS = """
+.pe-report { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  color: #1f2328; max-width: 1240px; margin: 0 auto; padding: 24px 28px 48px;
+  line-height: 1.45; font-size: 15px; background: #fff; }
+.pe-report h1 { font-size: 1.6em; margin: 0 0 4px; }
+.pe-report h2 { font-size: 1.2em; margin: 32px 0 10px; padding-bottom: 4px;
+  border-bottom: 1px solid #d8dee4; }
+.pe-report h3 { font-size: 1em; margin: 18px 0 6px; }
+.pe-report .pe-meta { color: #57606a; margin: 0 0 14px; }
+.pe-report .pe-meta code { background: #f3f4f6; padding: 1px 5px; border-radius: 4px; }
+.pe-report .pe-cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 8px 0; }
+.pe-report .pe-card { border: 1px solid #d8dee4; border-radius: 8px; padding: 8px 14px;
+  min-width: 120px; }
+.pe-report .pe-card .pe-num { font-size: 1.35em; font-weight: 600; }
+.pe-report .pe-card .pe-lab { color: #57606a; font-size: 0.85em; }
+.pe-report .pe-card.pe-warn { border-color: #d4a72c; background: #fff8c5; }
+.pe-report table { border-collapse: collapse; font-size: 0.9em; margin: 6px 0 10px; }
+.pe-report th, .pe-report td { padding: 4px 10px; border-bottom: 1px solid #eaeef2;
+  text-align: right; white-space: nowrap; }
+.pe-report th { background: #f6f8fa; font-weight: 600; position: sticky; top: 0; }
+.pe-report td.pe-text, .pe-report th.pe-text { text-align: left; }
+.pe-report td.pe-desc { text-align: left; white-space: normal; color: #57606a; }
+.pe-report td.pe-null { color: #8c959f; }
+.pe-report .pe-scroll { overflow: auto; max-height: 560px; max-width: 100%; }
+.pe-report .pe-grid { display: grid; gap: 18px;
+  grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); }
+.pe-report figure.pe-chart { margin: 0; border: 1px solid #eaeef2; border-radius: 8px;
+  padding: 10px; }
+.pe-report figure.pe-chart svg { max-width: 100%; height: auto; display: block; }
+.pe-report figure.pe-wide { grid-column: 1 / -1; }
+.pe-report figcaption { color: #57606a; font-size: 0.85em; margin-top: 6px; }
+.pe-report ul.pe-notes li { margin: 4px 0; }
+.pe-report details { margin: 8px 0; }
+.pe-report summary { cursor: pointer; font-weight: 600; }
+.pe-report footer { color: #8c959f; font-size: 0.8em; margin-top: 36px; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def fmt(value: Any) -> str:
+    """A cell: floats to 4 significant digits, integers with thousands separators."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "∞" if value > 0 else "−∞"
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
+            return f"{value:.3e}"
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def table_html(df: pl.DataFrame, *, max_rows: int = MAX_TABLE_ROWS) -> str:
+    """A DataFrame as an HTML table (nulls as an em dash); the first ``max_rows`` rows."""
+    text_cols = {c for c, t in df.schema.items() if not (t.is_numeric() or t == pl.Boolean)}
+    head = "".join(
+        f'<th class="pe-text">{_e(c)}</th>' if c in text_cols else f"<th>{_e(c)}</th>"
+        for c in df.columns
+    )
+    rows = []
+    for row in df.head(max_rows).iter_rows():
+        cells = []
+        for c, v in zip(df.columns, row, strict=True):
+            cls = "pe-text" if c in text_cols else ""
+            if v is None:
+                cls = (cls + " pe-null").strip()
+            attr = f' class="{cls}"' if cls else ""
+            cells.append(f"<td{attr}>{_e(fmt(v))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    more = (
+        f'<p class="pe-meta">First {max_rows:,} of {df.height:,} rows; all of them are in '
+        "<code>report.tables</code>.</p>"
+        if df.height > max_rows
+        else ""
+    )
+    return (
+        f'<div class="pe-scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{more}"
+    )
+
+
+AVERAGES = ("_micro", "_macro", "_weighted", "_pooled")
+
+
+def registry_info(name: str) -> Any:
+    """The registry entry of a summary column (``multiclass_f1_macro`` -> multiclass_f1)."""
+    info = _registry.REGISTRY.get(name)
+    if info is None:
+        for suffix in AVERAGES:
+            if name.endswith(suffix):
+                return _registry.REGISTRY.get(name.removesuffix(suffix))
+    return info
+
+
+def summary_rows(summary: pl.DataFrame) -> pl.DataFrame:
+    """The one-row summary as a long table: metric, value, [lower, upper], baseline, direction."""
+    row = summary.row(0, named=True) if summary.height else {}
+    suffixes = ("_lower", "_upper", "_baseline")
+    records = []
+    for name, value in row.items():
+        if any(name.endswith(s) and name[: -len(s)] in row for s in suffixes):
+            continue
+        info = registry_info(name)
+        better = None
+        if info is not None and info.higher_is_better is not None:
+            better = "higher" if info.higher_is_better else "lower"
+        records.append(
+            {
+                "metric": name,
+                "value": None if value is None else float(value),
+                "lower": _float(row.get(f"{name}_lower")),
+                "upper": _float(row.get(f"{name}_upper")),
+                "baseline": _float(row.get(f"{name}_baseline")),
+                "better": better,
+                "description": info.description if info is not None else "",
+            }
+        )
+    schema = {
+        "metric": pl.String,
+        "value": pl.Float64,
+        "lower": pl.Float64,
+        "upper": pl.Float64,
+        "baseline": pl.Float64,
+        "better": pl.String,
+        "description": pl.String,
+    }
+    long = pl.DataFrame(records, schema=schema)
+    keep = [c for c in long.columns if c not in ("lower", "upper", "baseline")]
+    for c in ("lower", "upper", "baseline"):
+        if long.get_column(c).drop_nulls().len():
+            keep.insert(keep.index("better"), c)
+    return long.select(keep)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _summary_html(report: Report) -> str:
+    summary = report.tables.get("summary")
+    if summary is None:
+        return ""
+    at_cols = [c for c in summary.columns if "@" in c]
+    pivot = ""
+    if at_cols and "at_k" in report.tables:
+        # ranking: one row per metric, one column per cutoff, instead of a long list
+        at_k = report.tables["at_k"]
+        wide = at_k.pivot(on="k", index="metric", values="value", maintain_order=True)
+        wide = wide.rename({c: f"@{c}" for c in wide.columns if c != "metric"})
+        pivot = table_html(wide)
+        summary = summary.drop(at_cols)
+    long = summary_rows(summary)
+    head = "".join(
+        f'<th class="pe-text">{_e(c)}</th>'
+        if c in ("metric", "description")
+        else f"<th>{_e(c)}</th>"
+        for c in long.columns
+    )
+    body = []
+    for rec in long.iter_rows(named=True):
+        cells = []
+        for c, v in rec.items():
+            if c == "metric":
+                cells.append(f'<td class="pe-text"><b>{_e(v)}</b></td>')
+            elif c == "description":
+                cells.append(f'<td class="pe-desc">{_e(v or "")}</td>')
+            elif c == "better":
+                arrow = {"higher": "↑ higher", "lower": "↓ lower"}.get(v or "", "")
+                cells.append(f'<td class="pe-text">{arrow}</td>')
+            else:
+                cls = ' class="pe-null"' if v is None else ""
+                cells.append(f"<td{cls}>{_e(fmt(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        '<section id="pe-summary"><h2>Summary</h2>'
+        '<p class="pe-meta">Every summary metric of the task on all rows used '
+        "(— : undefined on this data, see the notes).</p>"
+        f"{pivot}<table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
+
+
+def _cards(report: Report) -> str:
+    c = report.counts
+    cards = [("rows", c.get("rows"), False), ("rows used", c.get("rows_used"), False)]
+    skipped = c.get("rows_null") or 0
+    cards.append(("skipped: null input", skipped, bool(skipped)))
+    if report.inputs.get("weight"):
+        zero = c.get("rows_zero_weight") or 0
+        cards.append(("skipped: zero weight", zero, False))
+    if "positives" in c:
+        pos, neg = c.get("positives") or 0.0, c.get("negatives") or 0.0
+        cards.append(("positives", pos, False))
+        if pos + neg > 0:
+            cards.append(("positive rate", pos / (pos + neg), False))
+    if "zero_actuals" in report.tables.get("summary", pl.DataFrame()).columns:
+        z = report.tables["summary"].get_column("zero_actuals")[0]
+        cards.append(("zero actuals (skipped by % errors)", z, bool(z)))
+    segments = report.tables.get("segments")
+    if segments is not None and report.primary in segments.columns:
+        undefined = segments.get_column(report.primary).null_count()  # type: ignore[arg-type]
+        cards.append(("segments", segments.height, False))
+        if undefined:
+            cards.append((f"segments with undefined {report.primary}", undefined, True))
+    out = []
+    for label, value, warn in cards:
+        if isinstance(value, float) and value.is_integer() and label != "positive rate":
+            value = int(value)
+        cls = "pe-card pe-warn" if warn else "pe-card"
+        out.append(
+            f'<div class="{cls}"><div class="pe-num">{_e(fmt(value))}</div>'
+            f'<div class="pe-lab">{_e(label)}</div></div>'
+        )
+    return '<div class="pe-cards" id="pe-counts">' + "".join(out) + "</div>"
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def scope_svg(svg: str, prefix: str) -> str:
+    """Prefix every id of an inline SVG (and its references) so that charts never collide."""
+    ids = set(_ID.findall(svg))
+    if not ids:
+        return svg
+    for old in sorted(ids, key=len, reverse=True):
+        new = f"{prefix}-{old}"
+        svg = svg.replace(f'id="{old}"', f'id="{new}"')
+        svg = svg.replace(f"url(#{old})", f"url(#{new})")
+        svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
+    return svg
+
+
+def _charts_html(report: Report, *, required: bool) -> str:
+    try:
+        svgs = report.svgs()
+    except ModuleNotFoundError as error:
+        if required:
+            raise
+        return (
+            f'<section id="pe-charts"><h2>Charts</h2><p class="pe-meta">{_e(error)}</p></section>'
+        )
+    if not svgs:
+        return ""
+    figures = []
+    for name, svg in svgs.items():
+        wide = " pe-wide" if name == "segments" else ""
+        caption = report.captions.get(name, "")
+        figures.append(
+            f'<figure class="pe-chart{wide}" id="pe-chart-{_e(name)}" data-chart="{_e(name)}">'
+            f"{scope_svg(svg, f'pe-{name}')}<figcaption>{_e(caption)}</figcaption></figure>"
+        )
+    return (
+        '<section id="pe-charts"><h2>Charts</h2>'
+        f'<div class="pe-grid">{"".join(figures)}</div></section>'
+    )
+
+
+def _segments_html(report: Report) -> str:
+    segments = report.tables.get("segments")
+    if segments is None:
+        return ""
+    info = _registry.REGISTRY.get(report.primary or "")
+    direction = ""
+    if info is not None and info.higher_is_better is not None:
+        direction = "lowest" if info.higher_is_better else "highest"
+    return (
+        '<section id="pe-segments"><h2>By segment</h2>'
+        f'<p class="pe-meta">One row per value of <code>{_e(", ".join(report.by))}</code>, '
+        f"worst first ({direction} <code>{_e(report.primary)}</code>; undefined last). "
+        "rows_null: rows skipped for a null input.</p>"
+        f"{table_html(segments)}</section>"
+    )
+
+
+SMALL_TABLES = {
+    "gain_table": "Gain and lift table",
+    "calibration_table": "Calibration table",
+    "conditional_actual": "Conditional on the actual",
+    "conditional_pred": "Conditional on the prediction",
+    "confusion_matrix": "Confusion matrix",
+    "per_class": "Per class",
+    "at_k": "Metrics by cutoff",
+    "by_lead": "Errors by lead time",
+    "per_series": "Per series (worst MAE first)",
+    "per_query": "Per query (worst first)",
+}
+
+
+def _tables_html(report: Report) -> str:
+    parts = [
+        f"<details><summary>{_e(title)}</summary>{table_html(report.tables[key])}</details>"
+        for key, title in SMALL_TABLES.items()
+        if key in report.tables
+    ]
+    if not parts:
+        return ""
+    curves = [
+        k
+        for k in report.tables
+        if k not in SMALL_TABLES and k not in ("summary", "segments", "data")
+    ]
+    more = (
+        '<p class="pe-meta">Full curves in <code>report.tables</code>: '
+        + ", ".join(f"<code>{_e(k)}</code>" for k in curves)
+        + ".</p>"
+        if curves
+        else ""
+    )
+    return '<section id="pe-tables"><h2>Tables</h2>' + "".join(parts) + more + "</section>"
+
+
+def _notes_html(report: Report) -> str:
+    if not report.notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    return f'<section id="pe-notes"><h2>Notes</h2><ul class="pe-notes">{items}</ul></section>'
+
+
+def _meta(report: Report) -> str:
+    bits = [f"task <code>{_e(report.task)}</code>"]
+    for key, value in report.inputs.items():
+        if value:
+            bits.append(f"{_e(key)} <code>{_e(value)}</code>")
+    if report.by:
+        bits.append(f"by <code>{_e(', '.join(report.by))}</code>")
+    for key, value in report.options.items():
+        bits.append(f"{_e(key)} <code>{_e(fmt(value))}</code>")
+    return '<p class="pe-meta">' + " · ".join(bits) + "</p>"
+
+
+def body(report: Report, *, charts_required: bool = True) -> str:
+    """The report's markup, inside one ``div.pe-report`` with its scoped style.
+
+    Without the ``plot`` extra the charts are replaced by a line saying how to install it
+    when ``charts_required`` is false (the notebook view); otherwise the error is raised.
+    """
+    from polars_eval import __version__
+
+    return (
+        f'<div class="pe-report"><style>{CSS}</style>'
+        f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
+        f"{_summary_html(report)}{_charts_html(report, required=charts_required)}"
+        f"{_segments_html(report)}"
+        f"{_tables_html(report)}{_notes_html(report)}"
+        f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "
+        "chart comes from the tables of the metric layer.</footer></div>"
+    )
+
+
+def render(report: Report, *, full: bool) -> str:
+    """A full HTML document (``full``) or the fragment a notebook shows."""
+    fragment = body(report, charts_required=full)
+    if not full:
+        return fragment
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(report.title)}</title></head><body>{fragment}</body></html>\n"
+    )

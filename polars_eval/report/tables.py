@@ -1,0 +1,842 @@
+"""The tables of a report, computed by the metric layer and nothing else.
+
+Every table is the DataFrame a namespace method returns (``df.eval.binary``,
+``df.eval.roc_curve`` ...), computed once: the lazy queries of one task are built first
+and collected together with :func:`polars.collect_all`, so a ``LazyFrame`` scanned from
+files is read in one go and the queries run in parallel. Charts and HTML only read these
+tables; nothing is recomputed there.
+
+A task is one :class:`TaskSpec` in :data:`TASKS`: how to compute its tables, which metric
+orders its segments (worst first), which charts it draws. Adding a task (regression,
+ranking, forecast) is adding one builder function and one entry; a task whose metric
+family is not installed is simply absent.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from polars_eval import _registry
+from polars_eval._exprs import binary_label, to_expr, to_float
+from polars_eval._run import normalize_by
+from polars_eval._typing import IntoExpr
+from polars_eval._validate import column_problems
+from polars_eval.exceptions import (
+    DataValidationError,
+    InvalidParameterError,
+    UndefinedMetricWarning,
+)
+from polars_eval.families import binary as binary_family
+
+SEGMENT = "segment"
+"""Name of the column that labels a segment (its ``by`` values joined) in chart data."""
+
+ALL = "all rows"
+"""Segment label of the whole-data curve in overlaid charts."""
+
+
+@dataclass
+class Built:
+    """What a task builder returns: its tables and what the report says about them."""
+
+    tables: dict[str, pl.DataFrame]
+    counts: dict[str, Any]
+    primary: str | None = None
+    inputs: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # the arguments of the task's registered metric functions, for their intervals
+    metric_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskSpec:
+    """One task of the report: its builder and its arguments."""
+
+    build: Callable[..., Built]
+    available: Callable[[], bool]
+    data_args: tuple[str, ...]
+    description: str
+
+
+def _name(value: IntoExpr | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return value.meta.output_name()
+    except Exception:  # noqa: BLE001 - an expression without one root column
+        return str(value)
+
+
+def collect_quietly(queries: dict[str, pl.LazyFrame], notes: list[str]) -> dict[str, pl.DataFrame]:
+    """Collect every query at once; warnings about undefined values become report notes.
+
+    Other warnings are passed on unchanged.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frames = pl.collect_all(list(queries.values()))
+    for w in caught:
+        if not issubclass(w.category, UndefinedMetricWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        message = str(w.message)
+        if message not in notes:
+            notes.append(message)
+    return dict(zip(queries, frames, strict=True))
+
+
+def segment_label(by: Sequence[str]) -> pl.Expr:
+    """One string naming a segment: its ``by`` values joined by " / " (null shown as "null")."""
+    parts = [pl.col(c).cast(pl.String).fill_null("null") for c in by]
+    return pl.concat_str(parts, separator=" / ").alias(SEGMENT)
+
+
+def sort_worst_first(table: pl.DataFrame, metric: str | None) -> pl.DataFrame:
+    """Segments sorted worst first by ``metric`` (its registered direction); nulls last."""
+    if metric is None or metric not in table.columns:
+        return table
+    info = _registry.REGISTRY.get(metric)
+    higher_is_better = (
+        True if info is None or info.higher_is_better is None else info.higher_is_better
+    )
+    return table.sort(metric, descending=not higher_is_better, nulls_last=True, maintain_order=True)
+
+
+def _row_counts(
+    lf: pl.LazyFrame,
+    inputs: Sequence[IntoExpr],
+    weight: IntoExpr | None,
+    by: list[str],
+    positives: pl.Expr | None = None,
+) -> pl.LazyFrame:
+    """Rows, rows skipped for a null input, rows of zero weight, rows used (per segment)."""
+    exprs = [to_expr(x) for x in inputs] + ([to_expr(weight)] if weight is not None else [])
+    has_null = pl.any_horizontal([e.is_null() for e in exprs])
+    zero_weight = (~has_null & (to_float(weight) == 0.0)) if weight is not None else pl.lit(False)
+    used = ~has_null & ~zero_weight
+    aggs = [
+        pl.len().cast(pl.Int64).alias("rows"),
+        has_null.sum().cast(pl.Int64).alias("rows_null"),
+        zero_weight.sum().cast(pl.Int64).alias("rows_zero_weight"),
+        used.sum().cast(pl.Int64).alias("rows_used"),
+    ]
+    if positives is not None:
+        w = to_float(weight) if weight is not None else pl.lit(1.0)
+        aggs += [
+            (w * positives).filter(used).sum().alias("positives"),
+            (w * (1.0 - positives)).filter(used).sum().alias("negatives"),
+        ]
+    if by:
+        return lf.group_by(by).agg(aggs).sort(by, nulls_last=True)
+    return lf.select(aggs)
+
+
+def check_columns(lf: pl.LazyFrame, args: dict[str, Any], inputs: Any, by: Sequence[str]) -> None:
+    """Missing columns and wrong dtypes, as the namespace reports them, before any query."""
+    schema = lf.collect_schema()
+    problems = column_problems(schema, args, inputs)
+    problems += [f'column "{b}" (argument by=) not found' for b in by if b not in schema]
+    if problems:
+        raise DataValidationError(problems[0])
+
+
+def explode_curves(frame: pl.DataFrame, by: list[str]) -> dict[str, pl.DataFrame]:
+    """Each ``List[Struct]`` column as a long table, as the namespace returns curves.
+
+    Rows sorted by the ``by`` keys (nulls last), then one row per point: exactly what
+    ``df.eval.<curve>(..., by=by)`` gives.
+    """
+    if by:
+        frame = frame.sort(by, nulls_last=True)
+    return {
+        name: frame.select(*by, name).explode(name).unnest(name)
+        for name in frame.columns
+        if name not in by
+    }
+
+
+def _check_options(task: str, options: dict[str, Any], allowed: Sequence[str]) -> None:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidParameterError(
+            f"report(task={task!r}) does not take {', '.join(map(repr, unknown))}; "
+            f"options of this task: {', '.join(sorted(allowed))}"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Binary classification
+# ---------------------------------------------------------------------------------------
+
+BINARY_OPTIONS = ("pos_label", "threshold", "probability", "bins", "baseline")
+
+
+def build_binary(
+    frame: pl.DataFrame | pl.LazyFrame,
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None,
+    by: list[str],
+    validate: bool,
+    max_points: int,
+    options: dict[str, Any],
+) -> Built:
+    """Summary, segments, curves and tables of a binary classifier.
+
+    Tables: ``data`` (row counts), ``summary`` (``df.eval.binary``), ``segments``
+    (``df.eval.binary(by=...)`` with the segments' row counts, worst AUC first),
+    ``roc_curve``, ``pr_curve``, ``threshold_table`` (``n_thresholds=max_points``: the
+    metric layer's own volume-quantile thresholds), ``lorenz_curve``, ``gain_table``,
+    ``calibration_table`` (only for probabilities), and with ``by`` the per-segment
+    ``roc_curve_by`` / ``pr_curve_by``.
+    """
+    _check_options("binary", options, BINARY_OPTIONS)
+    pos_label = options.get("pos_label")
+    threshold = options.get("threshold", 0.5)
+    probability = options.get("probability", True)
+    bins = options.get("bins", 10)
+    baseline: dict[str, Any] = {}
+    if options.get("baseline"):
+        method = frame.lazy().eval.binary  # type: ignore[attr-defined]
+        if "baseline" not in inspect.signature(method).parameters:
+            raise InvalidParameterError(
+                "baseline= is not supported by this version's df.eval.binary"
+            )
+        baseline["baseline"] = True
+    lf = frame.lazy()
+    common: dict[str, Any] = {"weight": weight, "pos_label": pos_label}
+    check_columns(
+        lf,
+        {"label": label, "score": score, **common},
+        binary_family.PROBA_INPUTS if probability else binary_family.ORDER_INPUTS,
+        by,
+    )
+    ev: Any = lf.eval  # type: ignore[attr-defined]
+    curves = [
+        binary_family.roc_curve(label, score, **common),
+        binary_family.pr_curve(label, score, **common),
+        binary_family.threshold_table(label, score, n_thresholds=max_points, **common),
+        binary_family.lorenz_curve(label, score, **common),
+        binary_family.gain_table(label, score, bins=bins, **common),
+    ]
+    if probability:
+        curves.append(binary_family.calibration_table(label, score, bins=bins, **common))
+    queries: dict[str, pl.LazyFrame] = {
+        "summary": ev.binary(
+            label,
+            score,
+            threshold=threshold,
+            probability=probability,
+            validate=validate,
+            **common,
+            **baseline,
+        ),
+        "data": _row_counts(lf, [label, score], weight, [], binary_label(label, pos_label)),
+        # every curve of the whole data in one query: their expressions run side by side
+        "curves": lf.select(curves),
+    }
+    if by:
+        queries["segments"] = ev.binary(
+            label,
+            score,
+            threshold=threshold,
+            probability=probability,
+            by=by,
+            validate=False,
+            **common,
+        )
+        queries["segment_rows"] = _row_counts(lf, [label, score], weight, by)
+        queries["curves_by"] = lf.group_by(by).agg(
+            binary_family.roc_curve(label, score, **common).alias("roc_curve_by"),
+            binary_family.pr_curve(label, score, **common).alias("pr_curve_by"),
+        )
+    notes: list[str] = []
+    try:
+        tables = collect_quietly(queries, notes)
+    except pl.exceptions.OutOfBoundsError:
+        # threshold_table(n_thresholds=...) fails on data with no usable row (a metric-layer
+        # issue, reported); the report then goes on without that table
+        queries["curves"] = lf.select(
+            [c for c in curves if c.meta.output_name() != "threshold_table"]
+        )
+        tables = collect_quietly(queries, notes)
+        notes.append("threshold table unavailable: no usable row")
+    tables.update(explode_curves(tables.pop("curves"), []))
+    if by:
+        tables.update(explode_curves(tables.pop("curves_by"), by))
+        rows = tables.pop("segment_rows")
+        tables["segments"] = sort_worst_first(
+            rows.join(tables["segments"], on=by, how="left", nulls_equal=True), "auc"
+        )
+    counts = tables["data"].row(0, named=True)
+    return Built(
+        tables=tables,
+        counts=counts,
+        primary="auc",
+        inputs={"label": _name(label), "score": _name(score), "weight": _name(weight)},
+        options={
+            "threshold": threshold,
+            "probability": probability,
+            "bins": bins,
+            **({"pos_label": pos_label} if pos_label is not None else {}),
+        },
+        notes=notes,
+        metric_args={
+            "label": label,
+            "score": score,
+            "weight": weight,
+            "pos_label": pos_label,
+            "threshold": threshold,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Regression (present when the regression family is installed)
+# ---------------------------------------------------------------------------------------
+
+REGRESSION_OPTIONS = ("zero_actuals", "bins", "baseline")
+
+
+def _regression_available() -> bool:
+    return (
+        "residual_qq" in _registry.REGISTRY
+        and "conditional_table" in _registry.REGISTRY
+        and _has_method("regression", "actual")
+    )
+
+
+def build_regression(
+    frame: pl.DataFrame | pl.LazyFrame,
+    actual: IntoExpr,
+    pred: IntoExpr,
+    *,
+    weight: IntoExpr | None,
+    by: list[str],
+    validate: bool,
+    max_points: int,
+    options: dict[str, Any],
+) -> Built:
+    """Summary, segments, residual QQ and the conditional tables of a regression model.
+
+    Tables: ``data``, ``summary`` (``df.eval.regression``), ``segments`` (worst RMSE
+    first), ``residual_qq`` (one point per row: downsampled for the charts only),
+    ``conditional_actual`` and ``conditional_pred`` (``conditional_table`` with
+    ``of="actual"`` / ``of="pred"``).
+    """
+    _check_options("regression", options, REGRESSION_OPTIONS)
+    bins = options.pop("bins", 10)
+    lf = frame.lazy()
+    from polars_eval.families import regression as regression_family
+
+    check_columns(
+        lf, {"actual": actual, "pred": pred, "weight": weight}, regression_family.INPUTS, by
+    )
+    ev: Any = lf.eval  # type: ignore[attr-defined]
+    method_params = inspect.signature(ev.regression).parameters
+    passed = {k: v for k, v in options.items() if k in method_params}
+    queries: dict[str, pl.LazyFrame] = {
+        "summary": ev.regression(actual, pred, weight=weight, validate=validate, **passed),
+        "data": _row_counts(lf, [actual, pred], weight, []),
+        "residual_qq": ev.residual_qq(actual, pred, weight=weight, validate=False),
+        "conditional_actual": ev.conditional_table(
+            actual, pred, of="actual", bins=bins, weight=weight, validate=False
+        ),
+        "conditional_pred": ev.conditional_table(
+            actual, pred, of="pred", bins=bins, weight=weight, validate=False
+        ),
+    }
+    if by:
+        queries["segments"] = ev.regression(
+            actual, pred, weight=weight, by=by, validate=False, **passed
+        )
+        queries["segment_rows"] = _row_counts(lf, [actual, pred], weight, by)
+    notes: list[str] = []
+    tables = collect_quietly(queries, notes)
+    if by:
+        rows = tables.pop("segment_rows")
+        tables["segments"] = sort_worst_first(
+            rows.join(tables["segments"], on=by, how="left", nulls_equal=True), "rmse"
+        )
+    return Built(
+        tables=tables,
+        counts=tables["data"].row(0, named=True),
+        primary="rmse",
+        inputs={"actual": _name(actual), "pred": _name(pred), "weight": _name(weight)},
+        options={"bins": bins, **passed},
+        notes=notes,
+        metric_args={"actual": actual, "pred": pred, "weight": weight},
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Ranking (present when the ranking family is installed)
+# ---------------------------------------------------------------------------------------
+
+RANKING_OPTIONS = (
+    "query",
+    "k",
+    "gain",
+    "ties",
+    "min_relevance",
+    "no_relevant",
+    "max_relevance",
+    "unscored",
+    "item",
+    "baseline",
+)
+RANKING_CUTOFFS = (1, 2, 3, 5, 10, 20)
+AT = "@"
+
+
+def _has_method(name: str, parameter: str) -> bool:
+    """Whether the namespace has the task-level method ``name`` taking ``parameter``."""
+    namespace = getattr(sys.modules.get("polars_eval"), "EvalNamespace", None)
+    method = getattr(namespace, name, None)
+    return method is not None and parameter in inspect.signature(method).parameters
+
+
+def _ranking_available() -> bool:
+    return "ndcg" in _registry.REGISTRY and _has_method("ranking", "query")
+
+
+def metrics_at_k(summary: pl.DataFrame) -> pl.DataFrame:
+    """The ``<metric>@<k>`` columns of a one-row ranking summary as a long table.
+
+    Columns ``metric``, ``k`` (Int64) and ``value``: a reshaping of ``df.eval.ranking``'s
+    row, nothing computed. Baseline columns (``..._baseline``) are left out.
+    """
+    records = []
+    row = summary.row(0, named=True) if summary.height else {}
+    for column, value in row.items():
+        if AT not in column or column.endswith("_baseline"):
+            continue
+        metric, _, cut = column.rpartition(AT)
+        if not cut.isdigit():
+            continue
+        records.append({"metric": metric, "k": int(cut), "value": value})
+    schema = {"metric": pl.String, "k": pl.Int64, "value": pl.Float64}
+    return pl.DataFrame(records, schema=schema)
+
+
+def build_ranking(
+    frame: pl.DataFrame | pl.LazyFrame,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None,
+    by: list[str],
+    validate: bool,
+    max_points: int,
+    options: dict[str, Any],
+) -> Built:
+    """Summary at several cutoffs, metrics against k, segments worst NDCG first.
+
+    Tables: ``data``, ``summary`` (``df.eval.ranking`` at ``k`` = 1, 2, 3, 5, 10, 20 by
+    default), ``at_k`` (its ``<metric>@<k>`` columns as a long table), ``segments``, and
+    ``per_query`` (one row per query, worst NDCG first).
+    """
+    _check_options("ranking", options, RANKING_OPTIONS)
+    if weight is not None:
+        raise InvalidParameterError(
+            "ranking reports take no weight= (ranking metrics are per query)"
+        )
+    query = options.get("query")
+    if query is None:
+        raise InvalidParameterError("report(task='ranking') needs query= (the query id column)")
+    queries_cols = by_columns(query)
+    k = options.get("k", RANKING_CUTOFFS)
+    cuts = [c for c in (k if isinstance(k, (list, tuple)) else [k]) if c is not None]
+    options = {**options, "k": k}
+    lf = frame.lazy()
+    check_columns(
+        lf,
+        {"relevance": relevance, "score": score},
+        {"relevance": "relevance", "score": "score"},
+        [*by, *queries_cols],
+    )
+    ev: Any = lf.eval  # type: ignore[attr-defined]
+    primary_cut = max([c for c in cuts if c <= 10] or cuts or [None], key=lambda c: c or 0)
+    primary = "ndcg" + (f"{AT}{primary_cut}" if primary_cut is not None else "")
+    queries: dict[str, pl.LazyFrame] = {
+        "summary": ev.ranking(relevance, score, validate=validate, **options),
+        "data": _row_counts(lf, [relevance, score, *queries_cols], None, []),
+        "per_query": ev.ranking(
+            relevance,
+            score,
+            validate=False,
+            per_query=True,
+            **{**options, "baseline": False},
+        ),
+    }
+    if by:
+        queries["segments"] = ev.ranking(relevance, score, by=by, validate=False, **options)
+        queries["segment_rows"] = _row_counts(lf, [relevance, score, *queries_cols], None, by)
+    notes: list[str] = []
+    tables = collect_quietly(queries, notes)
+    tables["at_k"] = metrics_at_k(tables["summary"])
+    tables["per_query"] = sort_worst_first(tables["per_query"], primary)
+    if by:
+        rows = tables.pop("segment_rows")
+        tables["segments"] = sort_worst_first(
+            rows.join(tables["segments"], on=by, how="left", nulls_equal=True), primary
+        )
+    counts = tables["data"].row(0, named=True)
+    for extra in ("n_queries", "n_excluded"):
+        if extra in tables["summary"].columns:
+            counts[extra] = tables["summary"].get_column(extra)[0]
+    return Built(
+        tables=tables,
+        counts=counts,
+        primary=primary,
+        inputs={
+            "relevance": _name(relevance),
+            "score": _name(score),
+            "query": ", ".join(queries_cols),
+        },
+        options={key: value for key, value in options.items() if key != "query"},
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Forecasting (present when the forecast family is installed)
+# ---------------------------------------------------------------------------------------
+
+FORECAST_OPTIONS = (
+    "series",
+    "time",
+    "train",
+    "season_length",
+    "cutoff",
+    "lead",
+    "zero_actuals",
+    "quantiles",
+    "interval",
+)
+
+
+def _forecast_available() -> bool:
+    return _has_method("forecast", "series")
+
+
+def build_forecast(
+    frame: pl.DataFrame | pl.LazyFrame,
+    actual: IntoExpr,
+    forecast: IntoExpr,
+    *,
+    weight: IntoExpr | None,
+    by: list[str],
+    validate: bool,
+    max_points: int,
+    options: dict[str, Any],
+) -> Built:
+    """Summary, errors by lead time (with ``cutoff=``), per-series and per-segment tables.
+
+    Tables: ``data``, ``summary`` (``df.eval.forecast``), ``by_lead``
+    (``df.eval.forecast(..., cutoff=..., by="lead")``, only with ``cutoff=``),
+    ``per_series`` (worst MAE first) and ``segments``.
+    """
+    _check_options("forecast", options, FORECAST_OPTIONS)
+    for required in ("series", "time"):
+        if options.get(required) is None:
+            raise InvalidParameterError(f"report(task='forecast') needs {required}=")
+    keys = by_columns(options["series"]) + [options["time"]]
+    lf = frame.lazy()
+    check_columns(
+        lf,
+        {"actual": actual, "forecast": forecast, "weight": weight},
+        {"actual": "numeric", "forecast": "numeric", "weight": "weight"},
+        [*by, *keys, *([options["cutoff"]] if options.get("cutoff") else [])],
+    )
+    ev: Any = lf.eval  # type: ignore[attr-defined]
+    common = {"weight": weight, **options}
+    queries: dict[str, pl.LazyFrame] = {
+        "summary": ev.forecast(actual, forecast, validate=validate, **common),
+        "data": _row_counts(lf, [actual, forecast, *keys], weight, []),
+        "per_series": ev.forecast(actual, forecast, per_series=True, validate=False, **common),
+    }
+    if options.get("cutoff") is not None and options.get("lead") is None:
+        queries["by_lead"] = ev.forecast(actual, forecast, by="lead", validate=False, **common)
+    if by:
+        queries["segments"] = ev.forecast(actual, forecast, by=by, validate=False, **common)
+        queries["segment_rows"] = _row_counts(lf, [actual, forecast, *keys], weight, by)
+    notes: list[str] = []
+    tables = collect_quietly(queries, notes)
+    tables["per_series"] = sort_worst_first(tables["per_series"], "mae")
+    if by:
+        rows = tables.pop("segment_rows")
+        tables["segments"] = sort_worst_first(
+            rows.join(tables["segments"], on=by, how="left", nulls_equal=True), "mae"
+        )
+    return Built(
+        tables=tables,
+        counts=tables["data"].row(0, named=True),
+        primary="mae",
+        inputs={"actual": _name(actual), "forecast": _name(forecast), "weight": _name(weight)},
+        options={k: v for k, v in options.items() if k != "train" and v is not None},
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Multiclass (present when the multiclass family is installed)
+# ---------------------------------------------------------------------------------------
+
+MULTICLASS_OPTIONS = ("pred", "proba", "classes", "k", "baseline")
+PER_CLASS = ("multiclass_precision", "multiclass_recall", "multiclass_f1")
+
+
+def _multiclass_available() -> bool:
+    return "multiclass_confusion_matrix" in _registry.REGISTRY and _has_method(
+        "multiclass", "proba"
+    )
+
+
+def _flat(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def build_multiclass(
+    frame: pl.DataFrame | pl.LazyFrame,
+    label: IntoExpr,
+    *,
+    weight: IntoExpr | None,
+    by: list[str],
+    validate: bool,
+    max_points: int,
+    options: dict[str, Any],
+) -> Built:
+    """Summary, confusion matrix, per-class precision / recall / F1 and segments.
+
+    Tables: ``data``, ``summary`` (``df.eval.multiclass``), ``confusion_matrix``
+    (``multiclass_confusion_matrix``, rows = truth), ``per_class`` (the three
+    ``average=None`` tables joined on the class), ``segments`` (worst accuracy first).
+    Without ``classes=`` the classes are the sorted distinct values of the label and the
+    prediction, read in a first small query.
+    """
+    _check_options("multiclass", options, MULTICLASS_OPTIONS)
+    pred, proba = options.get("pred"), options.get("proba")
+    if pred is None and proba is None:
+        raise InvalidParameterError("report(task='multiclass') needs pred= and/or proba=")
+    lf = frame.lazy()
+    from polars_eval.families import multiclass as multiclass_family
+
+    inputs = multiclass_family.PRED_INPUTS if pred is not None else multiclass_family.PROBA_INPUTS
+    check_columns(lf, {"label": label, "pred": pred, "proba": proba, "weight": weight}, inputs, by)
+    classes = options.get("classes")
+    if classes is None:
+        seen = [to_expr(label)] + ([to_expr(pred)] if pred is not None else [])
+        values = lf.select(pl.concat([e.drop_nulls().unique() for e in seen]).unique().sort())
+        classes = values.collect().to_series().to_list()
+    common: dict[str, Any] = {"pred": pred, "proba": proba, "classes": classes, "weight": weight}
+    ev: Any = lf.eval  # type: ignore[attr-defined]
+    summary_opts: dict[str, Any] = {k: options[k] for k in ("k", "baseline") if k in options}
+    queries: dict[str, pl.LazyFrame] = {
+        "summary": ev.multiclass(label, validate=validate, **common, **summary_opts),
+        "data": _row_counts(lf, [label, *_flat(pred), *_flat(proba)], weight, []),
+    }
+    # the confusion and per-class tables take one prediction: the classes when given
+    one = {"pred": pred} if pred is not None else {"proba": proba}
+    per_class_pred = {**one, "classes": classes, "weight": weight}
+    queries["confusion_matrix"] = ev.multiclass_confusion_matrix(
+        label, validate=False, **per_class_pred
+    )
+    for name in PER_CLASS:
+        queries[name] = getattr(ev, name)(label, average=None, validate=False, **per_class_pred)
+    if by:
+        queries["segments"] = ev.multiclass(label, by=by, validate=False, **common)
+        queries["segment_rows"] = _row_counts(lf, [label, *_flat(pred), *_flat(proba)], weight, by)
+    notes: list[str] = []
+    tables = collect_quietly(queries, notes)
+    per_class = tables.pop(PER_CLASS[0])
+    for name in PER_CLASS[1:]:
+        per_class = per_class.join(
+            tables.pop(name).drop("support"), on="class", how="left", nulls_equal=True
+        )
+    tables["per_class"] = per_class.rename(
+        {name: name.removeprefix("multiclass_") for name in PER_CLASS}
+    )
+    if by:
+        rows = tables.pop("segment_rows")
+        tables["segments"] = sort_worst_first(
+            rows.join(tables["segments"], on=by, how="left", nulls_equal=True),
+            "multiclass_accuracy",
+        )
+    return Built(
+        tables=tables,
+        counts=tables["data"].row(0, named=True),
+        primary="multiclass_accuracy",
+        inputs={
+            "label": _name(label),
+            "pred": _name(pred),
+            "proba": ", ".join(_name(p) for p in _flat(proba)),
+            "weight": _name(weight),
+        },
+        options={"classes": ", ".join(map(str, classes)), **summary_opts},
+        notes=notes,
+    )
+
+
+TASKS: dict[str, TaskSpec] = {
+    "binary": TaskSpec(
+        build=build_binary,
+        available=lambda: True,
+        data_args=("label", "score"),
+        description="binary classification",
+    ),
+    "regression": TaskSpec(
+        build=build_regression,
+        available=_regression_available,
+        data_args=("actual", "pred"),
+        description="regression",
+    ),
+    "multiclass": TaskSpec(
+        build=build_multiclass,
+        available=_multiclass_available,
+        data_args=("label",),
+        description="multiclass classification",
+    ),
+    "ranking": TaskSpec(
+        build=build_ranking,
+        available=_ranking_available,
+        data_args=("relevance", "score"),
+        description="ranking",
+    ),
+    "forecast": TaskSpec(
+        build=build_forecast,
+        available=_forecast_available,
+        data_args=("actual", "forecast"),
+        description="forecast",
+    ),
+}
+"""The tasks a report can be written for, in the order the docs list them."""
+
+
+def available_tasks() -> list[str]:
+    """The tasks whose metric family is installed."""
+    return [name for name, spec in TASKS.items() if spec.available()]
+
+
+def task_spec(task: str) -> TaskSpec:
+    """The spec of ``task``; a clear error for an unknown or unavailable task."""
+    spec = TASKS.get(task)
+    if spec is None or not spec.available():
+        raise InvalidParameterError(f"report task must be one of {available_tasks()}; got {task!r}")
+    return spec
+
+
+def by_columns(by: str | Sequence[str] | None) -> list[str]:
+    """``by`` as a list of column names, checked."""
+    cols = normalize_by(by)
+    for c in cols:
+        if not isinstance(c, str):
+            raise InvalidParameterError(f"by= must name columns (str); got {c!r}")
+    return cols
+
+
+# ---------------------------------------------------------------------------------------
+# Confidence intervals (present when polars_eval.stats is installed)
+# ---------------------------------------------------------------------------------------
+
+CI_CHOICES = ("closed", "bootstrap")
+
+
+def _interval_method(info: Any, ci: str, primary: str | None) -> str | None:
+    closed = [m for m in info.intervals if m != "bootstrap"]
+    if closed:
+        return closed[0]
+    if ci == "bootstrap" and info.name == primary and "bootstrap" in info.intervals:
+        return "bootstrap"
+    return None
+
+
+def _bounds_next_to_values(columns: list[str]) -> list[str]:
+    bounds = {c for c in columns if c.endswith(("_lower", "_upper"))}
+    order: list[str] = []
+    for c in columns:
+        if c in bounds:
+            continue
+        order.append(c)
+        order += [f"{c}{s}" for s in ("_lower", "_upper") if f"{c}{s}" in bounds]
+    return order + [c for c in columns if c in bounds and c not in order]
+
+
+def add_intervals(
+    frame: pl.DataFrame | pl.LazyFrame,
+    built: Built,
+    by: list[str],
+    ci: str,
+    level: float,
+) -> None:
+    """``<metric>_lower`` / ``_upper`` columns on the summary and segment tables.
+
+    ``ci="closed"``: every summary metric with a closed-form interval (Wilson for the
+    proportions, Hanley–McNeil for AUC, logistic for PR-AUC, chi-square for RMSE), from
+    the metric layer's ``ci=`` (``polars_eval.stats``); ``ci="bootstrap"`` adds the
+    bootstrap interval of the primary metric when it has no closed form. One more pass
+    over the data, in one ``collect_all``.
+    """
+    if ci not in CI_CHOICES:
+        raise InvalidParameterError(f"ci must be one of {list(CI_CHOICES)} or None; got {ci!r}")
+    try:
+        from polars_eval.stats import run_interval
+    except ModuleNotFoundError as error:  # pragma: no cover - stats is part of the package
+        raise InvalidParameterError("ci= needs polars_eval.stats, not installed") from error
+    if not built.metric_args:
+        built.notes.append("confidence intervals are not available for this task")
+        return
+    summary = built.tables["summary"]
+    lf = frame.lazy()
+    queries: dict[str, pl.LazyFrame] = {}
+    for name in summary.columns:
+        info = _registry.REGISTRY.get(name)
+        if info is None or info.kind != "scalar" or not info.intervals:
+            continue
+        method = _interval_method(info, ci, built.primary)
+        if method is None:
+            continue
+        params = info.signature.parameters
+        args = {k: v for k, v in built.metric_args.items() if k in params}
+        bound = info.signature.bind_partial(**args)
+        bound.apply_defaults()
+        for key, group in (("", []), ("by:", by)):
+            if key and "segments" not in built.tables:
+                continue
+            queries[f"{key}{name}"] = run_interval(
+                lf,
+                info,
+                dict(bound.arguments),
+                by=group or None,
+                validate=False,
+                method=method,
+                level=level,
+            )
+    found = collect_quietly(queries, built.notes)
+    for key, table in found.items():
+        name = key.removeprefix("by:")
+        bounds = table.select(
+            *(by if key.startswith("by:") else []), f"{name}_lower", f"{name}_upper"
+        )
+        if key.startswith("by:"):
+            segments = built.tables["segments"].join(bounds, on=by, how="left", nulls_equal=True)
+            built.tables["segments"] = segments.select(_bounds_next_to_values(segments.columns))
+        else:
+            built.tables["summary"] = built.tables["summary"].with_columns(
+                [bounds.get_column(c) for c in bounds.columns]
+            )
+    built.options["ci"] = ci
+    built.options["level"] = level

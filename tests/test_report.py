@@ -1,0 +1,709 @@
+"""Reports (SPEC §9): tables from the metric layer, charts drawn from them, offline HTML.
+
+Oracles: the metric layer's own namespace methods (a report must show exactly what they
+return), brute-force row counts, and headless Chromium for the rendered page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import polars_eval as pe
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.report import charts as C
+from polars_eval.report.html import scope_svg, summary_rows
+from polars_eval.report.tables import ALL, SEGMENT
+
+pytest.importorskip("altair")
+pytest.importorskip("vl_convert")
+
+
+def binary_frame(n: int = 300, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    score = np.round(np.clip(rng.random(n) * 0.7 + 0.3 * y * rng.random(n), 0, 1), 2)
+    df = pl.DataFrame(
+        {
+            "y": y,
+            "p": score,
+            "w": rng.integers(0, 4, n).astype(np.float64),
+            "seg": rng.choice(["north", "south", "east", "west"], n),
+        }
+    )
+    # a few rows skipped for a null input
+    return df.with_columns(
+        pl.when(pl.int_range(pl.len()) % 37 == 5).then(None).otherwise(pl.col("p")).alias("p")
+    )
+
+
+@pytest.fixture(scope="module")
+def df() -> pl.DataFrame:
+    return binary_frame()
+
+
+@pytest.fixture(scope="module")
+def report(df: pl.DataFrame) -> pe.Report:
+    return df.eval.report("binary", label="y", score="p", by="seg", weight="w")
+
+
+@pytest.fixture(scope="module")
+def page(report: pe.Report) -> str:
+    return report.html()
+
+
+# ---------------------------------------------------------------------------------------
+# Tables: exactly what the metric layer returns
+# ---------------------------------------------------------------------------------------
+
+
+def test_tables_are_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> None:
+    ev, kw = df.eval, {"weight": "w"}
+    t = report.tables
+    assert_frame_equal(t["summary"], ev.binary("y", "p", **kw))
+    assert_frame_equal(t["roc_curve"], ev.roc_curve("y", "p", **kw))
+    assert_frame_equal(t["pr_curve"], ev.pr_curve("y", "p", **kw))
+    assert_frame_equal(t["lorenz_curve"], ev.lorenz_curve("y", "p", **kw))
+    assert_frame_equal(t["gain_table"], ev.gain_table("y", "p", bins=10, **kw))
+    assert_frame_equal(t["calibration_table"], ev.calibration_table("y", "p", bins=10, **kw))
+    assert_frame_equal(t["threshold_table"], ev.threshold_table("y", "p", n_thresholds=500, **kw))
+    assert_frame_equal(t["roc_curve_by"], ev.roc_curve("y", "p", by="seg", **kw))
+    assert_frame_equal(t["pr_curve_by"], ev.pr_curve("y", "p", by="seg", **kw))
+    by_seg = ev.binary("y", "p", by="seg", **kw)
+    assert_frame_equal(
+        t["segments"].select(by_seg.columns), by_seg.sort("auc"), check_row_order=True
+    )
+
+
+def test_segments_worst_first_and_counts(df: pl.DataFrame, report: pe.Report) -> None:
+    seg = report.tables["segments"]
+    auc = seg["auc"].to_list()
+    assert auc == sorted(auc)
+    # brute force row counts per segment
+    for row in seg.iter_rows(named=True):
+        part = df.filter(pl.col("seg") == row["seg"])
+        nulls = sum(p is None for p in part["p"].to_list())
+        zero = sum(
+            1
+            for p, w in zip(part["p"].to_list(), part["w"].to_list(), strict=True)
+            if p is not None and w == 0
+        )
+        assert (row["rows"], row["rows_null"], row["rows_zero_weight"]) == (
+            part.height,
+            nulls,
+            zero,
+        )
+        assert row["rows_used"] == part.height - nulls - zero
+    # per segment == the report of that segment alone
+    one = seg.row(0, named=True)
+    alone = df.filter(pl.col("seg") == one["seg"]).eval.report(
+        "binary", label="y", score="p", weight="w"
+    )
+    assert alone.tables["summary"]["auc"].item() == pytest.approx(one["auc"], abs=1e-12)
+
+
+def test_data_counts(df: pl.DataFrame, report: pe.Report) -> None:
+    c = report.counts
+    p, w, y = df["p"].to_list(), df["w"].to_list(), df["y"].to_list()
+    used = [(yi, wi) for yi, pi, wi in zip(y, p, w, strict=True) if pi is not None and wi > 0]
+    assert c["rows"] == df.height
+    assert c["rows_null"] == sum(pi is None for pi in p)
+    assert c["rows_used"] == len(used)
+    assert c["positives"] == pytest.approx(sum(wi for yi, wi in used if yi == 1))
+    assert c["negatives"] == pytest.approx(sum(wi for yi, wi in used if yi == 0))
+
+
+def test_lazy_equals_eager(df: pl.DataFrame, report: pe.Report) -> None:
+    lazy = df.lazy().eval.report("binary", label="y", score="p", by="seg", weight="w")
+    assert set(lazy.tables) == set(report.tables)
+    for name, table in report.tables.items():
+        assert_frame_equal(lazy.tables[name], table)
+
+
+# ---------------------------------------------------------------------------------------
+# Charts: drawn from those tables only, and every one renders
+# ---------------------------------------------------------------------------------------
+
+EXPECTED_BINARY = [
+    "roc",
+    "pr",
+    "gain",
+    "lift",
+    "ks",
+    "lorenz",
+    "calibration",
+    "threshold",
+    "segments",
+]
+
+
+def _curve_part(data: pl.DataFrame, segment: str, columns: list[str]) -> pl.DataFrame:
+    return data.filter(pl.col(SEGMENT) == segment).sort(C.ORDER).select(columns)
+
+
+def test_chart_data_equals_tables(report: pe.Report) -> None:
+    charts, t = report.charts, report.tables
+    assert list(charts) == EXPECTED_BINARY
+    for name, table in (("roc", "roc_curve"), ("pr", "pr_curve")):
+        data = charts[name].data
+        cols = t[table].columns
+        assert_frame_equal(_curve_part(data, ALL, cols), t[table])
+        for seg in t["segments"]["seg"]:
+            expected = t[f"{table}_by"].filter(pl.col("seg") == seg).select(cols)
+            assert_frame_equal(_curve_part(data, seg, cols), expected)
+    assert_frame_equal(charts["gain"].data, t["gain_table"])
+    assert_frame_equal(charts["lift"].data, t["gain_table"])
+    assert_frame_equal(charts["calibration"].data, t["calibration_table"])
+    assert_frame_equal(charts["lorenz"].data.drop(C.ORDER), t["lorenz_curve"])
+    assert_frame_equal(charts["threshold"].data.drop(C.ORDER), t["threshold_table"])
+    roc_finite = t["roc_curve"].filter(pl.col("threshold").is_finite())
+    assert_frame_equal(charts["ks"].data.drop(C.ORDER), roc_finite)
+    seg_data = charts["segments"].data.drop(SEGMENT)
+    assert_frame_equal(seg_data, t["segments"])
+
+
+def test_ks_marker_is_the_summary_ks(report: pe.Report) -> None:
+    rule = report.charts["ks"].layer[1].data
+    gap = abs(rule["tpr"][0] - rule["fpr"][0])
+    assert gap == pytest.approx(report.tables["summary"]["ks"].item(), abs=1e-12)
+
+
+def test_every_chart_renders(report: pe.Report) -> None:
+    svgs = report.svgs()
+    assert set(svgs) == set(EXPECTED_BINARY)
+    for name, svg in svgs.items():
+        assert svg.startswith("<svg"), name
+        assert "<path" in svg, name
+    for chart in report.charts.values():
+        chart.to_dict(validate=True)  # a valid Vega-Lite spec
+    # curves are drawn: the ROC has one line per segment and one for all rows
+    assert report.charts["roc"].to_dict()["layer"][1]["mark"]["type"] == "line"
+
+
+def test_downsampled_charts_keep_metric_rows() -> None:
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = rng.integers(0, 2, n)
+    frame = pl.DataFrame({"y": y, "p": rng.random(n) * 0.8 + 0.2 * y, "g": rng.integers(0, 3, n)})
+    rep = frame.eval.report("binary", label="y", score="p", by="g", max_points=60)
+    roc = rep.tables["roc_curve"]
+    assert roc.height > 60
+    data = rep.charts["roc"].data
+    for _, part in data.group_by(SEGMENT):
+        assert part.height <= 60
+    whole = _curve_part(data, ALL, roc.columns)
+    assert whole.row(0) == roc.row(0) and whole.row(-1) == roc.row(-1)
+    # every drawn point is a point of the metric layer's curve, in its order
+    joined = whole.with_row_index("k").join(roc.with_row_index("src"), on=roc.columns)
+    assert joined.height == whole.height
+    assert joined["src"].is_sorted()
+    assert rep.tables["threshold_table"].height <= 60
+    assert "60 of its" in rep.captions["roc"]
+    assert "svg" in rep.html()
+
+
+@given(
+    n=st.integers(1, 400),
+    max_points=st.integers(2, 50),
+    seed=st.integers(0, 2**16),
+    by_rank=st.booleans(),
+)
+def test_downsample_properties(n: int, max_points: int, seed: int, by_rank: bool) -> None:
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.random(n))
+    table = pl.DataFrame({"x": x, "y": np.cumsum(rng.random(n)), "g": rng.integers(0, 3, n)})
+    table = table.with_columns(pl.int_range(pl.len()).alias("i"))
+    out = C.downsample(table, ["x", "y"], max_points, group="g", by_rank=by_rank)
+    for (g,), part in table.group_by("g"):
+        kept = out.filter(pl.col("g") == g)
+        assert kept.height <= max_points
+        assert kept["i"].is_sorted()
+        assert set(kept["i"]) <= set(part["i"])
+        assert kept["i"][0] == part["i"][0] and kept["i"][-1] == part["i"][-1]
+        if part.height <= max_points:
+            assert kept.height == part.height
+
+
+def test_segment_bars_draw_intervals(report: pe.Report) -> None:
+    seg = report.tables["segments"]
+    with_ci = seg.with_columns(
+        (pl.col("auc") - 0.05).alias("auc_lower"), (pl.col("auc") + 0.05).alias("auc_upper")
+    )
+    tables = dict(report.tables, segments=with_ci)
+    clone = object.__new__(type(report))
+    clone.__dict__.update(report.__dict__, tables=tables, _charts=None, _svgs=None)
+    chart, caption = C.segments_chart(clone)
+    marks = [
+        layer.mark if isinstance(layer.mark, str) else layer.mark.type for layer in chart.layer
+    ]
+    assert "errorbar" in marks
+    assert "confidence interval" in caption
+    assert "<svg" in C.to_svg(chart)
+
+
+# ---------------------------------------------------------------------------------------
+# HTML: self-contained, offline, readable
+# ---------------------------------------------------------------------------------------
+
+EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//|@import""", re.I
+)
+
+
+def test_html_is_offline(page: str) -> None:
+    assert "<script" not in page.lower()
+    assert "<link" not in page.lower()
+    assert "<iframe" not in page.lower()
+    assert not EXTERNAL.search(page)
+
+
+def test_html_has_every_section(report: pe.Report, page: str) -> None:
+    for name in report.charts:
+        figure = re.search(rf'<figure[^>]*data-chart="{name}"[^>]*>(.*?)</figure>', page, re.S)
+        assert figure is not None and "<svg" in figure.group(1), name
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), "duplicate ids across inline SVGs"
+    assert f"{report.counts['rows']:,}" in page
+    assert "skipped: null input" in page
+    assert (
+        page.index('id="pe-summary"')
+        < page.index('id="pe-charts"')
+        < page.index('id="pe-segments"')
+    )
+
+
+def test_repr_html_is_a_fragment(report: pe.Report) -> None:
+    fragment = report._repr_html_()
+    assert fragment.startswith('<div class="pe-report">')
+    assert "<html" not in fragment and "<svg" in fragment
+
+
+def test_to_html_writes_file(report: pe.Report, tmp_path: Path) -> None:
+    path = report.to_html(tmp_path / "r.html")
+    assert path.exists() and path.read_text(encoding="utf-8") == report.html()
+
+
+def test_scope_svg_prefixes_references() -> None:
+    svg = '<svg><clipPath id="clip1"/><g clip-path="url(#clip1)"/><use href="#clip1"/></svg>'
+    out = scope_svg(svg, "pe-roc")
+    assert 'id="pe-roc-clip1"' in out and "url(#pe-roc-clip1)" in out
+    assert 'href="#pe-roc-clip1"' in out
+
+
+def test_summary_rows_pairs_intervals_and_baselines() -> None:
+    summary = pl.DataFrame(
+        {"auc": [0.8], "auc_lower": [0.7], "auc_upper": [0.9], "auc_baseline": [0.5], "f1": [None]},
+        schema_overrides={"f1": pl.Float64},
+    )
+    long = summary_rows(summary)
+    assert long.columns == [
+        "metric",
+        "value",
+        "lower",
+        "upper",
+        "baseline",
+        "better",
+        "description",
+    ]
+    assert long.row(0)[:6] == ("auc", 0.8, 0.7, 0.9, 0.5, "higher")
+    assert long.row(1)[1] is None
+
+
+@pytest.mark.skipif(not hasattr(pe, "Interval"), reason="polars_eval.stats not installed")
+def test_intervals_and_baselines(df: pl.DataFrame) -> None:
+    from polars_eval._registry import REGISTRY
+    from polars_eval.stats import run_interval
+
+    rep = df.eval.report(
+        "binary", label="y", score="p", by="seg", weight="w", ci=True, baseline=True
+    )
+    summary, seg = rep.tables["summary"], rep.tables["segments"]
+    base = df.eval.binary("y", "p", weight="w", baseline=True)
+    assert_frame_equal(summary.select(base.columns), base)
+    args = {"label": "y", "score": "p", "weight": "w", "pos_label": None}
+    for name, method in (("auc", "hanley"), ("pr_auc", "logistic")):
+        whole = run_interval(
+            df, REGISTRY[name], args, by=None, validate=False, method=method, level=0.95
+        )
+        assert summary[f"{name}_lower"].item() == pytest.approx(whole.lower, abs=1e-12)
+        assert summary[f"{name}_upper"].item() == pytest.approx(whole.upper, abs=1e-12)
+        per = run_interval(
+            df, REGISTRY[name], args, by="seg", validate=False, method=method, level=0.95
+        )
+        joined = seg.select("seg", f"{name}_lower", f"{name}_upper").join(per, on="seg")
+        assert_frame_equal(
+            joined.select(f"{name}_lower", f"{name}_upper"),
+            joined.select(pl.col(f"{name}_lower_right"), pl.col(f"{name}_upper_right")).rename(
+                lambda c: c.removesuffix("_right")
+            ),
+        )
+    accuracy = run_interval(
+        df,
+        REGISTRY["accuracy"],
+        {**args, "pred": None, "threshold": 0.5},
+        by=None,
+        validate=False,
+        method="wilson",
+        level=0.95,
+    )
+    assert summary["accuracy_lower"].item() == pytest.approx(accuracy.lower, abs=1e-12)
+    assert seg.columns.index("auc_lower") == seg.columns.index("auc") + 1
+    marks = [
+        layer.mark if isinstance(layer.mark, str) else layer.mark.type
+        for layer in rep.charts["segments"].layer
+    ]
+    assert "errorbar" in marks
+    page = rep.html()
+    assert "<th>baseline</th>" in page and "<th>lower</th>" in page
+    with pytest.raises(InvalidParameterError, match="ci must be one of"):
+        df.eval.report("binary", label="y", score="p", ci="astrology")
+
+
+# ---------------------------------------------------------------------------------------
+# Edge inputs
+# ---------------------------------------------------------------------------------------
+
+
+def test_one_class_gives_a_report_without_roc() -> None:
+    frame = pl.DataFrame({"y": [0, 0, 0, 0], "p": [0.1, 0.5, 0.4, 0.9]})
+    rep = frame.eval.report("binary", label="y", score="p")
+    assert rep.tables["summary"]["auc"].item() is None
+    assert "roc" not in rep.charts and "pr" not in rep.charts
+    assert any("auc is undefined" in n for n in rep.notes)
+    assert "auc is undefined" in rep.html()
+
+
+def test_undefined_segment_is_counted() -> None:
+    frame = pl.DataFrame(
+        {"y": [0, 1, 0, 1, 0, 0], "p": [0.2, 0.8, 0.3, 0.6, 0.1, 0.4], "g": [1, 1, 1, 1, 2, 2]}
+    )
+    rep = frame.eval.report("binary", label="y", score="p", by="g")
+    seg = rep.tables["segments"]
+    assert seg["g"].to_list() == [1, 2]  # the undefined segment last
+    assert seg["auc"][1] is None
+    from polars_eval.report.html import _cards
+
+    assert "segments with undefined auc" in _cards(rep)
+
+
+def test_empty_frame_gives_an_empty_report() -> None:
+    frame = pl.DataFrame({"y": [], "p": []}, schema={"y": pl.Int64, "p": pl.Float64})
+    rep = frame.eval.report("binary", label="y", score="p")
+    assert rep.counts["rows"] == 0 and rep.counts["rows_used"] == 0
+    assert rep.tables["summary"]["auc"].item() is None
+    assert rep.charts == {}
+    page = rep.html()
+    assert 'id="pe-charts"' not in page and "auc is undefined" in page
+
+
+def test_several_by_columns_and_null_keys() -> None:
+    frame = pl.DataFrame(
+        {
+            "y": [0, 1, 1, 0, 1, 0, 1, 0],
+            "p": [0.1, 0.8, 0.4, 0.5, 0.9, 0.3, 0.2, 0.6],
+            "a": ["x", "x", "y", "y", "x", None, None, "x"],
+            "b": [1, 1, 2, 2, 1, 2, 2, 1],
+        }
+    )
+    rep = frame.eval.report("binary", label="y", score="p", by=["a", "b"])
+    seg = rep.tables["segments"]
+    # worst AUC first (0, 0, 1); the tie in key order, null keys last
+    assert seg.select("a", "b").rows() == [("y", 2), (None, 2), ("x", 1)]
+    assert seg["auc"].to_list() == [0.0, 0.0, 1.0]
+    assert seg["rows"].to_list() == [2, 2, 4]
+    labels = set(rep.charts["roc"].data[SEGMENT])
+    assert labels == {ALL, "x / 1", "null / 2", "y / 2"}
+
+
+def test_not_probabilities() -> None:
+    frame = pl.DataFrame({"y": [0, 1, 0, 1, 1], "s": [-2.0, 3.0, 0.5, 1.5, -0.5]})
+    rep = frame.eval.report("binary", label="y", score="s", probability=False, threshold=0.0)
+    assert "calibration_table" not in rep.tables and "calibration" not in rep.charts
+    assert "logloss" not in rep.tables["summary"].columns
+    assert rep.tables["summary"]["auc"].item() == pytest.approx(5 / 6)
+    assert "ks" in rep.charts
+
+
+def test_string_labels_with_pos_label() -> None:
+    frame = pl.DataFrame({"y": ["bad", "good", "bad", "good"], "p": [0.9, 0.2, 0.6, 0.4]})
+    rep = frame.eval.report("binary", label="y", score="p", pos_label="bad")
+    assert rep.tables["summary"]["auc"].item() == 1.0
+    assert rep.counts["positives"] == 2.0
+
+
+def test_validation_errors_name_the_column() -> None:
+    frame = pl.DataFrame({"y": [0, 2, 1], "p": [0.1, 0.2, 0.3], "g": ["a", "a", "b"]})
+    with pytest.raises(DataValidationError, match='"y"'):
+        frame.eval.report("binary", label="y", score="p")
+    with pytest.raises(DataValidationError, match='"nope"'):
+        frame.eval.report("binary", label="y", score="nope")
+    with pytest.raises(DataValidationError, match='"h"'):
+        frame.eval.report("binary", label="y", score="p", by="h", validate=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"task": "astrology", "label": "y", "score": "p"}, "report task must be one of"),
+        ({"label": "y"}, "missing: score"),
+        ({"label": "y", "score": "p", "colour": "red"}, "'colour'"),
+        ({"label": "y", "score": "p", "max_points": 1}, "max_points"),
+        ({"label": "y", "score": "p", "max_segments": 0}, "max_segments"),
+    ],
+)
+def test_bad_options(kwargs: dict, match: str) -> None:
+    frame = pl.DataFrame({"y": [0, 1], "p": [0.2, 0.7]})
+    with pytest.raises(InvalidParameterError, match=match):
+        frame.eval.report(**kwargs)
+
+
+def test_tables_without_altair(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.7, 0.4, 0.5]})
+    rep = frame.eval.report("binary", label="y", score="p")
+    monkeypatch.setitem(sys.modules, "altair", None)
+    assert rep.tables["summary"]["auc"].item() == 0.75
+    with pytest.raises(ModuleNotFoundError, match="plot"):
+        _ = rep.charts
+    with pytest.raises(ModuleNotFoundError, match="plot"):
+        rep.html()
+    # a notebook still shows the tables, and says how to get the charts
+    fragment = rep._repr_html_()
+    assert "pip install" in fragment and 'id="pe-summary"' in fragment
+
+
+# ---------------------------------------------------------------------------------------
+# Regression (when that family is installed)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(pe, "residual_qq"), reason="regression family not installed")
+def test_regression_report() -> None:
+    rng = np.random.default_rng(1)
+    n = 800
+    x = rng.normal(size=n)
+    frame = pl.DataFrame(
+        {"y": 20 + 2 * x + rng.normal(size=n), "p": 20 + 2 * x, "g": rng.choice(["a", "b"], n)}
+    )
+    rep = frame.eval.report("regression", actual="y", pred="p", by="g", max_points=100)
+    t = rep.tables
+    assert_frame_equal(t["summary"], frame.eval.regression("y", "p"))
+    assert_frame_equal(t["residual_qq"], frame.eval.residual_qq("y", "p"))
+    assert_frame_equal(
+        t["conditional_pred"], frame.eval.conditional_table("y", "p", of="pred", bins=10)
+    )
+    assert t["segments"]["rmse"].is_sorted(descending=True)
+    charts = rep.charts
+    assert list(charts) == [
+        "residual_hist",
+        "residual_qq",
+        "conditional_actual",
+        "conditional_pred",
+        "segments",
+    ]
+    qq = charts["residual_qq"].data
+    assert qq.height == 100
+    assert qq.join(t["residual_qq"], on=qq.columns).height == 100
+    assert_frame_equal(charts["conditional_actual"].data, t["conditional_actual"])
+    # the generic names work too
+    same = frame.eval.report("regression", label="y", score="p")
+    assert_frame_equal(same.tables["summary"], t["summary"])
+    assert all(svg.startswith("<svg") for svg in rep.svgs().values())
+
+
+def _has_task(task: str) -> bool:
+    from polars_eval.report.tables import available_tasks
+
+    return task in available_tasks()
+
+
+@pytest.mark.skipif(not _has_task("multiclass"), reason="multiclass family not installed")
+def test_multiclass_report() -> None:
+    rng = np.random.default_rng(5)
+    n = 300
+    classes = ["bird", "cat", "dog"]
+    y = rng.choice(classes, n)
+    pred = np.where(rng.random(n) < 0.7, y, rng.choice(classes, n))
+    proba = rng.dirichlet([1.0, 1.0, 1.0], n)
+    frame = pl.DataFrame(
+        {"y": y, "p": pred, "g": rng.integers(0, 3, n)}
+        | {f"p_{c}": proba[:, i] for i, c in enumerate(classes)}
+    )
+    prob_cols = [f"p_{c}" for c in classes]
+    both = frame.eval.report("multiclass", label="y", pred="p", proba=prob_cols, classes=classes)
+    assert_frame_equal(
+        both.tables["summary"],
+        frame.eval.multiclass("y", pred="p", proba=prob_cols, classes=classes),
+    )
+    assert "multiclass_logloss" in both.tables["summary"].columns
+    rep = frame.eval.report("multiclass", label="y", pred="p", by="g")
+    t = rep.tables
+    ev = frame.eval
+    assert_frame_equal(t["summary"], ev.multiclass("y", pred="p", classes=classes))
+    assert_frame_equal(
+        t["confusion_matrix"], ev.multiclass_confusion_matrix("y", "p", classes=classes)
+    )
+    f1 = ev.multiclass_f1("y", pred="p", average=None, classes=classes)
+    assert t["per_class"]["f1"].to_list() == f1["multiclass_f1"].to_list()
+    assert t["per_class"]["class"].to_list() == classes
+    assert t["segments"]["multiclass_accuracy"].is_sorted()
+    assert list(rep.charts) == ["confusion", "per_class", "segments"]
+    assert_frame_equal(rep.charts["confusion"].data, t["confusion_matrix"])
+    assert_frame_equal(
+        rep.charts["per_class"].data, t["per_class"].with_columns(pl.col("class").cast(pl.String))
+    )
+    # score= is taken as the prediction; a LazyFrame gives the same tables
+    lazy = frame.lazy().eval.report("multiclass", label="y", score="p")
+    assert_frame_equal(lazy.tables["summary"], t["summary"])
+    page = rep.html()
+    assert not EXTERNAL.search(page) and page.count("<svg") == 3
+    assert "↑ higher" in page.split("multiclass_f1_macro")[1][:200]
+
+
+@pytest.mark.skipif(not _has_task("ranking"), reason="ranking family not installed")
+def test_ranking_report() -> None:
+    rng = np.random.default_rng(2)
+    nq, m = 40, 8
+    q = np.repeat(np.arange(nq), m)
+    rel = rng.integers(0, 3, nq * m) * (rng.random(nq * m) < 0.5)
+    frame = pl.DataFrame({"q": q, "rel": rel, "s": rel + rng.normal(0, 1.5, nq * m), "g": q % 2})
+    rep = frame.eval.report("ranking", relevance="rel", score="s", query="q", by="g", k=[1, 5, 10])
+    t = rep.tables
+    assert_frame_equal(t["summary"], frame.eval.ranking("rel", "s", query="q", k=[1, 5, 10]))
+    assert rep.primary == "ndcg@10"
+    # the long table is the summary's <metric>@<k> columns, reshaped
+    row = t["summary"].row(0, named=True)
+    for metric, k, value in t["at_k"].iter_rows():
+        assert value == row[f"{metric}@{k}"]
+    assert t["segments"]["ndcg@10"].is_sorted()
+    charts = rep.charts
+    assert list(charts) == ["at_k", "per_query", "segments"]
+    at_k = charts["at_k"].data
+    assert set(at_k["metric"]) <= set(C.AT_K_METRICS)
+    assert_frame_equal(at_k, t["at_k"].filter(pl.col("metric").is_in(C.AT_K_METRICS)))
+    assert_frame_equal(charts["per_query"].data, t["per_query"])
+    page = rep.html()
+    assert not EXTERNAL.search(page) and "<script" not in page
+    assert page.count("<svg") == len(charts)
+
+
+@pytest.mark.skipif(not _has_task("forecast"), reason="forecast family not installed")
+def test_forecast_report() -> None:
+    rng = np.random.default_rng(4)
+    rows = []
+    for sid in range(6):
+        for cutoff in range(3):
+            for h in range(1, 5):
+                t_ = cutoff + h
+                y = 10.0 + sid + np.sin(t_)
+                rows.append((f"s{sid}", cutoff, t_, y, y + rng.normal(0, 0.3 * h), sid % 2))
+    frame = pl.DataFrame(rows, schema=["id", "cutoff", "t", "y", "f", "grp"], orient="row")
+    opts = {"series": "id", "time": "t", "cutoff": "cutoff"}
+    rep = frame.eval.report("forecast", actual="y", forecast="f", by="grp", **opts)
+    t = rep.tables
+    assert_frame_equal(t["summary"], frame.eval.forecast("y", "f", **opts))
+    assert_frame_equal(t["by_lead"], frame.eval.forecast("y", "f", by="lead", **opts))
+    assert t["by_lead"]["lead"].to_list() == [1, 2, 3, 4]
+    assert t["per_series"]["mae"].is_sorted(descending=True)
+    assert list(rep.charts) == ["lead", "segments"]
+    assert_frame_equal(rep.charts["lead"].data, t["by_lead"])
+    page = rep.html()
+    assert not EXTERNAL.search(page) and page.count("<svg") == 2
+    with pytest.raises(InvalidParameterError, match="series="):
+        frame.eval.report("forecast", actual="y", forecast="f", time="t")
+
+
+# ---------------------------------------------------------------------------------------
+# End to end: the page in headless Chromium
+# ---------------------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _open(browser: str, html: Path, out: Path) -> tuple[str, list[str], list[str]]:
+    """DOM after load, console messages, and the URLs the page itself requested."""
+    netlog = out / "net.json"
+    shot = out / "report.png"
+    cmd = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-default-apps",
+        "--disable-sync",
+        "--hide-scrollbars",
+        # nothing may leave the machine: every host name fails to resolve
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={out / 'profile'}",
+        f"--log-net-log={netlog}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1280,2400",
+        f"--screenshot={shot}",
+        "--dump-dom",
+        html.resolve().as_uri(),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    log = json.loads(netlog.read_text())
+    names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    requests = [
+        e["params"]["url"]
+        for e in log["events"]
+        if names.get(e["type"]) == "URL_REQUEST_START_JOB"
+        and "file://" in str(e.get("params", {}).get("network_isolation_key", ""))
+        and not e["params"]["url"].startswith(("file:", "data:"))
+    ]
+    return done.stdout, console, requests
+
+
+def test_report_in_headless_chromium(
+    report: pe.Report, page: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip(
+            "chromium is not installed (apt-get install chromium): the end-to-end browser "
+            "test of the HTML report did not run"
+        )
+    out = tmp_path_factory.mktemp("chromium")
+    html = out / "report.html"
+    html.write_text(page, encoding="utf-8")
+    # a control page proves the request and console checks can fail
+    control = out / "control.html"
+    control.write_text(
+        '<img src="http://example.invalid/x.png"><script>console.error("boom")</script>'
+    )
+    _, console, requests = _open(browser, control, out / "c")
+    assert requests == ["http://example.invalid/x.png"]
+    assert any("boom" in line for line in console)
+
+    dom, console, requests = _open(browser, html, out)
+    assert requests == [], f"the report requested {requests}"
+    assert console == [], console
+    for name in report.charts:
+        figure = re.search(rf'<figure[^>]*data-chart="{name}"[^>]*>(.*?)</figure>', dom, re.S)
+        assert figure is not None, f"chart {name} missing from the rendered page"
+        assert "<svg" in figure.group(1) and "<path" in figure.group(1), name
+    shot = out / "report.png"
+    assert shot.exists() and shot.stat().st_size > 10_000
+    print(f"screenshot of the report: {shot}")
