@@ -1371,36 +1371,50 @@ def gain_table(
     """
     check_positive_int("bins", bins)
 
-    def body(c: Curve) -> pl.Expr:
-        total = c.P + c.N
-        cum_w = c.tp + c.fp  # weighted rows with score >= threshold, at each block end
-        before = prev(cum_w)  # weight before the block starts
-        bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
-        last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
-        b = bin_id.filter(last_of_bin)
-        cum_pos = c.tp.filter(last_of_bin)
-        cum_neg = c.fp.filter(last_of_bin)
-        pos = cum_pos - prev(cum_pos)
-        neg = cum_neg - prev(cum_neg)
-        count = pos + neg
-        cum_count = cum_pos + cum_neg
-        rate = c.P / total
-        return c.nan_struct(
-            bin=b + 1,
-            min_score=c.threshold.filter(last_of_bin),
-            count=count,
-            positives=pos,
-            negatives=neg,
-            positive_rate=pos / count,
-            pct_positives=safe_div(pos, c.P),
-            cum_pct_positives=safe_div(cum_pos, c.P),
-            cum_pct_population=cum_count / total,
-            lift=safe_div(pos / count, rate),
-            cum_lift=safe_div(cum_pos / cum_count, rate),
-            ks=safe_div(cum_pos, c.P) - safe_div(cum_neg, c.N),
-        )
-
-    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("gain_table")
+    # Two list.eval stages so that the bin of each threshold is computed a few times only:
+    # (1) keep the last threshold of each bin, with the class totals; (2) the bin table.
+    c = Curve()
+    total = c.P + c.N
+    before = prev(c.tp + c.fp)  # weight of the rows above the tie block
+    bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+    last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
+    ends = pl.struct(
+        bin=bin_id.filter(last_of_bin),
+        t=c.threshold.filter(last_of_bin),
+        tp=c.tp.filter(last_of_bin),
+        fp=c.fp.filter(last_of_bin),
+        nan=c.has_nan,
+    )
+    e = pl.element()
+    cum_pos, cum_neg = e.struct.field("tp"), e.struct.field("fp")
+    n_pos, n_neg = cum_pos.last(), cum_neg.last()
+    pos = cum_pos - prev(cum_pos)
+    neg = cum_neg - prev(cum_neg)
+    count = pos + neg
+    cum_count = cum_pos + cum_neg
+    rate = n_pos / (n_pos + n_neg)
+    fields = {
+        "min_score": e.struct.field("t"),
+        "count": count,
+        "positives": pos,
+        "negatives": neg,
+        "positive_rate": pos / count,
+        "pct_positives": safe_div(pos, n_pos),
+        "cum_pct_positives": safe_div(cum_pos, n_pos),
+        "cum_pct_population": cum_count / (n_pos + n_neg),
+        "lift": safe_div(pos / count, rate),
+        "cum_lift": safe_div(cum_pos / cum_count, rate),
+        "ks": safe_div(cum_pos, n_pos) - safe_div(cum_neg, n_neg),
+    }
+    has_nan = e.struct.field("nan").any()
+    table = pl.struct(
+        bin=e.struct.field("bin") + 1,
+        **{
+            k: pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(v) for k, v in fields.items()
+        },
+    )
+    state = threshold_state(label, score, weight, pos_label)
+    return state.list.eval(ends).list.eval(table).alias("gain_table")
 
 
 def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
