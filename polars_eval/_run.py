@@ -75,11 +75,16 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         row_checks(schema, plan.args, plan.inputs) if plan.validate else []
     ) + plan.extra_checks
 
-    query = lf.group_by(plan.by).agg(plan.exprs) if plan.by else lf.select(plan.exprs)
+    # The row checks ride in the metric query itself (one pass over the data) unless a
+    # second stage reshapes its result; then they are aggregated apart and cross-joined.
+    inline = bool(checks) and plan.then is None
+    exprs = plan.exprs + (check_aggs(checks) if inline else [])
+    query = lf.group_by(plan.by).agg(exprs) if plan.by else lf.select(exprs)
     if plan.then is not None:
         query = plan.then(query)
-    out_schema = query.collect_schema()
-    if checks:
+    out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
+    out_schema = {k: v for k, v in out_schema.items() if not k.startswith("__pe_ex_")}
+    if checks and not inline:
         query = query.join(lf.select(check_aggs(checks)), how="cross")
     if plan.by:
         query = query.sort(plan.by, nulls_last=True)
@@ -90,7 +95,7 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
 
     def finish(df: pl.DataFrame) -> pl.DataFrame:
         if checks:
-            raise_for_checks(df, checks)
+            raise_for_checks(df, checks, per_row=inline)
             df = df.select(list(out_schema))
         report_undefined(df, undefined, grouped=bool(by), strict=strict)
         return df

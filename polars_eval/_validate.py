@@ -205,11 +205,22 @@ def check_aggs(checks: Sequence[Check]) -> list[pl.Expr]:
     return aggs
 
 
-def raise_for_checks(result: pl.DataFrame, checks: Sequence[Check]) -> None:
-    """Raise the first failed check found in a collected check frame."""
+def raise_for_checks(
+    result: pl.DataFrame, checks: Sequence[Check], *, per_row: bool = False
+) -> None:
+    """Raise the first failed check found in a collected result.
+
+    ``per_row``: each result row (group) holds its own counts and examples, to be added up;
+    otherwise the one-row check frame was cross-joined onto every row: read the first.
+    """
     for i, check in enumerate(checks):
-        # the one-row check frame is cross-joined onto every result row: read the first
-        n = int(result.get_column(f"__pe_bad_{i}")[0] or 0)
+        counts = result.get_column(f"__pe_bad_{i}")
+        examples = result.get_column(f"__pe_ex_{i}")
+        if not per_row:
+            counts, examples = counts.head(1), examples.head(1)
+        n = int(counts.sum() or 0)
         if n:
-            examples = result.get_column(f"__pe_ex_{i}")[0].drop_nulls().to_list()[:N_EXAMPLES]
-            raise DataValidationError(check.message(n, examples))
+            shown = (
+                examples.explode().drop_nulls().unique(maintain_order=True).to_list()[:N_EXAMPLES]
+            )
+            raise DataValidationError(check.message(n, shown))
