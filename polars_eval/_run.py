@@ -78,14 +78,13 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
     inline = bool(checks) and plan.then is None
-    exprs = plan.exprs + (check_aggs(checks) if inline else [])
+    exprs = plan.exprs + (check_aggs(checks, examples=False) if inline else [])
     query = lf.group_by(plan.by).agg(exprs) if plan.by else lf.select(exprs)
     if plan.then is not None:
         query = plan.then(query)
     out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
-    out_schema = {k: v for k, v in out_schema.items() if not k.startswith("__pe_ex_")}
     if checks and not inline:
-        query = query.join(lf.select(check_aggs(checks)), how="cross")
+        query = query.join(lf.select(check_aggs(checks, examples=False)), how="cross")
     if plan.by:
         query = query.sort(plan.by, nulls_last=True)
 
@@ -95,7 +94,7 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
 
     def finish(df: pl.DataFrame) -> pl.DataFrame:
         if checks:
-            raise_for_checks(df, checks, per_row=inline)
+            raise_for_checks(df, checks, per_row=inline, source=lf)
             df = df.select(list(out_schema))
         report_undefined(df, undefined, grouped=bool(by), strict=strict)
         return df

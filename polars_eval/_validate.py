@@ -189,38 +189,49 @@ def _checks_for(
     return out
 
 
-def check_aggs(checks: Sequence[Check]) -> list[pl.Expr]:
-    """Aggregations that count bad rows and keep examples, two columns per check."""
+def check_aggs(checks: Sequence[Check], *, examples: bool = True) -> list[pl.Expr]:
+    """Aggregations counting the bad rows of each check (and keeping a few examples).
+
+    Without ``examples`` only the counts are aggregated (cheap in a ``group_by``); the
+    examples are then fetched from the source by :func:`raise_for_checks` on failure only.
+    """
     aggs: list[pl.Expr] = []
     for i, check in enumerate(checks):
         aggs.append(check.bad.fill_null(False).sum().cast(pl.Int64).alias(f"__pe_bad_{i}"))
-        aggs.append(
-            check.values.filter(check.bad.fill_null(False))
-            .unique(maintain_order=True)
-            .head(N_EXAMPLES)
-            .cast(pl.String)
-            .implode()
-            .alias(f"__pe_ex_{i}")
-        )
+        if examples:
+            aggs.append(_examples(check).implode().alias(f"__pe_ex_{i}"))
     return aggs
 
 
+def _examples(check: Check) -> pl.Expr:
+    bad = check.bad.fill_null(False)
+    return check.values.filter(bad).unique(maintain_order=True).head(N_EXAMPLES).cast(pl.String)
+
+
 def raise_for_checks(
-    result: pl.DataFrame, checks: Sequence[Check], *, per_row: bool = False
+    result: pl.DataFrame,
+    checks: Sequence[Check],
+    *,
+    per_row: bool = False,
+    source: pl.LazyFrame | None = None,
 ) -> None:
     """Raise the first failed check found in a collected result.
 
-    ``per_row``: each result row (group) holds its own counts and examples, to be added up;
-    otherwise the one-row check frame was cross-joined onto every row: read the first.
+    ``per_row``: each result row (group) holds its own counts, to be added up; otherwise
+    the one-row check frame was cross-joined onto every row: read the first. ``source``:
+    the data, to fetch example values from when the result holds counts only.
     """
     for i, check in enumerate(checks):
         counts = result.get_column(f"__pe_bad_{i}")
-        examples = result.get_column(f"__pe_ex_{i}")
         if not per_row:
-            counts, examples = counts.head(1), examples.head(1)
+            counts = counts.head(1)
         n = int(counts.sum() or 0)
-        if n:
-            shown = (
-                examples.explode().drop_nulls().unique(maintain_order=True).to_list()[:N_EXAMPLES]
-            )
-            raise DataValidationError(check.message(n, shown))
+        if not n:
+            continue
+        if source is not None:
+            shown = source.select(_examples(check)).collect().to_series().to_list()
+        else:
+            examples = result.get_column(f"__pe_ex_{i}")
+            examples = examples if per_row else examples.head(1)
+            shown = examples.explode().drop_nulls().unique(maintain_order=True).to_list()
+        raise DataValidationError(check.message(n, shown[:N_EXAMPLES]))
