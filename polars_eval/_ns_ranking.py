@@ -1,0 +1,489 @@
+"""Ranking methods of the ``.eval`` namespace (SPEC §7): per-query metrics averaged over queries.
+
+Every method takes ``query=`` (the query id column, or several) and evaluates in two
+stages: per query (``group_by([*by, *query])`` and the flat engine of
+:mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
+whose value is null, those with no relevant item, are left out of the mean; weighted by
+a query weight with ``weight=``). ``per_query=True`` stops after the first stage: one row
+per query. ``item=`` names the item column; when given, an item repeated within one query
+is an error naming the query and the item. A query split across ``by`` groups counts as
+one query per group.
+
+The generated namespace method of a per-query expression would compute one value over
+the whole frame as if it were one query, so each ranking metric gets its method here.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from polars_eval import _registry
+from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
+from polars_eval._run import _deferred, normalize_by, report_undefined
+from polars_eval._typing import IntoExpr
+from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.families import ranking as rk
+
+Frame = pl.DataFrame | pl.LazyFrame
+WEIGHT = "__pe_query_weight"
+
+
+def _keys(value: str | Sequence[str] | None, arg: str) -> list[str]:
+    cols = normalize_by(value)
+    if arg == "query" and not cols:
+        raise InvalidParameterError("query= is required: the column(s) identifying a query")
+    for col in cols:
+        if not isinstance(col, str):
+            raise InvalidParameterError(f"{arg}= takes column names; got {type(col).__name__}")
+    return cols
+
+
+def duplicate_check(keys: list[str], item: IntoExpr) -> Check:
+    """An item repeated within one query (and ``by`` group) is an error naming both."""
+    item_expr = to_expr(item)
+    label = pl.concat_str(
+        [pl.lit("query ")]
+        + [pl.col(k).cast(pl.String).fill_null("null") for k in keys[-1:]]
+        + [pl.lit(" item "), item_expr.cast(pl.String).fill_null("null")]
+    )
+    return Check(
+        column_name(item),
+        pl.struct([*[pl.col(k) for k in keys], item_expr.alias("__pe_item")]).is_duplicated(),
+        label,
+        "must not repeat an item within a query; found {n} duplicated rows",
+    )
+
+
+def constant_weight_check(keys: list[str], weight: IntoExpr) -> Check:
+    """A query weight must be the same on every row of the query."""
+    w = to_float(weight)
+    return Check(
+        column_name(weight),
+        w.drop_nulls().n_unique().over(keys) > 1,
+        pl.concat_str([pl.lit("query "), pl.col(keys[-1]).cast(pl.String).fill_null("null")]),
+        "must hold one weight per query (a query weight); found {n} rows in queries with several",
+    )
+
+
+def run_ranking(
+    frame: Frame,
+    *,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    specs: list[rk.Spec],
+    query: list[str],
+    by: list[str],
+    item: IntoExpr | None,
+    ties: str,
+    min_relevance: float,
+    no_relevant: str | None,
+    unscored: str,
+    per_query: bool,
+    validate: bool,
+    strict: bool = True,
+    baseline: list[rk.Spec] | None = None,
+    counts: bool = False,
+    weight: IntoExpr | None = None,
+) -> pl.DataFrame | pl.LazyFrame:
+    """Validate, evaluate per query (the flat engine), then average per ``by`` group.
+
+    Mirrors :func:`polars_eval._run.build`, with the query columns as extra first-stage
+    keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
+    """
+    keys = by + query
+    names = [spec.out for spec in [*specs, *(baseline or [])]]
+    first = rk.state_aggs(
+        relevance,
+        score,
+        ties=ties,
+        unscored=unscored,
+        min_relevance=float(min_relevance),
+        specs=[*specs, *(baseline or [])],
+    )
+    if weight is not None:
+        first.append(to_float(weight).drop_nulls().first().alias(WEIGHT))
+
+    def middle(grouped: pl.LazyFrame) -> pl.LazyFrame:
+        return rk.evaluate_queries(
+            grouped,
+            [*keys, rk.NREL, *([WEIGHT] if weight is not None else [])],
+            specs,
+            ties=ties,
+            min_relevance=float(min_relevance),
+            no_relevant=no_relevant,
+            baseline=baseline,
+            order=keys,
+        )
+
+    try:
+        query_lf = _build(
+            frame,
+            first=first,
+            names=names,
+            args={"relevance": relevance, "score": score, "item": item, "weight": weight},
+            query=query,
+            by=by,
+            item=item,
+            per_query=per_query,
+            validate=validate,
+            strict=strict,
+            middle=middle,
+            counts=counts and no_relevant is None,
+            zero_counts=counts and no_relevant is not None,
+            weighted=weight is not None,
+        )
+    except DataValidationError as error:
+        if isinstance(frame, pl.LazyFrame):
+            return _deferred(error)
+        raise
+    return query_lf if isinstance(frame, pl.LazyFrame) else query_lf.collect()
+
+
+def _build(
+    frame: Frame,
+    *,
+    first: list[pl.Expr],
+    names: list[str],
+    args: Mapping[str, Any],
+    query: list[str],
+    by: list[str],
+    item: IntoExpr | None,
+    per_query: bool,
+    validate: bool,
+    strict: bool,
+    middle: Callable[[pl.LazyFrame], pl.LazyFrame],
+    counts: bool,
+    zero_counts: bool,
+    weighted: bool = False,
+) -> pl.LazyFrame:
+    lf = frame.lazy()
+    schema = lf.collect_schema()
+    inputs: dict[str, Any] = {
+        "relevance": "relevance",
+        "score": "score",
+        "item": "key",
+        "weight": "weight",
+    }
+    problems = column_problems(schema, args, inputs)
+    for arg, cols in (("query", query), ("by", by)):
+        problems += [f'column "{c}" (argument {arg}=) not found' for c in cols if c not in schema]
+    overlap = [c for c in by if c in query]
+    if overlap:
+        problems.append(f'column "{overlap[0]}" is given both as query= and by=')
+    if problems:
+        raise DataValidationError(problems[0])
+    checks = row_checks(schema, args, inputs) if validate else []
+    keys = by + query
+    if validate and item is not None:
+        checks.append(duplicate_check(keys, item))
+    if validate and weighted:
+        checks.append(constant_weight_check(keys, args["weight"]))
+
+    result = middle(lf.group_by(keys).agg(first))
+    if per_query:
+        result = result.select(keys + names)
+        out_keys = keys
+    else:
+        if weighted:
+            w = pl.col(WEIGHT)
+            aggs = [
+                safe_div((pl.col(name) * w).sum(), w.filter(pl.col(name).is_not_null()).sum())
+                .cast(F64)
+                .alias(name)
+                for name in names
+            ]
+        else:
+            aggs = [pl.col(name).mean().cast(F64) for name in names]
+        if counts or zero_counts:
+            excluded = (pl.col(rk.NREL) == 0.0).sum() if counts else pl.lit(0)
+            aggs = [
+                pl.len().cast(pl.Int64).alias("n_queries"),
+                excluded.cast(pl.Int64).alias("n_excluded"),
+                *aggs,
+            ]
+        result = result.group_by(by).agg(aggs) if by else result.select(aggs)
+        out_keys = by
+    out_schema = result.collect_schema()
+    if checks:
+        result = result.join(lf.select(check_aggs(checks)), how="cross")
+    if out_keys:
+        result = result.sort(out_keys, nulls_last=True)
+    undefined = {name: rk.NO_RELEVANT_ITEM for name in names}
+    grouped = bool(out_keys)
+
+    def finish(df: pl.DataFrame) -> pl.DataFrame:
+        if checks:
+            # no result row means no input row (nothing to check); the core reads row 0
+            if df.height:
+                raise_for_checks(df, checks)
+            df = df.select(list(out_schema))
+        report_undefined(df, undefined, grouped=grouped, strict=strict)
+        return df
+
+    return result.map_batches(finish, schema=out_schema)
+
+
+# ---------------------------------------------------------------------------------------
+# One method per registered ranking metric
+# ---------------------------------------------------------------------------------------
+
+_EXTRA_PARAMS = [
+    inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY),
+    inspect.Parameter("item", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("weight", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("per_query", inspect.Parameter.KEYWORD_ONLY, default=False),
+    inspect.Parameter("by", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("validate", inspect.Parameter.KEYWORD_ONLY, default=True),
+]
+
+_METHOD_DOC = """
+
+    Namespace form: ``query=`` (required) names the query column(s); the result is the mean
+    over queries (a float; a DataFrame per ``by`` group; queries with no relevant item are
+    left out), or one row per query with ``per_query=True``. ``item=`` enables the check
+    that no item repeats within a query. ``weight=`` names a query weight (one value per
+    query, >= 0): the mean over queries is then weighted. Raises ``UndefinedMetricError``
+    without ``by`` when no query has a relevant item.
+"""
+
+
+def _spec(out: str, metric: str, arguments: Mapping[str, Any]) -> rk.Spec:
+    return rk.Spec(
+        out,
+        metric,
+        k=arguments.get("k"),
+        gain=arguments.get("gain", "exp2"),
+        denominator=arguments.get("denominator", "all"),
+        max_relevance=float(arguments.get("max_relevance", 4.0)),
+    )
+
+
+def _make_method(
+    info: _registry.MetricInfo, out: str | None = None, defaults: Mapping[str, Any] | None = None
+) -> Any:
+    sig = info.signature
+    if defaults:
+        sig = sig.replace(
+            parameters=[
+                p.replace(default=defaults[p.name]) if p.name in defaults else p
+                for p in sig.parameters.values()
+            ]
+        )
+    out_name = out or info.name
+
+    @functools.wraps(info.fn)
+    def method(
+        self: Any,
+        *args: Any,
+        query: str | Sequence[str],
+        item: IntoExpr | None = None,
+        weight: IntoExpr | None = None,
+        per_query: bool = False,
+        by: str | Sequence[str] | None = None,
+        validate: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        info.fn(**arguments)  # checks every option, raising InvalidParameterError
+        by_cols = _keys(by, "by")
+        result = run_ranking(
+            self._frame,
+            relevance=arguments["relevance"],
+            score=arguments["score"],
+            specs=[_spec(out_name, info.name, arguments)],
+            query=_keys(query, "query"),
+            by=by_cols,
+            item=item,
+            weight=weight,
+            ties=arguments.get("ties", "average"),
+            min_relevance=arguments.get("min_relevance", 1.0),
+            no_relevant=arguments.get("no_relevant"),
+            unscored=arguments.get("unscored", "ignore"),
+            per_query=per_query,
+            validate=validate,
+        )
+        if isinstance(result, pl.LazyFrame) or by_cols or per_query:
+            return result
+        return result.item()
+
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        *sig.parameters.values(),
+        *_EXTRA_PARAMS,
+    ]
+    method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    method.__doc__ = (info.fn.__doc__ or "") + _METHOD_DOC
+    if out is not None:
+        method.__name__ = out
+    return method
+
+
+def _ranking_methods() -> dict[str, Any]:
+    methods = {info.name: _make_method(info) for info in _registry.by_task("ranking")}
+    # MAP: the mean of AP over the whole list by default (trec_eval's map)
+    methods["map"] = _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
+    return methods
+
+
+# ---------------------------------------------------------------------------------------
+# df.eval.ranking: every metric at every cutoff
+# ---------------------------------------------------------------------------------------
+
+CUTOFF_METRICS = (
+    "ndcg",
+    "dcg",
+    "precision_at_k",
+    "recall_at_k",
+    "hit_rate_at_k",
+    "ap_at_k",
+    "mrr",
+    "err",
+    "cg",
+)
+
+
+def _choose(metrics: Sequence[str] | None, ties: str) -> list[str]:
+    """Metric names for ``df.eval.ranking``; ERR and 11-point AP need ``ties="first"``."""
+    available = [*CUTOFF_METRICS, "ap_11pt"]
+    if ties != "first":
+        available = [m for m in available if m not in ("err", "ap_11pt")]
+    if metrics is None:
+        return available
+    stems = {_registry.get(m).extra.get("short", m): m for m in [*CUTOFF_METRICS, "ap_11pt"]}
+    chosen = []
+    for name in [metrics] if isinstance(metrics, str) else metrics:
+        metric = stems.get(name, name)
+        if metric not in available:
+            extra = ' (with ties="first" only)' if metric in ("err", "ap_11pt") else ""
+            raise InvalidParameterError(
+                f"unknown ranking metric {name!r}{extra}; choose from {sorted(stems)}"
+            )
+        if metric not in chosen:
+            chosen.append(metric)
+    return chosen
+
+
+def _ranking(
+    self: Any,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    query: str | Sequence[str],
+    k: int | None | Sequence[int | None] = (1, 5, 10),
+    gain: str = "exp2",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    max_relevance: float = 4.0,
+    unscored: str = "ignore",
+    metrics: Sequence[str] | None = None,
+    item: IntoExpr | None = None,
+    weight: IntoExpr | None = None,
+    baseline: bool = False,
+    per_query: bool = False,
+    by: str | Sequence[str] | None = None,
+    validate: bool = True,
+) -> Any:
+    """Every ranking metric at every cutoff, one wide row per group (mean over queries).
+
+    Columns ``<metric>@<k>`` for each cutoff in ``k`` (``None`` = the whole list, no
+    suffix): ``ndcg``, ``dcg``, ``precision``, ``recall``, ``hit_rate``, ``map`` (mean
+    AP@k), ``mrr``, ``cg``, and ``err`` and ``ap_11pt`` with ``ties="first"`` only (their
+    tie-averaged forms are not implemented); plus ``n_queries`` and ``n_excluded`` (the
+    queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
+    The rows of each query are sorted once; every metric is finalized from that state.
+    ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``).
+    ``weight=`` names a query weight (one value per query): weighted means over queries.
+    ``item=`` names the item column: an item repeated within a query is then an error.
+
+    ``baseline=True`` adds ``<column>_baseline``: the same metrics for a constant score
+    (every item tied, ``ties="average"``), the default predictor of SPEC §8.
+
+    Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame); with
+    ``per_query=True`` one row per query (without the counts).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 1, 2, 2, 2], "rel": [1, 0, 0, 0, 1, 0],
+    ...                    "s": [0.9, 0.5, 0.1, 0.8, 0.7, 0.1]})
+    >>> df.eval.ranking("rel", "s", query="q", k=[1, 3]).select("n_queries", "mrr@3", "precision@1")
+    shape: (1, 3)
+    ┌───────────┬───────┬─────────────┐
+    │ n_queries ┆ mrr@3 ┆ precision@1 │
+    │ ---       ┆ ---   ┆ ---         │
+    │ i64       ┆ f64   ┆ f64         │
+    ╞═══════════╪═══════╪═════════════╡
+    │ 2         ┆ 0.75  ┆ 0.5         │
+    └───────────┴───────┴─────────────┘
+    """
+    cutoffs: list[int | None] = list(k) if isinstance(k, (list, tuple)) else [k]  # type: ignore[list-item]
+    if not cutoffs:
+        raise InvalidParameterError("k must name at least one cutoff")
+    for cut in cutoffs:
+        rk.Options(cut, ties, min_relevance, no_relevant, unscored, gain)  # checks the options
+    rk.check_number("max_relevance", max_relevance)
+    chosen = _choose(metrics, ties)
+
+    def specs_at(cut: int | None, suffix: str, names: list[str]) -> list[rk.Spec]:
+        out = []
+        for name in names:
+            short = _registry.get(name).extra.get("short", name)
+            out.append(
+                rk.Spec(
+                    f"{short}{rk._suffix(cut)}{suffix}",
+                    name,
+                    k=cut,
+                    gain=gain,
+                    max_relevance=float(max_relevance),
+                )
+            )
+        return out
+
+    with_cut = [m for m in chosen if m != "ap_11pt"]
+    specs = [spec for cut in cutoffs for spec in specs_at(cut, "", with_cut)]
+    if "ap_11pt" in chosen:
+        specs.append(rk.Spec("ap_11pt", "ap_11pt"))
+    base = None
+    if baseline:
+        plain = [m for m in with_cut if m != "err"]
+        base = [spec for cut in cutoffs for spec in specs_at(cut, "_baseline", plain)]
+    return run_ranking(
+        self._frame,
+        relevance=relevance,
+        score=score,
+        specs=specs,
+        query=_keys(query, "query"),
+        by=_keys(by, "by"),
+        item=item,
+        weight=weight,
+        ties=ties,
+        min_relevance=min_relevance,
+        no_relevant=no_relevant,
+        unscored=unscored,
+        per_query=per_query,
+        validate=validate,
+        strict=False,
+        baseline=base,
+        counts=not per_query,
+    )
+
+
+class RankingMethods:
+    """Ranking metrics over query logs: ``query=``, mean over queries, ``per_query=``."""
+
+    _frame: Frame
+    ranking = _ranking
+
+
+for _name, _method in _ranking_methods().items():
+    setattr(RankingMethods, _name, _method)

@@ -1,0 +1,1 @@
+"""Readers and writers of evaluation file formats (TREC runs and qrels)."""

@@ -1,0 +1,620 @@
+"""Ranking metrics (SPEC §7) against brute force, scikit-learn and worked examples."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import polars_eval as pe
+from polars_eval.exceptions import (
+    DataValidationError,
+    InvalidParameterError,
+    UndefinedMetricError,
+    UndefinedMetricWarning,
+)
+
+# ---------------------------------------------------------------------------------------
+# Brute force: the metric of one ranked list (ties already broken), then the mean over
+# every order of the tied items (what ties="average" promises)
+# ---------------------------------------------------------------------------------------
+
+
+def _gain(r: float, gain: str) -> float:
+    return 2.0**r - 1.0 if gain == "exp2" else r
+
+
+def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[float] = (), **o):
+    """One ranked list ``rels`` (rank order); ``extra_rel`` = relevant items never ranked."""
+    min_rel = o.get("min_relevance", 1.0)
+    gain = o.get("gain", "exp2")
+    cut = len(rels) if k is None else k
+    top = rels[:cut]
+    y = [r >= min_rel for r in rels]
+    every = list(rels) + list(extra_rel)
+    n_rel = sum(r >= min_rel for r in every)
+    if n_rel == 0:
+        return None
+    if name == "dcg":
+        return sum(_gain(r, gain) / math.log2(i + 2) for i, r in enumerate(top))
+    if name == "ndcg":
+        ideal = sorted(every, reverse=True)[:cut]
+        idcg = sum(_gain(r, gain) / math.log2(i + 2) for i, r in enumerate(ideal))
+        return brute_one("dcg", rels, k, extra_rel=extra_rel, **o) / idcg
+    if name == "cg":
+        return float(sum(top))
+    if name == "precision_at_k":
+        return sum(y[:cut]) / (k if k is not None else max(len(rels), 1))
+    if name == "recall_at_k":
+        return sum(y[:cut]) / n_rel
+    if name == "hit_rate_at_k":
+        return float(any(y[:cut]))
+    if name in ("reciprocal_rank", "mrr"):
+        for i, flag in enumerate(y[:cut]):
+            if flag:
+                return 1.0 / (i + 1)
+        return 0.0
+    if name == "ap_at_k":
+        total, hits = 0.0, 0
+        for i, flag in enumerate(y[:cut]):
+            if flag:
+                hits += 1
+                total += hits / (i + 1)
+        den = n_rel if o.get("denominator", "all") == "all" or k is None else min(k, n_rel)
+        return total / den
+    if name == "err":
+        g = o.get("max_relevance", 4.0)
+        p, total = 1.0, 0.0
+        for i, r in enumerate(top):
+            stop = (2.0 ** min(r, g) - 1.0) / 2.0**g
+            total += p * stop / (i + 1)
+            p *= 1.0 - stop
+        return total
+    if name == "ap_11pt":
+        hits, pts = 0, []
+        for i, flag in enumerate(y):
+            hits += flag
+            pts.append((hits / n_rel, hits / (i + 1)))
+        levels = [
+            max([p for rc, p in pts if rc >= lv / 10 - 1e-12], default=0.0) for lv in range(11)
+        ]
+        return sum(levels) / 11
+    raise AssertionError(name)
+
+
+def brute_average(name: str, rels: list[float], scores: list[float], k: int | None, **o):
+    """Mean of the metric over every order consistent with the scores (ties permuted)."""
+    n = len(rels)
+    values = []
+    for perm in itertools.permutations(range(n)):
+        s = [scores[i] for i in perm]
+        if any(s[i] < s[i + 1] for i in range(n - 1)):
+            continue
+        values.append(brute_one(name, [rels[i] for i in perm], k, **o))
+    if values[0] is None:
+        return None
+    return float(np.mean(values))
+
+
+def brute_first(name: str, rels: list[float], scores: list[float], k: int | None, **o):
+    order = sorted(range(len(rels)), key=lambda i: -scores[i])  # stable: input order
+    return brute_one(name, [rels[i] for i in order], k, **o)
+
+
+AVERAGE_METRICS = {
+    "ndcg": pe.ndcg,
+    "dcg": pe.dcg,
+    "cg": pe.cg,
+    "precision_at_k": pe.precision_at_k,
+    "recall_at_k": pe.recall_at_k,
+    "hit_rate_at_k": pe.hit_rate_at_k,
+    "ap_at_k": pe.ap_at_k,
+    "reciprocal_rank": pe.reciprocal_rank,
+    "mrr": pe.mrr,
+}
+FIRST_ONLY = {"err": pe.err, "ap_11pt": pe.ap_11pt}
+
+
+def _query(seed: int, n: int, levels: int = 3, grades: int = 4) -> tuple[list[float], list[float]]:
+    rng = np.random.default_rng(seed)
+    rels = rng.integers(0, grades, n).astype(float).tolist()
+    scores = rng.integers(0, levels, n).astype(float).tolist()
+    return rels, scores
+
+
+def _value(fn, rels, scores, **kw):
+    return pl.DataFrame({"r": rels, "s": scores}).select(fn("r", "s", **kw)).item()
+
+
+@pytest.mark.parametrize("name", sorted(AVERAGE_METRICS))
+@pytest.mark.parametrize("k", [1, 2, 4, None])
+def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) -> None:
+    fn = AVERAGE_METRICS[name]
+    for seed in range(12):
+        rels, scores = _query(seed, 6)
+        kw = {"k": k}
+        expected = brute_average(name, rels, scores, k)
+        got = _value(fn, rels, scores, **kw)
+        if expected is None:
+            assert got is None
+        else:
+            assert got == pytest.approx(expected, abs=1e-12), (seed, rels, scores)
+
+
+@pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr"])
+def test_ties_average_options(name: str) -> None:
+    fn = AVERAGE_METRICS[name]
+    for seed in range(6):
+        rels, scores = _query(100 + seed, 6, levels=2, grades=5)
+        kw: dict = {"k": 3, "min_relevance": 2}
+        if name in ("ndcg", "dcg"):
+            kw["gain"] = "linear"
+        if name == "ap_at_k":
+            kw["denominator"] = "min_k"
+        expected = brute_average(name, rels, scores, **kw)
+        got = _value(fn, rels, scores, **kw)
+        assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
+
+
+def test_all_items_tied_closed_forms() -> None:
+    # one relevant among n tied items: E[1/rank] = H_n / n; hit@k = k/n; AP = H_n / n
+    n = 7
+    rels = [1.0] + [0.0] * (n - 1)
+    scores = [0.0] * n
+    harmonic = sum(1 / i for i in range(1, n + 1))
+    assert _value(pe.mrr, rels, scores) == pytest.approx(harmonic / n, abs=1e-14)
+    assert _value(pe.hit_rate_at_k, rels, scores, k=3) == pytest.approx(3 / n, abs=1e-14)
+    assert _value(pe.ap_at_k, rels, scores, k=None) == pytest.approx(harmonic / n, abs=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted({**AVERAGE_METRICS, **FIRST_ONLY}))
+@pytest.mark.parametrize("k", [2, None])
+def test_ties_first_keeps_input_order(name: str, k: int | None) -> None:
+    fn = {**AVERAGE_METRICS, **FIRST_ONLY}[name]
+    for seed in range(8):
+        rels, scores = _query(200 + seed, 7)
+        kw = {} if name == "ap_11pt" else {"k": k}
+        expected = brute_first(name, rels, scores, None if name == "ap_11pt" else k)
+        got = _value(fn, rels, scores, ties="first", **kw)
+        assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
+
+
+def test_err_and_ap_11pt_reject_average_ties() -> None:
+    with pytest.raises(InvalidParameterError, match="ties"):
+        pe.err("r", "s", ties="average")
+    with pytest.raises(InvalidParameterError, match="ties"):
+        pe.ap_11pt("r", "s", ties="average")
+
+
+# ---------------------------------------------------------------------------------------
+# Outside oracles and worked examples
+# ---------------------------------------------------------------------------------------
+
+
+def test_ndcg_matches_sklearn_with_ties() -> None:
+    from sklearn.metrics import ndcg_score
+
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        n = int(rng.integers(2, 15))
+        rel = rng.integers(0, 4, n).astype(float)
+        if rel.sum() == 0:
+            rel[0] = 1
+        score = np.round(rng.random(n), 1)
+        for k in (1, 5, None):
+            expected = ndcg_score([rel], [score], k=k)
+            got = _value(pe.ndcg, rel.tolist(), score.tolist(), k=k, gain="linear")
+            assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_ndcg_matches_ydf_with_ties() -> None:
+    ydf = pytest.importorskip("ydf")
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(40), 10)
+    rel = rng.integers(0, 5, groups.size).astype(float)
+    score = np.round(rng.random(groups.size), 1)  # many ties
+    for k in (1, 5):
+        evaluation = ydf.evaluate_predictions(
+            score, rel, ydf.Task.RANKING, ranking_groups=groups.astype(str), ndcg_truncation=k
+        )
+        df = pl.DataFrame({"q": groups, "rel": rel, "s": score})
+        got = df.eval.ndcg("rel", "s", query="q", k=k)
+        assert got == pytest.approx(evaluation.ndcg, abs=1e-6)  # YDF reports float32
+
+
+def test_ap_worked_example() -> None:
+    # true items {a,b,c,d,e,k}; predicted [a, f, d, e, g] -> (1 + 2/3 + 3/4) / 6
+    df = pl.DataFrame(
+        {
+            "item": ["a", "f", "d", "e", "g", "b", "c", "k"],
+            "rel": [1, 0, 1, 1, 0, 1, 1, 1],
+            "s": [5.0, 4.0, 3.0, 2.0, 1.0, None, None, None],
+        }
+    )
+    got = df.select(pe.ap_at_k("rel", "s", k=None, unscored="unretrieved")).item()
+    assert got == pytest.approx((1 + 2 / 3 + 3 / 4) / 6, abs=1e-15)
+    # denominator min(k, R) with k = 5: (1 + 2/3 + 3/4) / 5
+    got = df.select(pe.ap_at_k("rel", "s", k=5, denominator="min_k", unscored="unretrieved")).item()
+    assert got == pytest.approx((1 + 2 / 3 + 3 / 4) / 5, abs=1e-15)
+    # unscored rows ignored by default: R = 3 -> (1 + 2/3 + 3/4) / 3
+    assert df.select(pe.ap_at_k("rel", "s", k=None)).item() == pytest.approx(
+        (1 + 2 / 3 + 3 / 4) / 3
+    )
+
+
+def test_dcg_wikipedia_example() -> None:
+    df = pl.DataFrame({"rel": [3, 2, 3, 0, 1, 2], "s": [6, 5, 4, 3, 2, 1]})
+    assert df.select(pe.dcg("rel", "s", k=None, gain="linear")).item() == pytest.approx(
+        6.861, abs=5e-4
+    )
+    # two judged items (relevance 3 and 2) never ranked: ideal DCG@6 = 8.740
+    unranked = pl.DataFrame({"rel": [3, 2], "s": [None, None]}, schema=df.schema)
+    full = pl.concat([df, unranked])
+    got = full.select(pe.ndcg("rel", "s", k=6, gain="linear", unscored="unretrieved")).item()
+    assert got == pytest.approx(0.785, abs=5e-4)
+
+
+# ---------------------------------------------------------------------------------------
+# Conventions: null / zero for queries without relevant items, NaN, nulls, dtypes
+# ---------------------------------------------------------------------------------------
+
+
+def _log(n_queries: int = 30, seed: int = 0, *, ties: bool = True) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 12, n_queries)
+    q = np.repeat(np.arange(n_queries), sizes)
+    n = len(q)
+    score = rng.random(n)
+    if ties:
+        score = np.round(score, 1)
+    return pl.DataFrame(
+        {
+            "q": q,
+            "seg": q % 3,
+            "item": np.arange(n),
+            "rel": rng.integers(0, 3, n) * (rng.random(n) < 0.6),
+            "s": score,
+        }
+    )
+
+
+def test_no_relevant_item_is_null_and_excluded() -> None:
+    df = pl.DataFrame({"q": [1, 1, 2, 2], "rel": [1, 0, 0, 0], "s": [0.2, 0.9, 0.5, 0.1]})
+    per = df.group_by("q", maintain_order=True).agg(pe.mrr("rel", "s"))
+    assert per["mrr"].to_list() == [0.5, None]
+    assert df.eval.mrr("rel", "s", query="q") == 0.5
+    assert df.eval.mrr("rel", "s", query="q", no_relevant="zero") == 0.25
+    only_empty = df.filter(pl.col("q") == 2)
+    with pytest.raises(UndefinedMetricError, match="no relevant item"):
+        only_empty.eval.ndcg("rel", "s", query="q")
+    wide = df.eval.ranking("rel", "s", query="q", k=[1])
+    assert wide.select("n_queries", "n_excluded").row(0) == (2, 1)
+    wide = df.eval.ranking("rel", "s", query="q", k=[1], no_relevant="zero")
+    assert wide.select("n_queries", "n_excluded").row(0) == (2, 0)
+
+
+def test_nan_gives_nan_and_null_rows_are_ignored() -> None:
+    df = pl.DataFrame({"rel": [1, 0, 1], "s": [0.3, float("nan"), 0.1]})
+    assert math.isnan(df.select(pe.ndcg("rel", "s")).item())
+    with_nulls = pl.DataFrame({"rel": [1, None, 0, 1], "s": [0.9, 0.8, None, 0.1]})
+    clean = pl.DataFrame({"rel": [1, 1], "s": [0.9, 0.1]})
+    for fn in AVERAGE_METRICS.values():
+        assert with_nulls.select(fn("rel", "s")).item() == clean.select(fn("rel", "s")).item()
+
+
+def test_k_validation_at_build_time() -> None:
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidParameterError, match="k must be a positive integer"):
+            pe.ndcg("r", "s", k=bad)
+    with pytest.raises(InvalidParameterError, match="ties"):
+        pe.ndcg("r", "s", ties="random")
+    with pytest.raises(InvalidParameterError, match="gain"):
+        pe.dcg("r", "s", gain="cubic")
+    with pytest.raises(InvalidParameterError, match="min_relevance"):
+        pe.precision_at_k("r", "s", min_relevance=0)
+    with pytest.raises(InvalidParameterError, match="denominator"):
+        pe.ap_at_k("r", "s", denominator="R")
+
+
+def test_k_larger_than_list_precision_divides_by_k() -> None:
+    df = pl.DataFrame({"rel": [1, 0], "s": [2.0, 1.0]})
+    assert df.select(pe.precision_at_k("rel", "s", k=10)).item() == 0.1
+    assert df.select(pe.recall_at_k("rel", "s", k=10)).item() == 1.0
+    assert df.select(pe.precision_at_k("rel", "s", k=None)).item() == 0.5
+
+
+def test_negative_and_zero_scores_are_ranked() -> None:
+    df = pl.DataFrame({"rel": [0, 1, 0], "s": [-1.0, 0.0, -5.0]})
+    assert df.select(pe.mrr("rel", "s")).item() == 1.0
+
+
+def test_float32_equals_float64() -> None:
+    df = _log(20, 3, ties=False)
+    f32 = df.with_columns(pl.col("s").cast(pl.Float32), pl.col("rel").cast(pl.Float32))
+    f64 = df.with_columns(pl.col("s").cast(pl.Float32).cast(pl.Float64))
+    a = f32.eval.ranking("rel", "s", query="q", k=[3, None])
+    b = f64.eval.ranking("rel", "s", query="q", k=[3, None])
+    for col in a.columns:
+        assert a[col].item() == pytest.approx(b[col].item(), abs=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# Namespace
+# ---------------------------------------------------------------------------------------
+
+
+def test_namespace_mean_per_query_and_by(collect) -> None:
+    df = _log()
+    per = df.group_by("q").agg(pe.ndcg("rel", "s", k=5), pe.ap_at_k("rel", "s", k=None)).sort("q")
+    expected = per["ndcg"].mean()
+    assert df.eval.ndcg("rel", "s", query="q", k=5) == pytest.approx(expected, abs=1e-12)
+    assert df.eval.map("rel", "s", query="q") == pytest.approx(per["ap_at_k"].mean(), abs=1e-12)
+    with pytest.warns(UndefinedMetricWarning, match="null for"):
+        got = df.eval.ndcg("rel", "s", query="q", k=5, per_query=True)
+    assert got.columns == ["q", "ndcg"]
+    # the namespace's flat engine and the list.eval expressions agree to rounding
+    np.testing.assert_allclose(got["ndcg"].to_numpy(), per["ndcg"].to_numpy(), atol=1e-12)
+    by_seg = df.eval.ndcg("rel", "s", query="q", k=5, by="seg")
+    manual = (
+        df.group_by("seg", "q")
+        .agg(pe.ndcg("rel", "s", k=5))
+        .group_by("seg")
+        .agg(pl.col("ndcg").mean())
+        .sort("seg")
+    )
+    assert by_seg.columns == ["seg", "ndcg"]
+    np.testing.assert_allclose(by_seg["ndcg"].to_numpy(), manual["ndcg"].to_numpy(), atol=1e-12)
+    lazy = collect(df.lazy().eval.ndcg("rel", "s", query="q", k=5, by="seg"))
+    assert_frame_equal(lazy, by_seg, abs_tol=1e-12)
+
+
+def test_ranking_table_streaming_equals_eager(collect) -> None:
+    df = _log(40, 7)
+    eager = df.eval.ranking("rel", "s", query="q", k=[1, 5, None], by="seg")
+    lazy = collect(df.lazy().eval.ranking("rel", "s", query="q", k=[1, 5, None], by="seg"))
+    assert_frame_equal(lazy, eager, abs_tol=1e-12)
+    assert {"ndcg@1", "map@5", "mrr", "precision@5", "hit_rate@1", "cg@5", "n_excluded"} <= set(
+        eager.columns
+    )
+    # each column equals its single-metric method
+    single = df.eval.precision_at_k("rel", "s", query="q", k=5, by="seg")
+    np.testing.assert_allclose(eager["precision@5"], single["precision_at_k"], atol=1e-15)
+
+
+def test_ranking_table_ties_first_has_err_and_11pt() -> None:
+    df = _log(10, 2)
+    wide = df.eval.ranking("rel", "s", query="q", k=[3], ties="first")
+    assert {"err@3", "ap_11pt"} <= set(wide.columns)
+    per = df.group_by("q").agg(pe.err("rel", "s", k=3))
+    assert wide["err@3"].item() == pytest.approx(per["err"].mean(), abs=1e-15)
+
+
+def test_baseline_is_all_items_tied() -> None:
+    df = _log(15, 4)
+    wide = df.eval.ranking("rel", "s", query="q", k=[5], baseline=True)
+    constant = df.with_columns(pl.lit(1.0).alias("s"))
+    base = constant.eval.ranking("rel", "s", query="q", k=[5])
+    for col in ("ndcg@5", "map@5", "mrr@5", "precision@5"):
+        assert wide[f"{col}_baseline"].item() == pytest.approx(base[col].item(), abs=1e-15)
+    # the constant predictor is the average over random orders: below a good model here
+    assert wide["ndcg@5_baseline"].item() < 1.0
+
+
+def test_validation_errors_name_the_column() -> None:
+    df = _log(5)
+    with pytest.raises(DataValidationError, match='"nope"'):
+        df.eval.ndcg("rel", "nope", query="q")
+    with pytest.raises(DataValidationError, match='"qq"'):
+        df.eval.ndcg("rel", "s", query="qq")
+    with pytest.raises(DataValidationError, match='column "s" must hold finite'):
+        df.with_columns(pl.lit(float("inf")).alias("s")).eval.ndcg("rel", "s", query="q")
+    with pytest.raises(DataValidationError, match='column "rel" must hold relevance'):
+        df.with_columns(pl.lit(-1).alias("rel")).eval.mrr("rel", "s", query="q")
+    with pytest.raises(DataValidationError, match='column "s" .* numeric'):
+        df.with_columns(pl.col("s").cast(pl.String)).eval.mrr("rel", "s", query="q")
+    with pytest.raises(InvalidParameterError, match="query"):
+        df.eval.ndcg("rel", "s", query=None)
+    lazy = df.lazy().with_columns(pl.lit(-1).alias("rel")).eval.mrr("rel", "s", query="q")
+    with pytest.raises(Exception, match="relevance grades"):
+        lazy.collect()
+
+
+def test_duplicated_item_names_query_and_item() -> None:
+    df = pl.DataFrame(
+        {"q": [1, 1, 2, 2], "item": ["a", "b", "c", "c"], "rel": [1, 0, 1, 0], "s": [1, 2, 3, 4]}
+    )
+    with pytest.raises(DataValidationError, match='"item" must not repeat.*query 2 item c'):
+        df.eval.ndcg("rel", "s", query="q", item="item")
+    with pytest.raises(DataValidationError, match="query 2 item c"):
+        df.eval.ranking("rel", "s", query="q", item="item")
+    assert df.eval.ndcg("rel", "s", query="q", item="item", validate=False) is not None
+
+
+def test_empty_frame() -> None:
+    df = pl.DataFrame(schema={"q": pl.Int64, "rel": pl.Int64, "s": pl.Float64})
+    with pytest.raises(UndefinedMetricError):
+        df.eval.ndcg("rel", "s", query="q")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = df.with_columns(seg=pl.col("q")).eval.ndcg("rel", "s", query="q", by="seg")
+    assert out.height == 0
+
+
+def test_registry_entries() -> None:
+    table = pe.metrics().filter(pl.col("task") == "ranking")
+    assert {
+        "ndcg",
+        "dcg",
+        "precision_at_k",
+        "recall_at_k",
+        "hit_rate_at_k",
+        "ap_at_k",
+        "ap_11pt",
+        "mrr",
+        "reciprocal_rank",
+        "err",
+        "cg",
+    } <= set(table["name"])
+    # the method takes query= and the metric's own options
+    import inspect
+
+    params = inspect.signature(pl.DataFrame({"a": [1]}).eval.ndcg).parameters
+    assert {"query", "per_query", "by", "item", "validate", "k", "ties"} <= set(params)
+
+
+# ---------------------------------------------------------------------------------------
+# Invariances
+# ---------------------------------------------------------------------------------------
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=12),
+    st.randoms(use_true_random=False),
+    st.sampled_from([1, 3, None]),
+)
+def test_ties_average_is_independent_of_row_order(rows, rnd, k) -> None:
+    shuffled = list(rows)
+    rnd.shuffle(shuffled)
+    a = pl.DataFrame(rows, schema=["rel", "s"], orient="row")
+    b = pl.DataFrame(shuffled, schema=["rel", "s"], orient="row")
+    exprs = [fn("rel", "s", k=k) for fn in AVERAGE_METRICS.values()]
+    ra, rb = a.select(exprs).row(0), b.select(exprs).row(0)
+    for x, y in zip(ra, rb, strict=True):
+        assert (x is None and y is None) or x == pytest.approx(y, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# The namespace's flat engine against the per-query expressions
+# ---------------------------------------------------------------------------------------
+
+ENGINE_METRICS = [
+    ("ndcg", pe.ndcg),
+    ("dcg", pe.dcg),
+    ("cg", pe.cg),
+    ("precision_at_k", pe.precision_at_k),
+    ("recall_at_k", pe.recall_at_k),
+    ("hit_rate_at_k", pe.hit_rate_at_k),
+    ("ap_at_k", pe.ap_at_k),
+    ("mrr", pe.mrr),
+]
+
+
+@pytest.mark.parametrize("ties", ["average", "first"])
+@pytest.mark.parametrize("unscored", ["ignore", "unretrieved"])
+def test_flat_engine_equals_expressions(ties: str, unscored: str) -> None:
+    from polars_eval.families import ranking as rk
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(0, 12, 120)
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(q)
+    df = pl.DataFrame(
+        {
+            "q": q,
+            "rel": rng.integers(0, 4, n) * (rng.random(n) < 0.5),
+            "s": np.where(np.arange(n) % 13 == 0, np.nan, np.round(rng.random(n), 1)),
+        }
+    ).with_columns(pl.col("s").fill_nan(None))
+    specs, exprs = [], []
+    metrics = ENGINE_METRICS + ([("err", pe.err)] if ties == "first" else [])
+    for k in (1, 3, None):
+        for name, fn in metrics:
+            for gain in ("exp2", "linear") if name in ("ndcg", "dcg") else ("exp2",):
+                out = f"{name}{k}{gain}"
+                kw = {"gain": gain} if name in ("ndcg", "dcg") else {}
+                specs.append(rk.Spec(out, name, k, gain=gain))
+                exprs.append(fn("rel", "s", k=k, ties=ties, unscored=unscored, **kw).alias(out))
+    specs.append(rk.Spec("apmin", "ap_at_k", 3, denominator="min_k"))
+    exprs.append(
+        pe.ap_at_k("rel", "s", k=3, denominator="min_k", ties=ties, unscored=unscored).alias(
+            "apmin"
+        )
+    )
+    if ties == "first":
+        specs.append(rk.Spec("ap11", "ap_11pt"))
+        exprs.append(pe.ap_11pt("rel", "s", unscored=unscored).alias("ap11"))
+    grouped = (
+        df.lazy()
+        .group_by("q")
+        .agg(
+            rk.state_aggs("rel", "s", ties=ties, unscored=unscored, min_relevance=1.0, specs=specs)
+        )
+    )
+    flat = (
+        rk.evaluate_queries(
+            grouped, ["q"], specs, ties=ties, min_relevance=1.0, no_relevant=None, order=["q"]
+        )
+        .collect()
+        .sort("q")
+    )
+    expected = df.group_by("q").agg(exprs).sort("q")
+    assert_frame_equal(flat, expected, abs_tol=1e-11, check_column_order=False)
+
+
+def test_ranking_per_query_baseline_and_unretrieved(collect) -> None:
+    df = _log(25, 9).with_columns(
+        pl.when(pl.col("item") % 7 == 0).then(None).otherwise(pl.col("s")).alias("s")
+    )
+    opts = {"query": "q", "k": [2, None], "unscored": "unretrieved", "baseline": True}
+    with pytest.warns(UndefinedMetricWarning):
+        per = df.eval.ranking("rel", "s", per_query=True, **opts)
+    exprs = [
+        pe.ndcg("rel", "s", k=2, unscored="unretrieved").alias("ndcg@2"),
+        pe.recall_at_k("rel", "s", k=None, unscored="unretrieved").alias("recall"),
+        pe.ndcg("rel", pl.col("s") * 0.0, k=2, unscored="unretrieved").alias("ndcg@2_baseline"),
+        pe.mrr("rel", pl.col("s") * 0.0, unscored="unretrieved").alias("mrr_baseline"),
+    ]
+    expected = df.group_by("q").agg(exprs).sort("q")
+    assert_frame_equal(per.select(expected.columns), expected, abs_tol=1e-12)
+    lazy = collect(df.lazy().eval.ranking("rel", "s", by="seg", **opts))
+    eager = df.eval.ranking("rel", "s", by="seg", **opts)
+    assert_frame_equal(lazy, eager, abs_tol=1e-12)
+
+
+def test_query_weights_are_repetition() -> None:
+    df = _log(12, 5)
+    weights = pl.DataFrame({"q": np.arange(12), "w": [0, 1, 2, 3] * 3})
+    weighted = df.join(weights, on="q")
+    got = weighted.eval.ranking("rel", "s", query="q", k=[3], weight="w")
+    # integer query weights = repeating each query that many times
+    repeated = pl.concat(
+        [
+            weighted.filter(pl.col("w") >= r).with_columns(pl.col("q") + 1000 * r)
+            for r in range(1, 4)
+        ]
+    )
+    expected = repeated.eval.ranking("rel", "s", query="q", k=[3])
+    for col in ("ndcg@3", "map@3", "mrr@3", "precision@3"):
+        assert got[col].item() == pytest.approx(expected[col].item(), abs=1e-12)
+    single = weighted.eval.ndcg("rel", "s", query="q", k=3, weight="w")
+    assert single == pytest.approx(expected["ndcg@3"].item(), abs=1e-12)
+    bad = weighted.with_columns(pl.int_range(pl.len()).cast(pl.Float64).alias("w"))
+    with pytest.raises(DataValidationError, match='"w" must hold one weight per query'):
+        bad.eval.ndcg("rel", "s", query="q", weight="w")
+    zero = weighted.with_columns(pl.lit(0.0).alias("w"))
+    with pytest.raises(UndefinedMetricError):  # all weights zero: as an empty frame
+        zero.eval.ndcg("rel", "s", query="q", weight="w")
+    negative = weighted.with_columns(pl.lit(-1.0).alias("w"))
+    with pytest.raises(DataValidationError, match='"w" must hold non-negative'):
+        negative.eval.ndcg("rel", "s", query="q", weight="w")
+
+
+def test_multi_column_query_and_expression_inputs() -> None:
+    df = _log(20, 6).with_columns((pl.col("q") // 2).alias("a"), (pl.col("q") % 2).alias("b"))
+    by_two = df.eval.ranking("rel", pl.col("s") * 2.0, query=["a", "b"], k=[3])
+    by_one = df.eval.ranking("rel", "s", query="q", k=[3])
+    assert_frame_equal(by_two, by_one, abs_tol=1e-12)
+    per = df.eval.mrr("rel", "s", query=["a", "b"], per_query=True, no_relevant="zero")
+    assert per.columns == ["a", "b", "mrr"] and per.height == 20
+    with pytest.raises(InvalidParameterError, match="unknown ranking metric"):
+        df.eval.ranking("rel", "s", query="q", metrics=["nope"])
+    with pytest.raises(InvalidParameterError, match='ties="first"'):
+        df.eval.ranking("rel", "s", query="q", metrics=["err"])
