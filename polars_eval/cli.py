@@ -1,0 +1,1593 @@
+"""The ``polars-eval`` command line (SPEC §9).
+
+One command per task the installed package provides (``binary`` always; ``regression``,
+``multiclass``, ``forecast``, ``ranking`` and ``trec`` when their families are present),
+plus ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
+lazily and evaluated through the ``.eval`` namespace of the LazyFrame, so the command line
+gives exactly the numbers of the Python API.
+
+Bad input never shows a traceback: the command prints one line starting with
+``polars-eval: error:`` on stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import inspect
+import io
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import polars as pl
+
+import polars_eval as pe
+from polars_eval import _registry
+from polars_eval.exceptions import PolarsEvalError
+
+PROG = "polars-eval"
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 1
+FORMATS = ("table", "json", "csv", "parquet")
+INPUT_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".ndjson": "ndjson",
+    ".jsonl": "ndjson",
+}
+OUTPUT_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+PROGRESS_AFTER_S = 2.0
+
+
+class CliError(Exception):
+    """A user error detected by the command line itself (bad option, missing file...)."""
+
+
+# ---------------------------------------------------------------------------------------
+# argparse plumbing
+# ---------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors become one-line :class:`CliError`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    """Repeated and comma-separated option values as one list: ``--by a,b --by c``."""
+    out: list[str] = []
+    for value in values or []:
+        out += [part.strip() for part in value.split(",") if part.strip()]
+    return out
+
+
+def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -> None:
+    """Options shared by every task command: input, grouping, output."""
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="input files, globs ('lake/**/*.parquet') or directories; "
+        "parquet, CSV/TSV or NDJSON by extension",
+    )
+    if weight:
+        p.add_argument("--weight", metavar="COL", help="column of row weights (>= 0)")
+    p.add_argument(
+        "--by",
+        action="append",
+        metavar="COL[,COL]",
+        help="evaluate per group of these columns (repeat or separate with commas)",
+    )
+    p.add_argument(
+        "--metrics",
+        action="append",
+        metavar="NAME[,NAME]",
+        help="keep only these metric columns in the output",
+    )
+    intervals = _interval_methods(task)
+    if intervals:
+        p.add_argument(
+            "--ci",
+            choices=intervals,
+            metavar="METHOD",
+            help=f"add confidence intervals ({', '.join(intervals)}) to the metrics that "
+            "offer that method: columns <metric>_lower and <metric>_upper",
+        )
+        p.add_argument(
+            "--level", type=float, default=0.95, help="confidence level of --ci (default 0.95)"
+        )
+        if "bootstrap" in intervals:
+            p.add_argument(
+                "--resamples",
+                type=int,
+                default=1000,
+                metavar="N",
+                help="bootstrap resamples of --ci bootstrap (default 1000)",
+            )
+            p.add_argument(
+                "--seed", type=int, default=0, help="bootstrap seed of --ci bootstrap (default 0)"
+            )
+    p.add_argument(
+        "--input-format",
+        choices=("parquet", "csv", "tsv", "ndjson"),
+        help="read every input in this format instead of guessing from the extension",
+    )
+    p.add_argument(
+        "--no-validate",
+        dest="validate",
+        action="store_false",
+        help="skip the row checks (labels, NaN, negative weights); faster, no safety net",
+    )
+    _add_output(p)
+    if _report_available(task):
+        p.add_argument(
+            "--report", metavar="FILE.html", help="also write an HTML report of the evaluation"
+        )
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="output format (default: from the --output extension, else table)",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="write the result to FILE instead of stdout"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``polars-eval`` argument parser, with one sub-command per available task."""
+    parser = _Parser(
+        prog=PROG,
+        formatter_class=_formatter,
+        description="Model evaluation native to Polars: evaluate predictions stored in "
+        "parquet, CSV or NDJSON files.",
+        epilog=_MAIN_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {pe.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _binary_command(sub)
+    for maker in _OPTIONAL_COMMANDS:
+        maker(sub)
+    _demo_command(sub)
+    return parser
+
+
+_MAIN_EPILOG = """\
+examples:
+  polars-eval demo
+  polars-eval binary scores.parquet --label y --score p
+  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --format json
+
+Run 'polars-eval COMMAND --help' for the options of one command.
+Bad input prints one line 'polars-eval: error: ...' on stderr and exits with status 2.
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# Reading inputs
+# ---------------------------------------------------------------------------------------
+
+
+def _expand(pattern: str) -> list[str]:
+    """The files one command-line path names (a file, a glob or a directory)."""
+    if any(ch in pattern for ch in "*?["):
+        files = sorted(f for f in glob.glob(pattern, recursive=True) if os.path.isfile(f))
+        if not files:
+            raise CliError(f"no file matches {pattern!r}")
+        return files
+    path = Path(pattern)
+    if path.is_dir():
+        files = sorted(
+            str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_FORMATS
+        )
+        if not files:
+            raise CliError(f"directory {pattern!r} holds no parquet, CSV or NDJSON file")
+        return files
+    if not path.exists():
+        raise CliError(f"file not found: {pattern!r}")
+    return [pattern]
+
+
+def _format_of(path: str, forced: str | None) -> str:
+    if forced:
+        return forced
+    fmt = INPUT_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        known = ", ".join(INPUT_FORMATS)
+        raise CliError(
+            f"cannot tell the format of {path!r} from its extension (known: {known}); "
+            "use --input-format"
+        )
+    return fmt
+
+
+def scan(paths: Sequence[str], input_format: str | None = None) -> pl.LazyFrame:
+    """One LazyFrame over every input file; nothing is read until it is collected.
+
+    Parquet files are scanned with hive partitioning (``key=value`` directories become
+    columns); files of different formats are concatenated, and must share one schema.
+    """
+    groups: dict[str, list[str]] = {}
+    for pattern in paths:
+        for file in _expand(pattern):
+            groups.setdefault(_format_of(file, input_format), []).append(file)
+    frames: list[pl.LazyFrame] = []
+    for fmt, files in groups.items():
+        if fmt == "parquet":
+            frames.append(pl.scan_parquet(files, hive_partitioning=True))
+        elif fmt in ("csv", "tsv"):
+            frames.append(
+                pl.scan_csv(
+                    files, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000
+                )
+            )
+        else:
+            frames.append(pl.scan_ndjson(files, infer_schema_length=10_000))
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+
+
+# ---------------------------------------------------------------------------------------
+# Running an evaluation
+# ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def progress(what: str) -> Iterator[None]:
+    """Show elapsed time on stderr (a terminal only) when ``what`` takes over ~2 s."""
+    stream = sys.stderr
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield
+        return
+    done = threading.Event()
+    start = time.perf_counter()
+    shown = False
+
+    def tick() -> None:
+        nonlocal shown
+        if done.wait(PROGRESS_AFTER_S):
+            return
+        while not done.is_set():
+            shown = True
+            stream.write(f"\r{PROG}: {what}... {time.perf_counter() - start:.0f} s")
+            stream.flush()
+            done.wait(0.5)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if shown:
+            stream.write(f"\r{PROG}: {what}: done in {time.perf_counter() - start:.1f} s\n")
+            stream.flush()
+
+
+@contextlib.contextmanager
+def reading(paths: Sequence[str]) -> Iterator[None]:
+    """Name the input files in errors that Polars raises while reading them."""
+    try:
+        yield
+    except (pl.exceptions.PolarsError, OSError) as error:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise CliError(f"{shown}: {one_line(error)}") from error
+
+
+def collect(lf: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """Collect with the streaming engine (bounded memory over large files)."""
+    if isinstance(lf, pl.DataFrame):
+        return lf
+    return lf.collect(engine="streaming")
+
+
+def _call(method: Callable[..., Any], *args: Any, strict: bool = True, **kwargs: Any) -> Any:
+    """Call a namespace method with the keyword options it accepts.
+
+    Options left at ``None`` are not passed (the method's default applies); an option the
+    installed method does not take is an error naming it (``strict``) or left out.
+    """
+    params = inspect.signature(method).parameters
+    has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    passed: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        if key not in params and not has_var_kw:
+            if not strict:
+                continue
+            raise CliError(f"option --{key.replace('_', '-')} is not supported by this command")
+        passed[key] = value
+    return method(*args, **passed)
+
+
+def _coerce_pos_label(lf: pl.LazyFrame, label: str, pos_label: str | None) -> Any:
+    """``--pos-label`` (a string on the command line) in the dtype of the label column."""
+    if pos_label is None:
+        return None
+    dtype = lf.collect_schema().get(label)
+    if dtype is None:
+        return pos_label  # the missing column is reported by the evaluation
+    if dtype == pl.Boolean:
+        lowered = pos_label.lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise CliError(f"--pos-label {pos_label!r} is not a boolean (label column {label!r})")
+        return lowered in ("true", "1")
+    if dtype.is_integer():
+        try:
+            return int(pos_label)
+        except ValueError:
+            raise CliError(
+                f"--pos-label {pos_label!r} is not an integer, as label column {label!r} ({dtype})"
+            ) from None
+    if dtype.is_float():
+        try:
+            return float(pos_label)
+        except ValueError:
+            raise CliError(
+                f"--pos-label {pos_label!r} is not a number, as label column {label!r} ({dtype})"
+            ) from None
+    return pos_label
+
+
+def _needed(*columns: Any) -> list[str]:
+    out: list[str] = []
+    for col in columns:
+        if isinstance(col, str) and col not in out:
+            out.append(col)
+        elif isinstance(col, list):
+            out += [c for c in col if isinstance(c, str) and c not in out]
+    return out
+
+
+def _materialize(lf: pl.LazyFrame, columns: list[str]) -> pl.DataFrame | pl.LazyFrame:
+    """The input columns in memory, read once, when several passes need them."""
+    schema = lf.collect_schema()
+    missing = [c for c in columns if c not in schema]
+    if missing:
+        return lf  # the evaluation names the missing column
+    return collect(lf.select(columns))
+
+
+def _interval_methods(task: str) -> list[str]:
+    """The ``--ci`` methods of a task: those its summary metrics register."""
+    methods = {
+        m
+        for info in _registry.by_task(task)
+        if info.kind == "scalar" and info.summary
+        for m in info.intervals
+    }
+    if "bootstrap" in methods and not hasattr(pe.EvalNamespace, "bootstrap"):
+        methods.discard("bootstrap")
+    return sorted(methods)
+
+
+def _metric_args(
+    info: _registry.MetricInfo, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The full argument mapping of one metric function, from the task's inputs and options."""
+    params = info.signature.parameters
+    kw = {k: v for k, v in kwargs.items() if k in params and v is not None}
+    bound = info.signature.bind(*inputs, **kw)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _intervals(
+    frame: pl.DataFrame | pl.LazyFrame,
+    task: str,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    by: list[str],
+    metrics: Sequence[str],
+    args: argparse.Namespace,
+) -> pl.DataFrame:
+    """Columns ``<metric>_lower``/``_upper`` for the ``metrics`` that offer ``args.ci``.
+
+    The bootstrap draws its resamples once for all metrics (``df.eval.bootstrap``); the
+    closed forms run one query per metric, as ``df.eval.<metric>(..., ci=...)`` does.
+    """
+    method: str = args.ci
+    infos = [
+        info
+        for info in _registry.by_task(task)
+        if info.name in metrics and info.kind == "scalar" and method in info.intervals
+    ]
+    if not infos:
+        raise CliError(f"no {task} metric in the output offers --ci {method}")
+    dummy = "__pe_cli_all"
+    group = by or [dummy]
+    data = frame.lazy()
+    if not by:
+        data = data.with_columns(pl.lit(0).alias(dummy))
+    parts: list[pl.DataFrame] = []
+    if method == "bootstrap":
+        exprs = [info.fn(**_metric_args(info, inputs, kwargs)) for info in infos]
+        long = collect(
+            data.eval.bootstrap(
+                exprs,
+                n_resamples=args.resamples,
+                level=args.level,
+                seed=args.seed,
+                by=group,
+                validate=args.validate,
+            )
+        )
+        for info in infos:
+            parts.append(
+                long.filter(pl.col("metric") == info.name).select(
+                    *group,
+                    pl.col("lower").alias(f"{info.name}_lower"),
+                    pl.col("upper").alias(f"{info.name}_upper"),
+                )
+            )
+    else:
+        from polars_eval.stats import run_interval
+
+        for info in infos:
+            method_fn = getattr(data.eval, info.name)
+            if "ci" in inspect.signature(method_fn).parameters:  # the namespace's ci= hook
+                result = method_fn(
+                    **_metric_args(info, inputs, kwargs),
+                    ci=method,
+                    level=args.level,
+                    by=group,
+                    validate=args.validate,
+                )
+            else:
+                result = run_interval(
+                    data,
+                    info,
+                    _metric_args(info, inputs, kwargs),
+                    by=group,
+                    validate=args.validate,
+                    method=method,
+                    level=args.level,
+                )
+            parts.append(
+                collect(result).select(
+                    *group, pl.col(f"{info.name}_lower"), pl.col(f"{info.name}_upper")
+                )
+            )
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.join(part, on=group, how="left", nulls_equal=True)
+    return out.drop(dummy) if not by else out
+
+
+def _with_intervals(table: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Insert each ``<metric>_lower``/``_upper`` pair right after its metric column."""
+    joined = (
+        table.join(bounds, on=by, how="left", nulls_equal=True, maintain_order="left")
+        if by
+        else pl.concat([table, bounds], how="horizontal")
+    )
+    order: list[str] = []
+    for col in table.columns:
+        order.append(col)
+        for suffix in ("_lower", "_upper"):
+            if f"{col}{suffix}" in bounds.columns:
+                order.append(f"{col}{suffix}")
+    return joined.select(order)
+
+
+def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+    if not metrics:
+        return table
+    unknown = [m for m in metrics if m not in table.columns]
+    if unknown:
+        known = ", ".join(c for c in table.columns if c not in by)
+        raise CliError(f"unknown metric {unknown[0]!r} for --metrics; available: {known}")
+    keep = [c for c in table.columns if c in by]
+    for m in metrics:
+        companions = ("_lower", "_upper", "_baseline")  # its interval and baseline come along
+        keep += [m] + [f"{m}{s}" for s in companions if f"{m}{s}" in table.columns]
+    return table.select(keep)
+
+
+# ---------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------
+
+
+def _table_config() -> pl.Config:
+    return pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=65_000,  # one line per row: never wrap cells
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        fmt_str_lengths=60,
+    )
+
+
+def _display(table: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Wide results turned for reading: one row per metric, one column per group."""
+    table = table.with_columns(
+        # 4 significant digits, one decimal from 1,000 up; float noise (1e-16) shows as 0
+        pl.when(pl.col(name).abs() >= 1000)
+        .then(pl.col(name).round(1))
+        .otherwise(pl.col(name).round(12).round_sig_figs(4))
+        .alias(name)
+        for name, dtype in table.schema.items()
+        if dtype.is_float() and name not in by
+    )
+    metric_cols = [c for c in table.columns if c not in by]
+    if table.height == 0 or table.height > 8 or (table.height > 1 and len(metric_cols) <= 10):
+        return table
+    floats = all(table.schema[c].is_float() for c in metric_cols)
+    cast = pl.Float64 if floats else pl.String  # counts stay integers: "2", not "2.0"
+    if not by:
+        names = ["value"] if table.height == 1 else [str(i) for i in range(table.height)]
+    else:
+        names = [
+            "/".join("null" if v is None else str(v) for v in row)
+            for row in table.select(by).iter_rows()
+        ]
+    values = table.select(pl.col(metric_cols).cast(cast))
+    turned = values.transpose(column_names=names)
+    return pl.concat([pl.DataFrame({"metric": metric_cols}), turned], how="horizontal")
+
+
+def render_table(table: pl.DataFrame, by: list[str], title: str | None = None) -> str:
+    """The text form of a result table, as printed by the ``table`` format."""
+    with _table_config():
+        text = str(_display(table, by))
+    return f"{title}\n{text}" if title else text
+
+
+def _json_ready(table: pl.DataFrame) -> pl.DataFrame:
+    """NaN/inf (not JSON) as null; dates and other non-JSON types as strings."""
+    exprs = []
+    for name, dtype in table.schema.items():
+        col = pl.col(name)
+        if dtype.is_float():
+            exprs.append(pl.when(col.is_finite()).then(col).otherwise(None).alias(name))
+        elif dtype.is_temporal():
+            exprs.append(col.cast(pl.String))
+        else:
+            exprs.append(col)
+    return table.select(exprs)
+
+
+def write_output(table: pl.DataFrame, by: list[str], fmt: str | None, output: str | None) -> None:
+    """Print or write the result in the requested format."""
+    if fmt is None:
+        fmt = OUTPUT_FORMATS.get(Path(output).suffix.lower(), "table") if output else "table"
+    if fmt == "parquet" and not output:
+        raise CliError("--format parquet needs --output FILE")
+    if fmt == "json":
+        text = _json_ready(table).write_json() + "\n"
+    elif fmt == "csv":
+        text = table.write_csv()
+    elif fmt == "table":
+        text = render_table(table, by) + "\n"
+    else:
+        text = ""
+    if output:
+        try:
+            if fmt == "parquet":
+                table.write_parquet(output)
+            else:
+                Path(output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise CliError(f"cannot write {output!r}: {error.strerror or error}") from error
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------
+
+
+def _report_available(task: str | None = None) -> bool:
+    """Whether ``df.eval.report`` exists (and, given ``task``, can report on that task)."""
+    if not hasattr(pe.EvalNamespace, "report"):
+        return False
+    if task is None:
+        return True
+    try:
+        from polars_eval.report.tables import available_tasks
+    except ImportError:
+        return task == "binary"
+    return task in available_tasks()
+
+
+def write_report(frame: pl.DataFrame | pl.LazyFrame, path: str, **kwargs: Any) -> str:
+    """Write ``frame.eval.report(**kwargs)`` to ``path``; the absolute path written."""
+    if not _report_available():
+        raise CliError("HTML reports are not available in this installation")
+    task = str(kwargs.get("task"))
+    try:  # the report takes its task's own data arguments and options only
+        from polars_eval.report import tables
+
+        allowed = set(getattr(tables, f"{task.upper()}_OPTIONS"))
+        allowed |= {*tables.task_spec(task).data_args, "ci", "level"}
+    except (ImportError, AttributeError, PolarsEvalError):
+        allowed = None
+    if allowed is not None:
+        params = inspect.signature(frame.eval.report).parameters
+        kwargs = {k: v for k, v in kwargs.items() if k in params or k in allowed}
+    report = _call(frame.eval.report, strict=False, **kwargs)
+    report.to_html(path)
+    return str(Path(path).resolve())
+
+
+# ---------------------------------------------------------------------------------------
+# binary
+# ---------------------------------------------------------------------------------------
+
+_BINARY_EPILOG = """\
+Every binary summary metric (AUC, Gini, PR-AUC, average precision, KS, logloss, Brier,
+ECE, and the threshold metrics at --threshold) in one row per group.
+
+examples:
+  polars-eval binary scores.parquet --label defaulted --score pd_score
+  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment
+  polars-eval binary a.csv b.csv --label y --score p --weight w --format json -o out.json
+  polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
+  polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
+"""
+
+
+def _binary_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "binary",
+        help="binary classification: AUC, logloss, KS, threshold metrics ...",
+        description="Evaluate binary-classification scores.",
+        epilog=_BINARY_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--label", required=True, metavar="COL", help="column of 0/1 labels")
+    p.add_argument(
+        "--score", required=True, metavar="COL", help="column of scores or probabilities"
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        metavar="T",
+        help="score >= threshold is predicted positive (default 0.5)",
+    )
+    p.add_argument(
+        "--pos-label", metavar="VALUE", help="the positive class of a string/categorical label"
+    )
+    p.add_argument(
+        "--no-proba",
+        dest="probability",
+        action="store_false",
+        help="scores are not probabilities: leave out logloss, Brier and ECE",
+    )
+    _add_baseline(p, "binary")
+    _add_common(p, "binary")
+    p.set_defaults(handler=_run_binary)
+
+
+def _run_binary(args: argparse.Namespace) -> int:
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        return {
+            "weight": args.weight,
+            "pos_label": _coerce_pos_label(lf, args.label, args.pos_label),
+            "threshold": args.threshold,
+            "probability": args.probability,
+            "baseline": getattr(args, "baseline", None),
+        }
+
+    return evaluate(args, "binary", (args.label, args.score), options, [args.weight])
+
+
+def evaluate(
+    args: argparse.Namespace,
+    task: str,
+    inputs: tuple[Any, ...],
+    options: Callable[[pl.LazyFrame], dict[str, Any]],
+    extra_columns: Sequence[Any] = (),
+) -> int:
+    """Scan the inputs, run ``lf.eval.<task>(*inputs, **options)``, print, report.
+
+    ``options`` builds the keyword options from the scanned frame (e.g. to give
+    ``--pos-label`` the label column's dtype); options left at ``None`` keep the method's
+    default. With ``--ci`` or ``--report`` the needed columns are read once into memory.
+    """
+    by = _split(args.by)
+    ci = getattr(args, "ci", None)
+    report = getattr(args, "report", None)
+    method = getattr(pe.EvalNamespace, task)
+    names = [
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
+    ][: len(inputs)]
+    with reading(args.paths):
+        lf = scan(args.paths, args.input_format)
+        opts = options(lf)
+        frame: pl.DataFrame | pl.LazyFrame = lf
+        if ci or report:  # several passes over the same columns: read them once
+            frame = _materialize(lf, _needed(*inputs, *extra_columns, by))
+        with progress("evaluating"):
+            result = _call(
+                getattr(frame.lazy().eval, task),
+                *inputs,
+                by=by or None,
+                validate=args.validate,
+                **opts,
+            )
+            table = _select_metrics(collect(result), by, _split(args.metrics))
+            if ci:
+                metrics = [c for c in table.columns if c not in by]
+                bounds = _intervals(frame, task, inputs, opts, by, metrics, args)
+                table = _with_intervals(table, bounds, by)
+    write_output(table, by, args.format, args.output)
+    if report:
+        with progress("writing the report"), reading(args.paths):
+            intervals: dict[str, Any] = {}
+            if ci:  # the report's intervals: its closed forms, or also the bootstrap
+                intervals = {"ci": "bootstrap" if ci == "bootstrap" else "closed"}
+                intervals["level"] = args.level
+            where = write_report(
+                frame,
+                report,
+                task=task,
+                by=by or None,
+                **dict(zip(names, inputs, strict=False)),
+                **opts,
+                **intervals,
+            )
+        _say(f"report written to {where}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Optional tasks (present only when their family is installed)
+# ---------------------------------------------------------------------------------------
+
+
+def _task_params(task: str) -> set[str]:
+    """The parameter names of ``df.eval.<task>`` (empty when the task is not installed)."""
+    method = getattr(pe.EvalNamespace, task, None)
+    return set(inspect.signature(method).parameters) if method is not None else set()
+
+
+def _add_baseline(p: argparse.ArgumentParser, task: str) -> None:
+    if "baseline" in _task_params(task):
+        p.add_argument(
+            "--baseline",
+            action="store_true",
+            default=None,
+            help="add <metric>_baseline: the value of the best constant predictor",
+        )
+
+
+_REGRESSION_EPILOG = """\
+Every regression summary metric (MSE, RMSE, MAE, R², MAPE, SMAPE, WAPE, correlations ...)
+in one row per group, plus the number of rows whose actual is 0 (skipped by the
+percentage errors unless --zero-actuals inf).
+
+examples:
+  polars-eval regression prices.parquet --actual price --pred predicted_price
+  polars-eval regression 'lake/**/*.parquet' --actual y --pred yhat --by region --format json
+  polars-eval regression sales.csv --actual units --pred forecast --weight w --metrics mae,wape
+"""
+
+
+def _regression_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "regression",
+        help="regression: RMSE, MAE, R², MAPE ...",
+        description="Evaluate numeric predictions against actual values.",
+        epilog=_REGRESSION_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
+    p.add_argument("--pred", required=True, metavar="COL", help="column of predictions")
+    if "zero_actuals" in _task_params("regression"):
+        p.add_argument(
+            "--zero-actuals",
+            choices=("skip", "inf"),
+            help="percentage errors on rows whose actual is 0: skip them (default) or inf",
+        )
+    _add_baseline(p, "regression")
+    _add_common(p, "regression")
+    p.set_defaults(handler=_run_regression)
+
+
+def _run_regression(args: argparse.Namespace) -> int:
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        return {
+            "weight": args.weight,
+            "zero_actuals": getattr(args, "zero_actuals", None),
+            "baseline": getattr(args, "baseline", None),
+        }
+
+    return evaluate(args, "regression", (args.actual, args.pred), options, [args.weight])
+
+
+_RANKING_EPILOG = """\
+Every ranking metric (NDCG, DCG, precision, recall, hit rate, MAP, MRR, CG ...) at every
+cutoff -k, as the mean over queries, in one row per group of queries (or one row per
+query with --per-query). Columns are named <metric>@<k>.
+
+examples:
+  polars-eval ranking clicks.parquet --query query_id --relevance rel --score score
+  polars-eval ranking 'logs/*.parquet' --query qid --relevance grade --score s -k 5,10 --by market
+  polars-eval ranking log.csv --query qid --relevance rel --score s -k 10 --per-query -o q.csv
+"""
+
+
+def _cutoffs(values: Sequence[str] | None) -> list[int | None] | None:
+    if not values:
+        return None
+    out: list[int | None] = []
+    for value in _split(values):
+        if value.lower() in ("all", "none"):
+            out.append(None)
+            continue
+        try:
+            out.append(int(value))
+        except ValueError:
+            raise CliError(f"-k {value!r} is not an integer cutoff (or 'all')") from None
+    return out
+
+
+def _ranking_command(sub: Any) -> None:
+    params = _task_params("ranking")
+    p = sub.add_parser(
+        "ranking",
+        help="ranking: NDCG, MAP, MRR, precision@k ... over query logs",
+        description="Evaluate rankings stored one row per (query, item).",
+        epilog=_RANKING_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument(
+        "--query", required=True, action="append", metavar="COL[,COL]", help="query id column(s)"
+    )
+    p.add_argument("--relevance", required=True, metavar="COL", help="column of relevance grades")
+    p.add_argument("--score", required=True, metavar="COL", help="column of model scores")
+    p.add_argument(
+        "-k",
+        action="append",
+        metavar="K[,K]",
+        help="cutoffs, e.g. -k 1,5,10 ('all' = the whole list; default 1,5,10)",
+    )
+    if "ties" in params:
+        p.add_argument(
+            "--ties",
+            choices=("average", "first"),
+            help="tied scores: expected value over their orders (default) or input order",
+        )
+    if "gain" in params:
+        p.add_argument("--gain", choices=("exp2", "linear"), help="DCG gain (default exp2)")
+    if "min_relevance" in params:
+        p.add_argument(
+            "--min-relevance", type=float, help="relevance >= this is relevant (default 1)"
+        )
+    if "no_relevant" in params:
+        p.add_argument(
+            "--no-relevant-zero",
+            dest="no_relevant",
+            action="store_const",
+            const="zero",
+            help="count queries with no relevant item as 0 (default: leave them out)",
+        )
+    if "item" in params:
+        p.add_argument("--item", metavar="COL", help="item id column (checks for duplicated items)")
+    if "per_query" in params:
+        p.add_argument("--per-query", action="store_true", default=None, help="one row per query")
+    _add_baseline(p, "ranking")
+    _add_common(p, "ranking", weight="weight" in params)
+    p.set_defaults(handler=_run_ranking)
+
+
+def _run_ranking(args: argparse.Namespace) -> int:
+    query = _split(args.query)
+
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        return {
+            "query": query[0] if len(query) == 1 else query,
+            "k": _cutoffs(args.k),
+            "weight": getattr(args, "weight", None),
+            **{
+                name: getattr(args, name, None)
+                for name in (
+                    "ties",
+                    "gain",
+                    "min_relevance",
+                    "no_relevant",
+                    "item",
+                    "per_query",
+                    "baseline",
+                )
+            },
+        }
+
+    extra = [*query, getattr(args, "item", None), getattr(args, "weight", None)]
+    return evaluate(args, "ranking", (args.relevance, args.score), options, extra)
+
+
+def _typed_like(lf: pl.LazyFrame, column: str, values: list[str], option: str) -> list[Any]:
+    """Command-line strings in the dtype of ``column`` (class ids given as text)."""
+    dtype = lf.collect_schema().get(column)
+    if dtype is None or not dtype.is_numeric():
+        return list(values)
+    kind = int if dtype.is_integer() else float
+    try:
+        return [kind(v) for v in values]
+    except ValueError:
+        raise CliError(
+            f"{option} {','.join(values)!r}: column {column!r} holds numbers ({dtype})"
+        ) from None
+
+
+_MULTICLASS_EPILOG = """\
+Every multiclass summary metric (accuracy; precision, recall and F1 micro, macro and
+weighted; MCC; Cohen's kappa; and with probabilities log loss, one-vs-rest AUC and
+top-k accuracy) in one row per group.
+
+Probabilities are one List/Array column, or one column per class in the order of
+--classes.
+
+examples:
+  polars-eval multiclass preds.parquet --label grade --pred predicted_grade
+  polars-eval multiclass preds.parquet --label grade --proba p_a,p_b,p_c --classes A,B,C
+  polars-eval multiclass 'lake/*.parquet' --label y --proba probs --classes 0,1,2 --by region
+"""
+
+
+def _multiclass_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "multiclass",
+        help="multiclass: accuracy, macro/micro F1, log loss, AUC ...",
+        description="Evaluate multiclass predictions and/or probabilities.",
+        epilog=_MULTICLASS_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--label", required=True, metavar="COL", help="column of true class ids")
+    p.add_argument("--pred", metavar="COL", help="column of predicted class ids")
+    p.add_argument(
+        "--proba",
+        action="append",
+        metavar="COL[,COL]",
+        help="probabilities: one List/Array column, or one column per class (in --classes order)",
+    )
+    p.add_argument(
+        "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
+    )
+    p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
+    _add_baseline(p, "multiclass")
+    _add_common(p, "multiclass")
+    p.set_defaults(handler=_run_multiclass)
+
+
+def _run_multiclass(args: argparse.Namespace) -> int:
+    proba_cols = _split(args.proba)
+    if args.pred is None and not proba_cols:
+        raise CliError("give --pred, --proba or both (see 'polars-eval multiclass --help')")
+    proba: Any = None
+    if proba_cols:
+        proba = proba_cols[0] if len(proba_cols) == 1 else proba_cols
+
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        classes = _split(args.classes)
+        return {
+            "pred": args.pred,
+            "proba": proba,
+            "classes": _typed_like(lf, args.label, classes, "--classes") if classes else None,
+            "weight": args.weight,
+            "k": args.k,
+            "baseline": getattr(args, "baseline", None),
+        }
+
+    extra = [args.pred, proba_cols, args.weight]
+    return evaluate(args, "multiclass", (args.label,), options, extra)
+
+
+_FORECAST_EPILOG = """\
+Forecast accuracy of a long table (one row per series and time): MAE, RMSE, bias, MAPE,
+SMAPE, WAPE as the mean over series (and pooled), MASE and RMSSE with --train, pinball
+loss with --quantile, coverage with --interval; per series with --per-series.
+
+examples:
+  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat
+  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat \\
+      --train history.parquet --season-length 7 --per-series -o per_store.csv
+  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat \\
+      --cutoff made_on --by lead
+  polars-eval forecast fc.parquet --series sku --time week --actual y --forecast q50 \\
+      --quantile 0.1=q10 --quantile 0.9=q90 --interval q10,q90
+"""
+
+
+def _quantiles(values: Sequence[str] | None) -> dict[float, str] | None:
+    if not values:
+        return None
+    out: dict[float, str] = {}
+    for value in _split(values):
+        level, sep, column = value.partition("=")
+        try:
+            out[float(level)] = column
+        except ValueError:
+            sep = ""
+        if not sep or not column:
+            raise CliError(f"--quantile {value!r} must look like 0.9=COLUMN")
+    return out
+
+
+def _forecast_command(sub: Any) -> None:
+    params = _task_params("forecast")
+    p = sub.add_parser(
+        "forecast",
+        help="forecasting: MASE, RMSSE, MAPE, pinball loss ... per series",
+        description="Evaluate forecasts stored in long format.",
+        epilog=_FORECAST_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
+    p.add_argument("--forecast", required=True, metavar="COL", help="column of forecasts")
+    p.add_argument(
+        "--series", required=True, action="append", metavar="COL[,COL]", help="series id column(s)"
+    )
+    p.add_argument("--time", required=True, metavar="COL", help="time column")
+    p.add_argument(
+        "--train",
+        action="append",
+        metavar="PATH",
+        help="history (same series, time and actual columns) for MASE and RMSSE",
+    )
+    p.add_argument(
+        "--season-length", type=int, metavar="N", help="season of the naive scale (default 1)"
+    )
+    p.add_argument(
+        "--cutoff", metavar="COL", help="when each forecast was made: adds the lead column"
+    )
+    p.add_argument("--lead", type=int, metavar="N", help="keep only forecasts N steps ahead")
+    p.add_argument(
+        "--zero-actuals",
+        choices=("skip", "inf"),
+        help="percentage errors on rows whose actual is 0: skip them (default) or inf",
+    )
+    p.add_argument(
+        "--quantile",
+        action="append",
+        metavar="Q=COL",
+        help="a quantile forecast column, e.g. 0.9=q90 (repeat): pinball loss",
+    )
+    p.add_argument("--interval", metavar="LO,HI", help="columns of a prediction interval: coverage")
+    if "per_series" in params:
+        p.add_argument("--per-series", action="store_true", default=None, help="one row per series")
+    _add_common(p, "forecast", weight="weight" in params)
+    p.set_defaults(handler=_run_forecast)
+
+
+def _run_forecast(args: argparse.Namespace) -> int:
+    series = _split(args.series)
+    interval = _split([args.interval]) if args.interval else None
+    if interval is not None and len(interval) != 2:
+        raise CliError(f"--interval {args.interval!r} must name two columns: LO,HI")
+    train = None
+    if args.train:
+        with reading(args.train):
+            train = scan(args.train, args.input_format)
+
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        return {
+            "series": series[0] if len(series) == 1 else series,
+            "time": args.time,
+            "train": train,
+            "season_length": args.season_length,
+            "cutoff": args.cutoff,
+            "lead": args.lead,
+            "weight": getattr(args, "weight", None),
+            "zero_actuals": args.zero_actuals,
+            "quantiles": _quantiles(args.quantile),
+            "interval": tuple(interval) if interval else None,
+            "per_series": getattr(args, "per_series", None),
+        }
+
+    quantile_cols = list((_quantiles(args.quantile) or {}).values())
+    extra = [*series, args.time, args.cutoff, getattr(args, "weight", None), quantile_cols]
+    extra += [interval or []]
+    return evaluate(args, "forecast", (args.actual, args.forecast), options, extra)
+
+
+def _trec_cli() -> Callable[..., pl.DataFrame] | None:
+    """``polars_eval.io.trec.trec_cli`` when the TREC module is installed."""
+    try:
+        from polars_eval.io.trec import trec_cli
+    except ImportError:
+        return None
+    return trec_cli
+
+
+_TREC_EPILOG = """\
+Evaluate a TREC run file against a qrels file as trec_eval does (same measure names,
+same conventions: unjudged documents are not relevant, queries only in the run are
+skipped, ties ordered by score then document id descending).
+
+  run:   query Q0 doc rank score tag     (whitespace separated, one line per document)
+  qrels: query 0 doc relevance
+
+examples:
+  polars-eval trec run.txt qrels.txt
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map -m P.5,10
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
+"""
+
+
+def _trec_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "trec",
+        help="trec_eval on a TREC run and qrels file",
+        description="Evaluate a TREC run against qrels, as trec_eval.",
+        epilog=_TREC_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("run", metavar="RUN", help="TREC run file")
+    p.add_argument("qrels", metavar="QRELS", help="TREC qrels file")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        metavar="MEASURE",
+        help="trec_eval measure (repeat: -m map -m ndcg_cut.10); default: trec_eval's set",
+    )
+    p.add_argument(
+        "-q", "--per-query", action="store_true", help="one row per query instead of the mean"
+    )
+    _add_output(p)
+    p.set_defaults(handler=_run_trec)
+
+
+def _run_trec(args: argparse.Namespace) -> int:
+    trec_cli = _trec_cli()
+    assert trec_cli is not None  # the command exists only then
+    for path in (args.run, args.qrels):
+        if not Path(path).is_file():
+            raise CliError(f"file not found: {path!r}")
+    measures = [m for m in (args.measure or []) if m.strip()]
+    with progress("evaluating"), reading([args.run, args.qrels]):
+        table = trec_cli(args.run, args.qrels, measures, args.per_query)
+    write_output(table, [], args.format, args.output)
+    return 0
+
+
+_OPTIONAL_COMMANDS: list[Callable[[Any], None]] = [
+    maker
+    for task, maker in (
+        ("regression", _regression_command),
+        ("multiclass", _multiclass_command),
+        ("forecast", _forecast_command),
+        ("ranking", _ranking_command),
+    )
+    if hasattr(pe.EvalNamespace, task)
+]
+if _trec_cli() is not None:
+    _OPTIONAL_COMMANDS.append(_trec_command)
+
+
+# ---------------------------------------------------------------------------------------
+# demo
+# ---------------------------------------------------------------------------------------
+
+_DEMO_EPILOG = """\
+The main example is a synthetic credit-scoring validation set (20,000 loan applications,
+generated in code from a fixed seed): product segment, sales channel, region, loan
+amount, the observed default flag and two models' probabilities of default. Smaller
+examples cover the other installed tasks (property valuations, company ratings, branch
+demand forecasts, a search log). Each task's report is written next to the first one:
+polars_eval_demo_report.html, polars_eval_demo_report_<task>.html.
+
+examples:
+  polars-eval demo
+  polars-eval demo --data-dir demo_data     # also save the example data as parquet
+  polars-eval binary demo_data/credit_scoring.parquet --label defaulted --score pd_score --by channel
+"""
+
+
+def _demo_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="evaluate a bundled example (no input needed)",
+        description="Evaluate bundled, synthetic examples and print the tables"
+        + (" and write HTML reports." if _report_available() else "."),
+        epilog=_DEMO_EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="also write the example data there as parquet, to try the other commands on",
+    )
+    if _report_available():
+        p.add_argument(
+            "--report",
+            metavar="FILE.html",
+            default="polars_eval_demo_report.html",
+            help="where to write the credit-scoring report; the other tasks' reports go "
+            "next to it (default: ./polars_eval_demo_report.html)",
+        )
+        p.add_argument("--no-report", action="store_true", help="do not write reports")
+    p.set_defaults(handler=_run_demo)
+
+
+def _pick(table: pl.DataFrame, *names: str) -> pl.DataFrame:
+    """The named columns that the table has, in that order."""
+    return table.select([n for n in names if n in table.columns])
+
+
+def _demo_binary(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["credit_scoring"]
+    label, score = "defaulted", "pd_score"
+    n_pos = int(df.get_column(label).sum())
+    out.write(
+        f"== Binary classification: {df.height:,} synthetic loan applications, {n_pos:,} "
+        f"defaults ({n_pos / df.height:.1%})\nlabel 'defaulted', score 'pd_score' (the "
+        "production model's probability of default), segments 'segment' and 'channel'\n\n"
+    )
+    per = ("auc", "gini", "ks", "logloss", "brier", "ece")
+    overall = df.eval.binary(label, score)
+    out.write(
+        render_table(
+            _pick(overall, *per[:3], "pr_auc", *per[3:], "accuracy", "precision", "recall").hstack(
+                _pick(overall, "f1", "mcc")
+            ),
+            [],
+            "Overall (threshold 0.5):",
+        )
+        + "\n\n"
+    )
+    for seg in ("segment", "channel"):
+        counts = df.group_by(seg).agg(
+            pl.len().cast(pl.Int64).alias("rows"),
+            pl.col(label).mean().alias("default_rate"),
+            pl.col(score).mean().alias("mean_pd"),
+        )
+        table = (
+            _pick(df.eval.binary(label, score, by=seg), seg, *per).join(counts, on=seg).sort("auc")
+        )
+        out.write(render_table(table, [seg], f"Per {seg}, worst AUC first:") + "\n\n")
+    models = pl.concat(
+        [
+            _pick(df.eval.binary(label, col), *per).select(pl.lit(col).alias("model"), pl.all())
+            for col in ("pd_score", "pd_challenger")
+        ]
+    )
+    out.write(render_table(models, ["model"], "Production model vs challenger:") + "\n\n")
+    gain = df.eval.gain_table(label, score, bins=10)
+    columns = ("bin", "min_score", "count", "positives", "cum_pct_positives", "lift", "cum_lift")
+    out.write(
+        render_table(
+            _pick(gain, *columns, "ks"), [], "Gain table (deciles of pd_score, riskiest first):"
+        )
+        + "\n\n"
+    )
+
+
+def _demo_regression(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["property_valuations"]
+    out.write(
+        f"== Regression: {df.height:,} synthetic property sales\nactual 'sale_price', "
+        "prediction 'predicted_price' (an automated valuation model), segment 'region'\n\n"
+    )
+    keep = ("mape", "wape", "mae", "rmse", "bias", "r2", "pearson")
+    overall = df.eval.regression("sale_price", "predicted_price")
+    out.write(render_table(_pick(overall, *keep), [], "Overall:") + "\n\n")
+    per = df.eval.regression("sale_price", "predicted_price", by="region")
+    out.write(
+        render_table(
+            _pick(per, "region", *keep).sort("mape", descending=True),
+            ["region"],
+            "Per region, worst MAPE first:",
+        )
+        + "\n\n"
+    )
+
+
+def _demo_multiclass(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    from polars_eval import _demo
+
+    df = data["rating_grades"]
+    proba = [f"p_{g}" for g in _demo.GRADES]
+    out.write(
+        f"== Multiclass: {df.height:,} synthetic company ratings, grades A-E\nlabel 'grade', "
+        "prediction 'predicted_grade', probabilities 'p_A' ... 'p_E', segment 'sector'\n\n"
+    )
+    per = df.eval.multiclass(
+        "grade", pred="predicted_grade", proba=proba, classes=list(_demo.GRADES), by="sector"
+    )
+    keep = ("multiclass_accuracy", "multiclass_f1_macro", "multiclass_mcc") + (
+        "multiclass_logloss",
+        "multiclass_auc_macro",
+        "top_k_accuracy",
+    )
+    table = _pick(per, "sector", *keep).sort("multiclass_accuracy")
+    table = table.rename({c: c.removeprefix("multiclass_") for c in table.columns})
+    out.write(render_table(table, ["sector"], "Per sector, worst accuracy first:") + "\n\n")
+
+
+def _demo_forecast(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    history, forecasts = data["branch_history"], data["branch_forecasts"]
+    out.write(
+        f"== Forecasting: monthly loan applications of {forecasts['branch'].n_unique()} "
+        "branches, 6-month forecasts from 3 origins\nactual 'applications', forecast "
+        "'forecast', 80 % interval 'lo80'-'hi80', series 'branch', time 'month', origin "
+        "'cutoff'; MASE against a 36-month history (season 12)\n\n"
+    )
+    by_lead = forecasts.eval.forecast(
+        "applications",
+        "forecast",
+        series="branch",
+        time="month",
+        cutoff="cutoff",
+        train=history,
+        season_length=12,
+        interval=("lo80", "hi80"),
+        by="lead",
+    )
+    keep = ("n", "mae", "rmse", "bias", "mape", "wape", "mase", "coverage")
+    out.write(
+        render_table(_pick(by_lead, "lead", *keep), ["lead"], "By lead time (months ahead):")
+        + "\n\n"
+    )
+
+
+def _demo_ranking(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["search_log"]
+    out.write(
+        f"== Ranking: a synthetic search log, {df['query_id'].n_unique():,} queries x 20 "
+        "documents\nrelevance 'relevance' (0-4), score 'score', query 'query_id', segment "
+        "'market'\n\n"
+    )
+    keep = ("n_queries", "n_excluded", "ndcg@10", "map@10", "mrr@10", "precision@5", "recall@10")
+    per = df.eval.ranking("relevance", "score", query="query_id", k=[5, 10], by="market")
+    out.write(
+        render_table(
+            _pick(per, "market", *keep).sort("ndcg@10"),
+            ["market"],
+            "Per market, worst NDCG@10 first (means over queries):",
+        )
+        + "\n\n"
+    )
+
+
+def _demo_reports(data: dict[str, pl.DataFrame]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """task -> (data set, arguments of ``df.eval.report``) for the demo's reports."""
+    from polars_eval import _demo
+
+    return {
+        "binary": ("credit_scoring", {"label": "defaulted", "score": "pd_score", "by": "segment"}),
+        "regression": (
+            "property_valuations",
+            {"actual": "sale_price", "pred": "predicted_price", "by": "region"},
+        ),
+        "multiclass": (
+            "rating_grades",
+            {
+                "label": "grade",
+                "pred": "predicted_grade",
+                "proba": [f"p_{g}" for g in _demo.GRADES],
+                "classes": list(_demo.GRADES),
+                "by": "sector",
+            },
+        ),
+        "forecast": (
+            "branch_forecasts",
+            {
+                "actual": "applications",
+                "forecast": "forecast",
+                "series": "branch",
+                "time": "month",
+                "cutoff": "cutoff",
+                "train": data.get("branch_history"),
+                "season_length": 12,
+                "by": "region",
+            },
+        ),
+        "ranking": (
+            "search_log",
+            {"relevance": "relevance", "score": "score", "query": "query_id", "by": "market"},
+        ),
+    }
+
+
+def _demo_data() -> dict[str, pl.DataFrame]:
+    """The example data sets of the installed tasks, by file name."""
+    from polars_eval import _demo
+
+    data = {"credit_scoring": _demo.credit_scoring()}
+    if hasattr(pe.EvalNamespace, "regression"):
+        data["property_valuations"] = _demo.property_valuations()
+    if hasattr(pe.EvalNamespace, "multiclass"):
+        data["rating_grades"] = _demo.rating_grades()
+    if hasattr(pe.EvalNamespace, "forecast"):
+        data["branch_history"], data["branch_forecasts"] = _demo.branch_demand()
+    if hasattr(pe.EvalNamespace, "ranking"):
+        data["search_log"] = _demo.search_log()
+    return data
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    out = io.StringIO()
+    with progress("evaluating the examples"):
+        data = _demo_data()
+        _demo_binary(out, data)
+        for task, section in (
+            ("regression", _demo_regression),
+            ("multiclass", _demo_multiclass),
+            ("forecast", _demo_forecast),
+            ("ranking", _demo_ranking),
+        ):
+            if not hasattr(pe.EvalNamespace, task):
+                continue
+            part = io.StringIO()
+            try:
+                section(part, data)
+            except Exception as error:  # one broken family must not hide the others
+                _say(f"warning: the {task} example failed: {one_line(error)}")
+                continue
+            out.write(part.getvalue())
+    sys.stdout.write(out.getvalue().rstrip("\n") + "\n")
+    sys.stdout.flush()
+    if args.data_dir:
+        target = Path(args.data_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, frame in data.items():
+            frame.write_parquet(target / f"{name}.parquet")
+        names = ", ".join(f"{name}.parquet" for name in data)
+        _say(f"example data written to {target.resolve()}: {names}")
+    report = getattr(args, "report", None)
+    if report and not getattr(args, "no_report", False):
+        first = Path(report)
+        with progress("writing the reports"):
+            for task, (name, arguments) in _demo_reports(data).items():
+                if not _report_available(task) or name not in data:
+                    continue
+                path = (
+                    first
+                    if task == "binary"
+                    else first.with_name(f"{first.stem}_{task}{first.suffix}")
+                )
+                try:
+                    where = write_report(
+                        data[name],
+                        str(path),
+                        task=task,
+                        title=f"polars-eval demo: {task}",
+                        **arguments,
+                    )
+                except Exception as error:
+                    if task == "binary":
+                        raise
+                    _say(f"warning: the {task} report failed: {one_line(error)}")
+                    continue
+                _say(f"{task} report written to {where}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def one_line(error: BaseException | str) -> str:
+    """An error message on one line: Polars' hints and plan dumps are left out."""
+    text = str(error).strip()
+    if isinstance(error, pl.exceptions.PolarsError):
+        text = text.split("\n\n")[0]
+        for marker in ("Resolved plan until failure", "This error occurred with"):
+            text = text.split(marker)[0]
+    text = " ".join(text.split())
+    if not text:
+        text = type(error).__name__ if isinstance(error, BaseException) else "unknown error"
+    if isinstance(error, FileNotFoundError) and "No such file" in text:
+        text = f"file not found: {text.split(':', 1)[-1].strip()}"
+    return text
+
+
+_USER_ERRORS: tuple[type[BaseException], ...] = (
+    CliError,
+    PolarsEvalError,
+    ValueError,
+    KeyError,
+    OSError,
+    pl.exceptions.PolarsError,
+    pl.exceptions.PanicException,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if args.command is None:
+                parser.print_help(sys.stderr)
+                return EXIT_BAD_INPUT
+            status: int = args.handler(args)
+        except BrokenPipeError:
+            # the reader (e.g. `head`) closed the pipe: not an error of ours
+            with contextlib.suppress(OSError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        except KeyboardInterrupt:
+            print(f"\n{PROG}: interrupted", file=sys.stderr)
+            return 130
+        except _USER_ERRORS as error:
+            _warn(caught)
+            print(f"{PROG}: error: {one_line(error)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except Exception as error:  # a bug of ours: still one line, unless asked
+            if os.environ.get("POLARS_EVAL_DEBUG"):
+                raise
+            _warn(caught)
+            print(
+                f"{PROG}: error: internal error {type(error).__name__}: {one_line(error)} "
+                "(set POLARS_EVAL_DEBUG=1 for the traceback)",
+                file=sys.stderr,
+            )
+            return EXIT_INTERNAL
+    _warn(caught)
+    return status
+
+
+_NULL_GROUPS = re.compile(
+    r"^(?P<name>.+?) is null for (?P<n>\d+) of (?P<m>\d+) groups \((?P<why>.*)\)$"
+)
+
+
+def _shorten(text: str) -> str:
+    """Merge "x is null for 2 of 600 groups (why); y is null for ..." into one clause per
+    distinct count and reason, naming at most 6 metrics."""
+    parts = text.split("; ")
+    merged: dict[tuple[str, str, str], list[str]] = {}
+    for part in parts:
+        match = _NULL_GROUPS.match(part)
+        if match is None:
+            return text
+        merged.setdefault((match["n"], match["m"], match["why"]), []).append(match["name"])
+    clauses = []
+    for (n, m, why), names in merged.items():
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        verb = "is" if len(names) == 1 else "are"
+        clauses.append(f"{shown} {verb} null for {n} of {m} groups ({why})")
+    return "; ".join(clauses)
+
+
+def _warn(caught: list[warnings.WarningMessage]) -> None:
+    seen: set[str] = set()
+    for w in caught:
+        text = _shorten(one_line(str(w.message)))
+        if text not in seen:
+            seen.add(text)
+            print(f"{PROG}: warning: {text}", file=sys.stderr)
+    caught.clear()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

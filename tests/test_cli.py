@@ -1,0 +1,564 @@
+"""The ``polars-eval`` command line: numbers equal to the Python API, one-line errors.
+
+Subprocess tests (``python -m polars_eval``) check what a user sees: exit codes, a single
+``polars-eval: error:`` line and no traceback. The other tests call ``cli.main`` in process
+(an interpreter start costs about a second each).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import polars_eval as pe
+from polars_eval import _demo, cli
+
+ERROR_PREFIX = "polars-eval: error: "
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "", "POLARS_EVAL_DEBUG": ""}
+    return subprocess.Popen(
+        [sys.executable, "-m", "polars_eval", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _data(n: int = 400, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pl.DataFrame(
+        {
+            "y": y,
+            "p": np.round(np.clip(rng.random(n) * 0.7 + 0.3 * y * rng.random(n), 0, 1), 2),
+            "w": rng.integers(0, 4, n).astype(np.float64),
+            "g": rng.choice(["a", "b", "c"], n),
+        }
+    )
+
+
+@pytest.fixture
+def scores(tmp_path: Path) -> tuple[pl.DataFrame, Path]:
+    df = _data()
+    path = tmp_path / "scores.parquet"
+    df.write_parquet(path)
+    return df, path
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_one_line_error(err: str, *needles: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(ERROR_PREFIX), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def _same_numbers(records: list[dict[str, object]], expected: pl.DataFrame) -> None:
+    assert len(records) == expected.height
+    for record, row in zip(records, expected.iter_rows(named=True), strict=True):
+        assert set(record) == set(row)
+        for key, value in row.items():
+            got = record[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                assert got is None  # NaN/inf are not JSON: written as null
+            elif not isinstance(value, float):
+                assert got == value, (key, got, value)
+            else:
+                # JSON floats round-trip exactly; the engines may sum in another order
+                assert got == pytest.approx(value, rel=1e-12, abs=1e-15), (key, got, value)
+
+
+# ---------------------------------------------------------------------------------------
+# Through a subprocess: what a user sees
+# ---------------------------------------------------------------------------------------
+
+
+def test_json_output_equals_python_api(tmp_path: Path) -> None:
+    df = _data(600, seed=1)
+    path = tmp_path / "scores.parquet"
+    df.write_parquet(path)
+    grouped = _run("binary", str(path), "--label", "y", "--score", "p", "--weight", "w",
+                   "--by", "g", "--format", "json")  # fmt: skip
+    whole = _run("binary", str(path), "--label", "y", "--score", "p", "--format", "json")
+    out, err = grouped.communicate(timeout=60)
+    assert grouped.returncode == 0, err
+    _same_numbers(json.loads(out), df.eval.binary("y", "p", weight="w", by="g"))
+    out, err = whole.communicate(timeout=60)
+    assert whole.returncode == 0, err
+    _same_numbers(json.loads(out), df.eval.binary("y", "p"))
+
+
+def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "ragged.csv").write_text("y,p\n1,0.5\n0,0.3,7,8\n1,0.2\n")
+    (tmp_path / "text_score.csv").write_text("y,p\n1,0.5\n0,high\n1,0.2\n")
+    (tmp_path / "ok.csv").write_text("y,p\n1,0.5\n0,0.3\n")
+    cases = {
+        "missing file": (["missing.parquet", "--label", "y", "--score", "p"], ["missing.parquet"]),
+        "malformed csv": (["ragged.csv", "--label", "y", "--score", "p"], ["ragged.csv"]),
+        "unknown column": (["ok.csv", "--label", "y", "--score", "nope"], ['"nope"']),
+        "non-numeric score": (["text_score.csv", "--label", "y", "--score", "p"], ['"p"']),
+    }
+    running = {name: _run("binary", *args, cwd=tmp_path) for name, (args, _) in cases.items()}
+    for name, proc in running.items():
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (name, err)
+        assert out == "", name
+        _assert_one_line_error(err, *cases[name][1])
+
+
+def test_demo_runs_without_input(tmp_path: Path) -> None:
+    proc = _run("demo", "--data-dir", "data", cwd=tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "failed" not in err
+    for title in ("Overall", "Per segment", "Per channel", "Gain table"):
+        assert title in out
+    data = pl.read_parquet(tmp_path / "data" / "credit_scoring.parquet")
+    assert data.equals(_demo.credit_scoring())
+    for task in ("binary", "regression", "multiclass", "forecast", "ranking"):
+        if cli._report_available(task):
+            name = "" if task == "binary" else f"_{task}"
+            report = tmp_path / f"polars_eval_demo_report{name}.html"
+            assert report.exists() and "<html" in report.read_text()[:500].lower()
+            assert str(report.resolve()) in err
+
+
+# ---------------------------------------------------------------------------------------
+# In process
+# ---------------------------------------------------------------------------------------
+
+
+def test_help_of_every_command_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"binary", "demo"} <= set(commands)
+    for argv in [[], *([name] for name in commands)]:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([*argv, "--help"])
+        assert exit_info.value.code == 0
+        out = capsys.readouterr().out
+        assert "examples:" in out and "polars-eval" in out
+
+
+def test_no_command_prints_usage_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(capsys)
+    assert code == 2 and "usage:" in err and out == ""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
+def test_output_file_formats_equal_python_api(
+    scores: tuple[pl.DataFrame, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    df, path = scores
+    target = tmp_path / f"out.{fmt}"
+    # the format comes from the output's extension
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                          "--weight", "w", "-o", target)  # fmt: skip
+    assert code == 0 and out == "" and err == ""
+    expected = df.eval.binary("y", "p", weight="w", by="g")
+    if fmt == "csv":
+        assert_frame_equal(pl.read_csv(target), expected, check_dtypes=False)
+    elif fmt == "parquet":
+        assert_frame_equal(pl.read_parquet(target), expected)
+    else:
+        _same_numbers(json.loads(target.read_text()), expected)
+
+
+def test_table_output(
+    scores: tuple[pl.DataFrame, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    df, path = scores
+    code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p")
+    assert code == 0
+    auc = df.eval.auc("y", "p")
+    # one result row is shown turned: one line per metric
+    assert any(line.split("┆")[0].strip("│ ") == "auc" for line in out.splitlines())
+    assert f"{auc:.4g}"[:5] in out
+    code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                        "--metrics", "auc,logloss")  # fmt: skip
+    assert code == 0
+    header = out.splitlines()[1]
+    assert [h.strip() for h in header.strip("│").split("┆")] == ["g", "auc", "logloss"]
+
+
+def test_globs_directories_hive_and_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = _data(300, seed=3)
+    for key, part in df.group_by("g"):
+        folder = tmp_path / "lake" / f"segment={key[0]}"
+        folder.mkdir(parents=True)
+        part.drop("g").write_parquet(folder / "part-0.parquet")
+    expected = df.rename({"g": "segment"}).eval.binary("y", "p", by="segment")
+    for source in ([str(tmp_path / "lake" / "**" / "*.parquet")], [str(tmp_path / "lake")]):
+        code, out, err = _cli(capsys, "binary", *source, "--label", "y", "--score", "p",
+                              "--by", "segment", "--format", "json")  # fmt: skip
+        assert code == 0, err
+        _same_numbers(json.loads(out), expected)
+    # CSV + NDJSON halves of one data set, in one command
+    df.head(150).write_csv(tmp_path / "a.csv")
+    df.tail(150).write_ndjson(tmp_path / "b.ndjson")
+    code, out, err = _cli(capsys, "binary", tmp_path / "a.csv", tmp_path / "b.ndjson",
+                          "--label", "y", "--score", "p", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(json.loads(out), df.eval.binary("y", "p"))
+    # a file of unknown extension, unless the format is given
+    df.write_csv(tmp_path / "scores.txt")
+    code, _, err = _cli(capsys, "binary", tmp_path / "scores.txt", "--label", "y", "--score", "p")
+    assert code == 2
+    _assert_one_line_error(err, "scores.txt", "--input-format")
+    code, out, err = _cli(capsys, "binary", tmp_path / "scores.txt", "--input-format", "csv",
+                          "--label", "y", "--score", "p", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(json.loads(out), df.eval.binary("y", "p"))
+
+
+def test_options_reach_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    df = _data(300, seed=4).with_columns(
+        outcome=pl.when(pl.col("y") == 1).then(pl.lit("churned")).otherwise(pl.lit("stayed")),
+        margin=(pl.col("p") - 0.5) * 10,
+    )
+    path = tmp_path / "s.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "binary", path, "--label", "outcome", "--score", "p",
+                          "--pos-label", "churned", "--threshold", "0.3", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(
+        json.loads(out), df.eval.binary("outcome", "p", pos_label="churned", threshold=0.3)
+    )
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "margin",
+                          "--no-proba", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(json.loads(out), df.eval.binary("y", "margin", probability=False))
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p",
+                          "--pos-label", "yes")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, "--pos-label", "'y'")
+
+
+def test_more_bad_inputs(
+    scores: tuple[pl.DataFrame, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path = scores
+    (path.parent / "broken.parquet").write_bytes(b"not a parquet file")
+    drift = path.parent / "drift"
+    drift.mkdir()
+    pl.DataFrame({"y": [1, 0], "p": [0.2, 0.4]}).write_parquet(drift / "a.parquet")
+    pl.DataFrame({"y": [1, 0], "p": ["0.2", "0.4"]}).write_parquet(drift / "b.parquet")
+    base = ["binary", str(path), "--label", "y", "--score", "p"]
+    cases = [
+        (
+            ["binary", str(path.parent / "broken.parquet"), "--label", "y", "--score", "p"],
+            ["broken.parquet"],
+        ),
+        ([*base, "--format", "xml"], ["--format"]),
+        (["binary", str(drift), "--label", "y", "--score", "p"], ["drift", "p"]),  # schema drift
+        ([*base, "--by", "region"], ['"region"']),
+        ([*base, "--metrics", "auc,nope"], ["'nope'"]),
+        ([*base, "--format", "parquet"], ["--output"]),
+        ([*base, "--threshold", "high"], ["--threshold"]),
+        ([*base, "--weight", "g"], ['"g"']),
+        (["binary", str(path.parent / "*.csv"), "--label", "y", "--score", "p"], ["no file"]),
+        ([*base, "-o", str(path.parent / "no" / "such" / "dir.json")], ["cannot write"]),
+        (["binary", "--label", "y", "--score", "p"], ["PATH"]),
+        (["nope"], ["nope"]),
+    ]
+    for argv, needles in cases:
+        code, out, err = _cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert out == ""
+        _assert_one_line_error(err, *needles)
+
+
+def test_undefined_groups_warn_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = pl.DataFrame({"y": [1, 0, 1, 1], "p": [0.9, 0.2, 0.8, 0.7], "g": ["a", "a", "b", "b"]})
+    path = tmp_path / "one_class.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                          "--format", "json")  # fmt: skip
+    assert code == 0
+    records = json.loads(out)
+    assert records[0]["auc"] == 1.0 and records[1]["auc"] is None
+    warnings_ = [line for line in err.splitlines() if line]
+    assert warnings_ and all(line.startswith("polars-eval: warning: ") for line in warnings_)
+    assert "auc" in err
+
+
+def test_display_turns_wide_tables() -> None:
+    wide = pl.DataFrame({"g": ["a", "b"], **{f"m{i}": [0.123456, 1.0] for i in range(12)}})
+    shown = cli._display(wide, ["g"])
+    assert shown.columns == ["metric", "a", "b"]
+    assert shown.height == 12 and shown["a"][0] == pytest.approx(0.1235)
+    narrow = wide.select("g", "m0", "m1")
+    assert cli._display(narrow, ["g"]).columns == ["g", "m0", "m1"]
+
+
+@pytest.mark.skipif(
+    not hasattr(pe, "interval"), reason="no confidence intervals in this installation"
+)
+def test_ci_adds_bounds_from_the_api(
+    scores: tuple[pl.DataFrame, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    df, path = scores
+    base = ["binary", path, "--label", "y", "--score", "p", "--weight", "w", "--format", "json"]
+    code, out, err = _cli(capsys, *base, "--by", "g", "--ci", "hanley", "--level", "0.9")
+    assert code == 0, err
+    records = json.loads(out)
+    expected = (
+        df.group_by("g")
+        .agg(pe.interval("auc", "y", "p", weight="w", method="hanley", level=0.9))
+        .sort("g")
+        .unnest("auc")
+    )
+    for record, row in zip(records, expected.iter_rows(named=True), strict=True):
+        assert list(record)[:4] == ["g", "auc", "auc_lower", "auc_upper"]
+        assert record["auc"] == pytest.approx(row["value"], rel=1e-12)
+        assert record["auc_lower"] == pytest.approx(row["lower"], rel=1e-12)
+        assert record["auc_upper"] == pytest.approx(row["upper"], rel=1e-12)
+    assert "precision_lower" not in records[0]  # Wilson metrics are not Hanley's
+    if not hasattr(pe.EvalNamespace, "bootstrap"):
+        return
+    code, out, err = _cli(capsys, *base, "--ci", "bootstrap", "--resamples", "40", "--seed",
+                          "7", "--metrics", "auc,logloss")  # fmt: skip
+    assert code == 0, err
+    record = json.loads(out)[0]
+    boot = df.eval.bootstrap(
+        [pe.auc("y", "p", weight="w"), pe.logloss("y", "p", weight="w")], n_resamples=40, seed=7
+    )
+    for row in boot.iter_rows(named=True):
+        assert record[f"{row['metric']}_lower"] == pytest.approx(row["lower"], rel=1e-12)
+        assert record[f"{row['metric']}_upper"] == pytest.approx(row["upper"], rel=1e-12)
+
+
+@pytest.mark.skipif(not cli._report_available(), reason="the report module is not installed")
+def test_report_is_written(
+    scores: tuple[pl.DataFrame, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path = scores
+    target = tmp_path / "r.html"
+    code, _, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                        "--report", target)  # fmt: skip
+    assert code == 0, err
+    assert target.exists() and "<html" in target.read_text().lower()
+
+
+def test_demo_data_is_deterministic_and_realistic() -> None:
+    df = _demo.credit_scoring(2_000)
+    assert df.equals(_demo.credit_scoring(2_000))
+    assert not df.equals(_demo.credit_scoring(2_000, seed=1))
+    assert set(df["segment"].unique()) == {"credit_card", "personal_loan", "auto_loan", "mortgage"}
+    assert 0.03 < df["defaulted"].mean() < 0.15  # type: ignore[operator]
+    assert df["pd_score"].is_between(0, 1).all()
+    per_channel = df.eval.auc("defaulted", "pd_score", by="channel").sort("auc")
+    assert per_channel["channel"][0] == "broker"  # the built-in weak spot shows
+
+
+def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.01)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with cli.progress("crunching"):
+        deadline = time.monotonic() + 5  # wait for the ticker thread, even on a busy machine
+        while "crunching" not in terminal.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert "crunching" in terminal.getvalue() and "done in" in terminal.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    with cli.progress("crunching"):
+        time.sleep(0.05)
+    assert piped.getvalue() == ""
+
+
+@pytest.mark.skipif(not hasattr(pe.EvalNamespace, "regression"), reason="no regression family")
+def test_regression_command_equals_python_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = _demo.property_valuations(300).with_columns(w=pl.col("floor_area_m2") / 100)
+    path = tmp_path / "prices.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "regression", path, "--actual", "sale_price", "--pred",
+                          "predicted_price", "--weight", "w", "--by", "region",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    expected = df.eval.regression("sale_price", "predicted_price", weight="w", by="region")
+    _same_numbers(json.loads(out), expected)
+    if cli._report_available("regression"):
+        code, _, err = _cli(capsys, "regression", path, "--actual", "sale_price", "--pred",
+                            "predicted_price", "--metrics", "rmse", "--report",
+                            tmp_path / "r.html")  # fmt: skip
+        assert code == 0, err
+        assert (tmp_path / "r.html").exists() and "report written" in err
+    code, _, err = _cli(capsys, "regression", path, "--actual", "region", "--pred",
+                        "predicted_price")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, '"region"')
+
+
+@pytest.mark.skipif(not hasattr(pe.EvalNamespace, "ranking"), reason="no ranking family")
+def test_ranking_command_equals_python_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = _demo.search_log(40, 8)
+    path = tmp_path / "log.csv"
+    df.write_csv(path)
+    code, out, err = _cli(capsys, "ranking", path, "--query", "query_id", "--relevance",
+                          "relevance", "--score", "score", "-k", "3,all", "--by", "market",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    expected = df.eval.ranking("relevance", "score", query="query_id", k=[3, None], by="market")
+    _same_numbers(json.loads(out), expected)
+    code, _, err = _cli(capsys, "ranking", path, "--query", "query_id", "--relevance",
+                        "relevance", "--score", "score", "-k", "ten")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, "'ten'")
+
+
+@pytest.mark.skipif(cli._trec_cli() is None, reason="no TREC interop module")
+def test_trec_command_equals_python_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_text(
+        "1 Q0 a 1 3.0 r\n1 Q0 b 2 2.0 r\n1 Q0 c 3 1.0 r\n2 Q0 a 1 1.0 r\n2 Q0 d 2 0.5 r\n"
+    )
+    qrels.write_text("1 0 b 1\n1 0 c 0\n1 0 z 1\n2 0 d 2\n")
+    for extra, per_query in (([], False), (["-q"], True)):
+        code, out, err = _cli(capsys, "trec", run, qrels, "-m", "ndcg_cut.10", "-m", "map",
+                              *extra, "--format", "json")  # fmt: skip
+        assert code == 0, err
+        expected = pe.trec_eval(str(run), str(qrels), ["ndcg_cut.10", "map"], per_query=per_query)
+        _same_numbers(json.loads(out), expected)
+    (tmp_path / "bad.txt").write_text("1 Q0 a 1 high r\n")
+    for argv, needles in (
+        ([tmp_path / "bad.txt", qrels], ["bad.txt", "line 1"]),
+        ([tmp_path / "none.txt", qrels], ["none.txt"]),
+        ([run, qrels, "-m", "bogus"], ["bogus"]),
+    ):
+        code, out, err = _cli(capsys, "trec", *argv)
+        assert code == 2 and out == ""
+        _assert_one_line_error(err, *needles)
+
+
+@pytest.mark.skipif(not hasattr(pe.EvalNamespace, "multiclass"), reason="no multiclass family")
+def test_multiclass_command_equals_python_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = _demo.rating_grades(300)
+    path = tmp_path / "grades.parquet"
+    df.write_parquet(path)
+    proba = [f"p_{g}" for g in _demo.GRADES]
+    code, out, err = _cli(capsys, "multiclass", path, "--label", "grade", "--pred",
+                          "predicted_grade", "--proba", ",".join(proba), "--classes",
+                          "A,B,C,D,E", "--by", "sector", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    expected = df.eval.multiclass(
+        "grade", pred="predicted_grade", proba=proba, classes=list("ABCDE"), by="sector"
+    )
+    _same_numbers(json.loads(out), expected)
+    # integer class ids given on the command line take the label column's dtype
+    codes = df.with_columns(pl.col("grade").rank("dense").cast(pl.Int64) - 1)
+    codes.write_parquet(path)
+    code, out, err = _cli(capsys, "multiclass", path, "--label", "grade", "--proba",
+                          ",".join(proba), "--classes", "0,1,2,3,4", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(
+        json.loads(out), codes.eval.multiclass("grade", proba=proba, classes=[0, 1, 2, 3, 4])
+    )
+    code, _, err = _cli(capsys, "multiclass", path, "--label", "grade")
+    assert code == 2
+    _assert_one_line_error(err, "--pred", "--proba")
+
+
+@pytest.mark.skipif(not hasattr(pe.EvalNamespace, "forecast"), reason="no forecast family")
+def test_forecast_command_equals_python_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history, forecasts = _demo.branch_demand(3)
+    history.write_parquet(tmp_path / "history.parquet")
+    forecasts.write_parquet(tmp_path / "forecasts.parquet")
+    code, out, err = _cli(capsys, "forecast", tmp_path / "forecasts.parquet", "--actual",
+                          "applications", "--forecast", "forecast", "--series", "branch",
+                          "--time", "month", "--cutoff", "cutoff", "--train",
+                          tmp_path / "history.parquet", "--season-length", "12", "--by",
+                          "lead", "--interval", "lo80,hi80", "--quantile", "0.5=forecast",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    expected = forecasts.eval.forecast(
+        "applications",
+        "forecast",
+        series="branch",
+        time="month",
+        cutoff="cutoff",
+        train=history,
+        season_length=12,
+        by="lead",
+        interval=("lo80", "hi80"),
+        quantiles={0.5: "forecast"},
+    )
+    _same_numbers(json.loads(out), expected)
+    code, _, err = _cli(capsys, "forecast", tmp_path / "forecasts.parquet", "--actual",
+                        "applications", "--forecast", "forecast", "--series", "branch",
+                        "--time", "month", "--quantile", "high=q90")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, "--quantile")
+
+
+@pytest.mark.skipif("baseline" not in cli._task_params("binary"), reason="no binary baseline")
+def test_baseline_and_metric_selection(
+    scores: tuple[pl.DataFrame, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    df, path = scores
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                          "--baseline", "--metrics", "auc,logloss", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    expected = df.eval.binary("y", "p", by="g", baseline=True).select(
+        "g", "auc", "auc_baseline", "logloss", "logloss_baseline"
+    )
+    records = json.loads(out)
+    assert list(records[0]) == expected.columns
+    _same_numbers(records, expected)
+
+
+def test_console_script_is_declared() -> None:
+    from importlib.metadata import entry_points
+
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
+    assert scripts.get("polars-eval") == "polars_eval.cli:main"
+
+
+def test_long_undefined_warnings_are_shortened() -> None:
+    names = [f"m{i}" for i in range(8)]
+    text = "; ".join(f"{n} is null for 2 of 9 groups (no relevant item (rel >= 1))" for n in names)
+    text += "; f1 is null for 1 of 9 groups (0/0)"
+    assert cli._shorten(text) == (
+        "m0, m1, m2, m3, m4, m5 and 2 more are null for 2 of 9 groups (no relevant item "
+        "(rel >= 1)); f1 is null for 1 of 9 groups (0/0)"
+    )
+    assert cli._shorten("something else") == "something else"
