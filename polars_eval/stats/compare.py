@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from polars_eval._exprs import (
     F64,
@@ -27,7 +26,7 @@ from polars_eval._run import normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot
-from polars_eval.stats.intervals import z_quantile
+from polars_eval.stats.intervals import scipy_stats, z_quantile
 
 MCNEMAR_FIELDS = ("wins_1", "wins_2", "p_value")
 DELONG_FIELDS = ("auc_1", "auc_2", "difference", "lower", "upper", "z", "p_value")
@@ -48,7 +47,7 @@ def _binom_sf(s: pl.Series) -> pl.Series:
     b = s.struct.field("b").cast(F64).to_numpy()
     c = s.struct.field("c").cast(F64).to_numpy()
     with np.errstate(invalid="ignore"):
-        p = stats.binom.sf(b - 1.0, b + c, 0.5)
+        p = scipy_stats().binom.sf(b - 1.0, b + c, 0.5)
     p = np.where(np.isnan(b) | np.isnan(c), np.nan, np.where(b + c == 0.0, 1.0, p))
     return pl.Series(s.name, p, dtype=F64)
 
@@ -60,7 +59,7 @@ def _with_p_value(s: pl.Series) -> pl.Series:
     # scipy for the p-value: 2 P(Z >= |z|); NaN z (NaN scores) stays NaN, null stays null
     frame = s.struct.unnest()
     z = frame.get_column("z")
-    p = pl.Series("p_value", 2.0 * stats.norm.sf(np.abs(z.to_numpy())), dtype=F64)
+    p = pl.Series("p_value", 2.0 * scipy_stats().norm.sf(np.abs(z.to_numpy())), dtype=F64)
     p = pl.select(pl.when(z.is_null()).then(None).otherwise(p)).to_series()
     return frame.with_columns(p.alias("p_value")).to_struct(s.name)
 

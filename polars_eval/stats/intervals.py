@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from polars_eval._exprs import (
     F64,
@@ -51,6 +50,13 @@ PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 """The binary metrics that are a proportion of confusion counts (they get a Wilson interval)."""
 
 
+def scipy_stats():  # noqa: ANN201 - scipy is imported on first use, not with the package
+    """scipy.stats, imported lazily (it costs about half a second, the CLI's whole start-up)."""
+    from scipy import stats
+
+    return stats
+
+
 def check_level(level: Any) -> None:
     """Raise unless ``level`` is a confidence level in (0, 1)."""
     check_fraction("level", level, low_open=True, high_open=True)
@@ -59,7 +65,7 @@ def check_level(level: Any) -> None:
 def z_quantile(level: float) -> float:
     """The two-sided standard normal quantile Φ⁻¹(1 − (1 − level)/2)."""
     check_level(level)
-    return float(stats.norm.ppf(0.5 + level / 2.0))
+    return float(scipy_stats().norm.ppf(0.5 + level / 2.0))
 
 
 def _bounded(value: pl.Expr, half: pl.Expr, lo: float, hi: float) -> tuple[pl.Expr, pl.Expr]:
@@ -361,8 +367,8 @@ def chi2_interval(rmse: pl.Expr, n: pl.Expr, level: float, name: str) -> pl.Expr
         dof = parts.list.get(1).cast(F64).fill_null(0.0).to_numpy()
         ok = (dof > 0.0) & value.is_not_null().to_numpy()
         lower, upper = np.zeros(len(v)), np.zeros(len(v))
-        lower[ok] = v[ok] * np.sqrt(dof[ok] / stats.chi2.ppf(1.0 - alpha / 2.0, dof[ok]))
-        upper[ok] = v[ok] * np.sqrt(dof[ok] / stats.chi2.ppf(alpha / 2.0, dof[ok]))
+        lower[ok] = v[ok] * np.sqrt(dof[ok] / scipy_stats().chi2.ppf(1.0 - alpha / 2.0, dof[ok]))
+        upper[ok] = v[ok] * np.sqrt(dof[ok] / scipy_stats().chi2.ppf(alpha / 2.0, dof[ok]))
         defined = pl.Series(ok)
         return pl.DataFrame(
             {
