@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from conftest import binary_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -27,7 +28,6 @@ from polars_eval.exceptions import (
     UndefinedMetricWarning,
 )
 from polars_eval.stats import Interval, run_interval
-from tests.conftest import binary_data
 
 LEVELS = [0.8, 0.95, 0.99]
 

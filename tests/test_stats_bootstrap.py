@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from conftest import binary_data
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 import polars_eval as pe
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.stats import bootstrap as B
-from tests.conftest import binary_data
 
 COLUMNS = ["metric", "estimate", "lower", "upper", "std", "n_undefined"]
 
