@@ -131,3 +131,10 @@ def check_number(name: str, value: Any) -> None:
 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
+
+
+def check_beta(beta: Any) -> None:
+    """Raise unless ``beta`` (of an F-beta score) is a positive finite number."""
+    check_number("beta", beta)
+    if beta <= 0:
+        raise InvalidParameterError(f"beta must be positive; got {beta!r}")

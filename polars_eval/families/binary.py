@@ -26,6 +26,7 @@ from polars_eval._exprs import (
     F64,
     NAN,
     binary_label,
+    check_beta,
     check_choice,
     check_fraction,
     check_number,
@@ -687,12 +688,6 @@ mcc = _make_threshold_metric("mcc")
 cohen_kappa = _make_threshold_metric("cohen_kappa")
 
 
-def _check_beta(beta: Any) -> None:
-    check_number("beta", beta)
-    if beta <= 0:
-        raise InvalidParameterError(f"beta must be positive; got {beta!r}")
-
-
 @register(
     task="binary",
     inputs=THRESHOLD_INPUTS,
@@ -728,7 +723,7 @@ def f_beta(
     >>> round(df.eval.f_beta("y", "p", beta=2.0), 6)
     0.666667
     """
-    _check_beta(beta)
+    check_beta(beta)
     state = confusion_state(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
@@ -874,7 +869,7 @@ def max_f_beta(
     >>> round(df.eval.max_f_beta("y", "p", beta=2.0), 6)
     0.9375
     """
-    _check_beta(beta)
+    check_beta(beta)
     b = float(beta)
     return finalize(
         threshold_state(label, score, weight, pos_label),
@@ -917,7 +912,7 @@ def best_threshold(
     {'threshold': 0.3, 'value': 0.8}
     """
     check_choice("metric", metric, BEST_METRICS)
-    _check_beta(beta)
+    check_beta(beta)
     b = float(beta)
 
     def body(c: Curve) -> pl.Expr:

@@ -55,8 +55,8 @@ import polars as pl
 from polars_eval._exprs import (
     F64,
     NAN,
+    check_beta,
     check_choice,
-    check_number,
     check_positive_int,
     drop_null_rows,
     nan_guard,
@@ -534,12 +534,6 @@ def multiclass_f1(
     return _prf("multiclass_f1", "f_beta", label, pred, proba, average, classes, weight)
 
 
-def _check_beta(beta: Any) -> None:
-    check_number("beta", beta)
-    if beta <= 0:
-        raise InvalidParameterError(f"beta must be positive; got {beta!r}")
-
-
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
@@ -559,7 +553,7 @@ def multiclass_f_beta(
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    _check_beta(beta)
+    check_beta(beta)
     return _prf(
         "multiclass_f_beta", "f_beta", label, pred, proba, average, classes, weight, float(beta)
     )
