@@ -65,28 +65,23 @@ def _summary_exprs(
         for info in infos
         if info.name not in sorted_names and info.name not in b.THRESHOLD_FORMULAS
     ]
+
+    def finalizer(name: str) -> pl.Expr:
+        if pred is not None and name == "max_accuracy":
+            # a constant predictor's best accuracy is its majority-class accuracy (its
+            # score has one threshold only: "all positive")
+            return b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS["accuracy"])
+        if name in b.AUC_FINALIZE:
+            return finalize(pl.col(state), b.AUC_FINALIZE[name])
+        if name == "ece":
+            return b.ece_from_state(pl.col(state), 10)
+        return b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS[name])
+
     finalizers = [
-        (
-            finalize(pl.col(state), b.AUC_FINALIZE[name])
-            if name in b.AUC_FINALIZE
-            else b.ece_from_state(pl.col(state), 10)
-        ).alias(name + suffix)
-        for name in sorted_names
-    ]
-    finalizers += [
-        b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS[info.name]).alias(info.name + suffix)
+        finalizer(info.name).alias(info.name + suffix)
         for info in infos
-        if info.name in b.THRESHOLD_FORMULAS
+        if info.name in sorted_names or info.name in b.THRESHOLD_FORMULAS
     ]
-    if pred is not None and "max_accuracy" in sorted_names:
-        # a constant predictor's best accuracy is its majority-class accuracy (its score has
-        # one threshold only: "all positive")
-        finalizers = [f for f in finalizers if f.meta.output_name() != "max_accuracy" + suffix]
-        finalizers.append(
-            b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS["accuracy"]).alias(
-                "max_accuracy" + suffix
-            )
-        )
     return first, finalizers
 
 
