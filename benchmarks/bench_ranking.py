@@ -69,7 +69,7 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def ours_ranking(df: pl.DataFrame | pl.LazyFrame, engine: str = "in-memory") -> Any:
-    out = df.eval.ranking("rel", "score", query="qid", k=[10, None], metrics=["ndcg", "map", "mrr"])
+    out = df.eval.ranking("rel", "score", query="qid", k=None, metrics=["ndcg@10", "map", "mrr"])
     if isinstance(out, pl.LazyFrame):
         out = out.collect(engine=engine)  # type: ignore[arg-type]
     return out.select("ndcg@10", "map", "mrr").row(0)

@@ -350,24 +350,39 @@ CUTOFF_METRICS = (
 )
 
 
-def _choose(metrics: Sequence[str] | None, ties: str) -> list[str]:
-    """Metric names for ``df.eval.ranking``; ERR and 11-point AP need ``ties="first"``."""
+ALL_CUTOFFS = object()
+"""A chosen metric without ``@k``: evaluated at every cutoff of ``k``."""
+
+
+def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
+    """(metric name, cutoff) pairs for ``df.eval.ranking``; the cutoff is :data:`ALL_CUTOFFS`
+    unless the entry names one (``"ndcg@10"``). 11-point AP needs ``ties="first"``."""
     available = [*CUTOFF_METRICS, "ap_11pt"]
     if ties != "first":
-        available = [m for m in available if m not in ("err", "ap_11pt")]
+        available = [m for m in available if m != "ap_11pt"]
     if metrics is None:
-        return available
+        return [(m, ALL_CUTOFFS) for m in available]
     stems = {_registry.get(m).extra.get("short", m): m for m in [*CUTOFF_METRICS, "ap_11pt"]}
-    chosen = []
-    for name in [metrics] if isinstance(metrics, str) else metrics:
+    chosen: list[tuple[str, Any]] = []
+    for entry in [metrics] if isinstance(metrics, str) else metrics:
+        name, at, cut_text = str(entry).partition("@")
         metric = stems.get(name, name)
         if metric not in available:
-            extra = ' (with ties="first" only)' if metric in ("err", "ap_11pt") else ""
+            extra = ' (with ties="first" only)' if metric == "ap_11pt" else ""
             raise InvalidParameterError(
-                f"unknown ranking metric {name!r}{extra}; choose from {sorted(stems)}"
+                f"unknown ranking metric {entry!r}{extra}; choose from {sorted(stems)}, "
+                f'optionally with a cutoff ("ndcg@10")'
             )
-        if metric not in chosen:
-            chosen.append(metric)
+        cut: Any = ALL_CUTOFFS
+        if at:
+            if metric == "ap_11pt" or not cut_text.isdigit() or int(cut_text) <= 0:
+                raise InvalidParameterError(
+                    f"metrics entry {entry!r}: the cutoff after '@' must be a positive int"
+                    + (" (ap_11pt takes none)" if metric == "ap_11pt" else "")
+                )
+            cut = int(cut_text)
+        if (metric, cut) not in chosen:
+            chosen.append((metric, cut))
     return chosen
 
 
@@ -396,11 +411,14 @@ def _ranking(
 
     Columns ``<metric>@<k>`` for each cutoff in ``k`` (``None`` = the whole list, no
     suffix): ``ndcg``, ``dcg``, ``precision``, ``recall``, ``hit_rate``, ``map`` (mean
-    AP@k), ``mrr``, ``cg``, and ``err`` and ``ap_11pt`` with ``ties="first"`` only (their
-    tie-averaged forms are not implemented); plus ``n_queries`` and ``n_excluded`` (the
+    AP@k), ``mrr``, ``cg``, ``err``, and ``ap_11pt`` with ``ties="first"`` only (its
+    tie-averaged form is not implemented); plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
     The rows of each query are sorted once; every metric is finalized from that state.
-    ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``).
+    ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``),
+    each at every cutoff of ``k``; an entry with a cutoff, ``"ndcg@10"``, is that metric
+    at that cutoff only (``k=None, metrics=["ndcg@10", "map", "mrr"]`` gives NDCG@10, MAP
+    and MRR over the whole list, one sort per query for the three).
     ``weight=`` names a query weight (one value per query): weighted means over queries.
     ``item=`` names the item column: an item repeated within a query is then an error.
 
@@ -434,29 +452,24 @@ def _ranking(
     rk.check_number("max_relevance", max_relevance)
     chosen = _choose(metrics, ties)
 
-    def specs_at(cut: int | None, suffix: str, names: list[str]) -> list[rk.Spec]:
-        out = []
-        for name in names:
+    def specs_for(pairs: list[tuple[str, Any]], suffix: str) -> list[rk.Spec]:
+        out: dict[str, rk.Spec] = {}
+        for name, fixed in pairs:
             short = _registry.get(name).extra.get("short", name)
-            out.append(
-                rk.Spec(
-                    f"{short}{rk._suffix(cut)}{suffix}",
-                    name,
-                    k=cut,
-                    gain=gain,
-                    max_relevance=float(max_relevance),
-                )
-            )
-        return out
+            if name == "ap_11pt":
+                out["ap_11pt" + suffix] = rk.Spec("ap_11pt" + suffix, "ap_11pt")
+                continue
+            for cut in cutoffs if fixed is ALL_CUTOFFS else [fixed]:
+                col = f"{short}{rk._suffix(cut)}{suffix}"
+                out[col] = rk.Spec(col, name, k=cut, gain=gain, max_relevance=float(max_relevance))
+        return list(out.values())
 
-    with_cut = [m for m in chosen if m != "ap_11pt"]
-    specs = [spec for cut in cutoffs for spec in specs_at(cut, "", with_cut)]
-    if "ap_11pt" in chosen:
-        specs.append(rk.Spec("ap_11pt", "ap_11pt"))
+    specs = specs_for(chosen, "")
     base = None
     if baseline:
-        plain = [m for m in with_cut if m != "err"]
-        base = [spec for cut in cutoffs for spec in specs_at(cut, "_baseline", plain)]
+        base = specs_for(
+            [(m, cut) for m, cut in chosen if m not in ("err", "ap_11pt")], "_baseline"
+        )
     return run_ranking(
         self._frame,
         relevance=relevance,

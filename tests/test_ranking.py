@@ -118,8 +118,9 @@ AVERAGE_METRICS = {
     "ap_at_k": pe.ap_at_k,
     "reciprocal_rank": pe.reciprocal_rank,
     "mrr": pe.mrr,
+    "err": pe.err,
 }
-FIRST_ONLY = {"err": pe.err, "ap_11pt": pe.ap_11pt}
+FIRST_ONLY = {"ap_11pt": pe.ap_11pt}
 
 
 def _query(seed: int, n: int, levels: int = 3, grades: int = 4) -> tuple[list[float], list[float]]:
@@ -148,7 +149,7 @@ def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) ->
             assert got == pytest.approx(expected, abs=1e-12), (seed, rels, scores)
 
 
-@pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr"])
+@pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr", "err"])
 def test_ties_average_options(name: str) -> None:
     fn = AVERAGE_METRICS[name]
     for seed in range(6):
@@ -158,6 +159,8 @@ def test_ties_average_options(name: str) -> None:
             kw["gain"] = "linear"
         if name == "ap_at_k":
             kw["denominator"] = "min_k"
+        if name == "err":
+            kw["max_relevance"] = 3.0
         expected = brute_average(name, rels, scores, **kw)
         got = _value(fn, rels, scores, **kw)
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
@@ -186,9 +189,7 @@ def test_ties_first_keeps_input_order(name: str, k: int | None) -> None:
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
 
 
-def test_err_and_ap_11pt_reject_average_ties() -> None:
-    with pytest.raises(InvalidParameterError, match="ties"):
-        pe.err("r", "s", ties="average")
+def test_ap_11pt_rejects_average_ties() -> None:
     with pytest.raises(InvalidParameterError, match="ties"):
         pe.ap_11pt("r", "s", ties="average")
 
@@ -392,8 +393,63 @@ def test_ranking_table_ties_first_has_err_and_11pt() -> None:
     df = _log(10, 2)
     wide = df.eval.ranking("rel", "s", query="q", k=[3], ties="first")
     assert {"err@3", "ap_11pt"} <= set(wide.columns)
-    per = df.group_by("q").agg(pe.err("rel", "s", k=3))
+    per = df.group_by("q").agg(pe.err("rel", "s", k=3, ties="first"))
     assert wide["err@3"].item() == pytest.approx(per["err"].mean(), abs=1e-15)
+
+
+def test_ranking_table_err_average_and_cutoff_entries() -> None:
+    df = _log(30, 5)
+    wide = df.eval.ranking(
+        "rel", "s", query="q", k=None, metrics=["ndcg@3", "map", "err@2", "mrr", "ndcg@3"]
+    )
+    assert wide.columns == ["n_queries", "n_excluded", "ndcg@3", "map", "err@2", "mrr"]
+    per = df.group_by("q").agg(
+        pe.ndcg("rel", "s", k=3),
+        pe.ap_at_k("rel", "s", k=None),
+        pe.err("rel", "s", k=2),
+        pe.mrr("rel", "s"),
+    )
+    for col, name in [("ndcg@3", "ndcg"), ("map", "ap_at_k"), ("err@2", "err"), ("mrr", "mrr")]:
+        assert wide[col].item() == pytest.approx(per[name].mean(), abs=1e-12), col
+    # a plain entry takes every cutoff of k
+    both = df.eval.ranking("rel", "s", query="q", k=[2, None], metrics=["err", "ndcg@3"])
+    assert both.columns == ["n_queries", "n_excluded", "err@2", "err", "ndcg@3"]
+    assert both["err@2"].item() == pytest.approx(wide["err@2"].item(), abs=1e-15)
+    for bad in ("ndcg@0", "ndcg@x", "ap_11pt@3"):
+        with pytest.raises(InvalidParameterError, match="cutoff|unknown"):
+            df.eval.ranking("rel", "s", query="q", metrics=[bad], ties="first")
+
+
+@pytest.mark.parametrize("k", [10, None])
+def test_err_large_tie_block_against_hypergeometric(k: int | None) -> None:
+    """A block of 40 tied items (7 of grade 2, stop 3/16) after 4 untied ones.
+
+    With one stop probability p in the block, the first t places of a random order hold J
+    relevant items, J hypergeometric (scipy), so the chance that they do not stop the user
+    is E[(1 - p)^J]; the place-t stop probability is the difference of consecutive ones.
+    """
+    from scipy.stats import hypergeom
+
+    head = [4.0, 0.0, 1.0, 0.0]
+    block = [2.0] * 7 + [0.0] * 33
+    rng = np.random.default_rng(3)
+    rng.shuffle(block)
+    rels = head + block
+    scores = [9.0, 8.0, 7.0, 6.0] + [1.0] * len(block)
+    stop = [(2.0**r - 1.0) / 16.0 for r in head]
+    reach = float(np.prod([1.0 - x for x in stop]))
+    expected = sum(x * np.prod([1.0 - y for y in stop[:i]]) / (i + 1) for i, x in enumerate(stop))
+    p, m = 3.0 / 16.0, len(block)
+    not_stopped = [hypergeom(m, 7, t).expect(lambda j: (1.0 - p) ** j) for t in range(m + 1)]
+    for t in range(1, m + 1):
+        rank = 4 + t
+        if k is None or rank <= k:
+            expected += reach * (not_stopped[t - 1] - not_stopped[t]) / rank
+    got = _value(pe.err, rels, scores, k=k)
+    assert got == pytest.approx(expected, abs=1e-12)
+    # the namespace's engine agrees
+    frame = pl.DataFrame({"q": 1, "r": rels, "s": scores})
+    assert frame.eval.err("r", "s", query="q", k=k) == pytest.approx(expected, abs=1e-12)
 
 
 def test_baseline_is_all_items_tied() -> None:
@@ -524,7 +580,7 @@ def test_flat_engine_equals_expressions(ties: str, unscored: str) -> None:
         }
     ).with_columns(pl.col("s").fill_nan(None))
     specs, exprs = [], []
-    metrics = ENGINE_METRICS + ([("err", pe.err)] if ties == "first" else [])
+    metrics = [*ENGINE_METRICS, ("err", pe.err)]
     for k in (1, 3, None):
         for name, fn in metrics:
             for gain in ("exp2", "linear") if name in ("ndcg", "dcg") else ("exp2",):
@@ -617,4 +673,4 @@ def test_multi_column_query_and_expression_inputs() -> None:
     with pytest.raises(InvalidParameterError, match="unknown ranking metric"):
         df.eval.ranking("rel", "s", query="q", metrics=["nope"])
     with pytest.raises(InvalidParameterError, match='ties="first"'):
-        df.eval.ranking("rel", "s", query="q", metrics=["err"])
+        df.eval.ranking("rel", "s", query="q", metrics=["ap_11pt"])
