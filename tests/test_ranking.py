@@ -674,3 +674,20 @@ def test_multi_column_query_and_expression_inputs() -> None:
         df.eval.ranking("rel", "s", query="q", metrics=["nope"])
     with pytest.raises(InvalidParameterError, match='ties="first"'):
         df.eval.ranking("rel", "s", query="q", metrics=["ap_11pt"])
+
+
+def test_long_frames_are_evaluated_in_slices_of_queries(monkeypatch) -> None:
+    from polars_eval import _ns_ranking
+
+    df = _log(60, 12)
+    kw = {"query": "q", "k": [2, None], "by": "seg", "baseline": True}
+    per = {"query": "q", "per_query": True, "no_relevant": "zero"}
+    whole = df.eval.ranking("rel", "s", **kw)
+    per_query = df.eval.ndcg("rel", "s", **per)
+    monkeypatch.setattr(_ns_ranking, "PARTITION_ROWS", 50)
+    assert df.height > 3 * 50
+    assert_frame_equal(df.eval.ranking("rel", "s", **kw), whole, abs_tol=1e-12)
+    assert_frame_equal(df.eval.ndcg("rel", "s", **per), per_query)
+    bad = df.with_columns(pl.when(pl.col("item") == 3).then(np.nan).otherwise("s").alias("s"))
+    with pytest.raises(DataValidationError, match='"s"'):
+        bad.eval.ranking("rel", "s", **kw)
