@@ -408,6 +408,8 @@ NREL = "__pe_R"
 NRET = "__pe_n"
 HASNAN = "__pe_nan"
 IDEAL = "__pe_ideal"
+INTERPOLATED = ("ap_11pt", "iprec_at_recall")
+"""Metrics read from the interpolated precision at the 11 recall levels."""
 
 
 @dataclass(frozen=True)
@@ -540,7 +542,7 @@ def flat_sums(
     # the state holds the retrieved rows only; a query that ranks nothing adds no row (its
     # sums are 0 after the join); the number of relevant items is needed per row only by
     # R-precision and 11-point AP
-    per_row = [NREL] if any(s.metric in ("r_precision", "ap_11pt") for s in specs) else []
+    per_row = [NREL] if any(s.metric in ("r_precision", *INTERPOLATED) for s in specs) else []
     flat = (
         grouped.select(QI, ST, *per_row)
         .filter(c(ST).list.len() > 0)
@@ -618,8 +620,8 @@ def flat_sums(
         # (numpy, see _err_ties); a constant score is never asked for ERR
         sums = _err_sums if ties == "first" or constant else _err_sums_tied
         out = out.join(sums(flat, err_specs, prefix), on=QI, how="left")
-    if any(s.metric == "ap_11pt" for s in specs):
-        flavors = {s.flavor for s in specs if s.metric == "ap_11pt"}
+    if any(s.metric in INTERPOLATED for s in specs):
+        flavors = {s.flavor for s in specs if s.metric in INTERPOLATED}
         out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
 
@@ -700,18 +702,20 @@ def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.Lazy
     flat = flat.with_columns(hits.alias("_hq"))
     precision = c("_hq") / c("_p")
     recall = c("_hq") / c(NREL)
-    aggs = []
+    aggs, means = [], []
     for flavor in sorted(flavors):
-        levels = []
-        for i in range(11):
+        # the interpolated precision at each recall level (trec_eval's iprec_at_recall),
+        # then their mean
+        levels = [f"{prefix}ip{flavor}{i}" for i in range(11)]
+        for i, name in enumerate(levels):
             if flavor == "trec":
                 need = (pl.lit(i / 10.0) * c(NREL) + 0.9).floor()
                 reached = c("_hq") >= need
             else:
                 reached = recall >= i / 10.0 - 1e-12
-            levels.append(precision.filter(reached).max().fill_null(0.0))
-        aggs.append((pl.sum_horizontal(levels) / 11.0).alias(f"{prefix}ap11{flavor}"))
-    return flat.group_by(QI).agg(aggs)
+            aggs.append(precision.filter(reached).max().fill_null(0.0).alias(name))
+        means.append((pl.sum_horizontal(levels) / 11.0).alias(f"{prefix}ap11{flavor}"))
+    return flat.group_by(QI).agg(aggs).with_columns(means)
 
 
 def _exclusive_product(flat: pl.LazyFrame, factor: pl.Expr, name: str) -> pl.LazyFrame:
@@ -776,6 +780,8 @@ def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
         value = raw(f"err{spec.max_relevance}_{k}")
     elif name == "ap_11pt":
         value = raw(f"ap11{spec.flavor}")
+    elif name == "iprec_at_recall":  # k: the recall level's index, 0..10
+        value = raw(f"ip{spec.flavor}{k}")
     elif name == "r_precision":
         value = raw("rprec") / R
     else:  # pragma: no cover - specs name FINALIZE's keys

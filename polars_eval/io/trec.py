@@ -60,6 +60,8 @@ PLAIN_MEASURES = (
     "set_recall",
     "set_F",
     "11pt_avg",
+    "iprec_at_recall",
+    "gm_map",
 )
 COUNT_MEASURES = ("num_ret", "num_rel", "num_rel_ret")
 DEFAULT_MEASURES = (
@@ -232,6 +234,10 @@ def parse_measures(measures: Iterable[str]) -> list[tuple[str, int | None, str]]
                 if cut <= 0:
                     raise InvalidParameterError(f"trec_eval cutoffs must be positive; got {raw!r}")
                 out.setdefault(f"{name}_{cut}", (name, cut, f"{name}_{cut}"))
+        elif name == "iprec_at_recall" and cuts is None:
+            for level in range(11):
+                col = f"iprec_at_recall_{level / 10:.2f}"
+                out.setdefault(col, (name, level, col))
         elif name in PLAIN_MEASURES and cuts is None:
             out.setdefault(name, (name, None, name))
         else:
@@ -270,6 +276,8 @@ SPEC_OF = {
     "recip_rank": ("reciprocal_rank", False),
     "Rprec": ("r_precision", False),
     "11pt_avg": ("ap_11pt", False),
+    "iprec_at_recall": ("iprec_at_recall", True),
+    "gm_map": ("ap_at_k", False),
 }
 """trec_eval measure -> (ranking metric, whether the cutoff applies)."""
 
@@ -292,6 +300,19 @@ def _set_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
     set_f = pl.when(set_p + set_r > 0).then(2.0 * set_p * set_r / (set_p + set_r)).otherwise(0.0)
     formulas = {"set_P": set_p, "set_recall": set_r, "set_F": set_f}
     return [formulas[name].alias(col) for name, _, col in measures if name in formulas]
+
+
+MIN_GEO_MEAN = 1e-5
+"""trec_eval's floor under a per-query AP before its logarithm (gm_map)."""
+
+
+def _log_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
+    """gm_map per query: log(max(AP, 1e-5)), as trec_eval prints it (Robertson 2006)."""
+    return [
+        pl.col(col).clip(lower_bound=MIN_GEO_MEAN).log().alias(col)
+        for name, _, col in measures
+        if name == "gm_map"
+    ]
 
 
 def _raise_duplicate(joined: pl.LazyFrame, queries: pl.Series) -> None:
@@ -325,7 +346,9 @@ def trec_eval(
     relevance. ``metrics`` are trec_eval measure names: ``map``, ``map_cut.k``, ``ndcg``,
     ``ndcg_cut.k``, ``P.k``, ``recall.k``, ``success.k``, ``recip_rank``, ``Rprec``,
     ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``set_P``, ``set_recall``,
-    ``set_F``, ``11pt_avg`` (``P.5,10`` gives two; ``P`` alone trec_eval's default
+    ``set_F``, ``11pt_avg``, ``iprec_at_recall`` (11 columns, ``iprec_at_recall_0.00`` ..
+    ``iprec_at_recall_1.00``), ``gm_map`` (per query log(max(AP, 1e-5)), the summary its
+    geometric mean, as trec_eval) (``P.5,10`` gives two; ``P`` alone trec_eval's default
     cutoffs).
 
     Returns one row (the mean over the queries present in both inputs; ``num_ret``,
@@ -405,7 +428,8 @@ def trec_eval(
         no_relevant="zero",
         order=["query"],
     )
-    per = per.with_columns(_set_measures(measures)).sort("query").collect()
+    per = per.with_columns(*_set_measures(measures), *_log_measures(measures))
+    per = per.sort("query").collect()
     if per.get_column("__pe_dup").any():
         _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
     columns = [col for name, _, col in measures if name != "num_q"]
@@ -417,6 +441,8 @@ def trec_eval(
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
         elif name in COUNT_MEASURES:
             aggs.append(pl.col(col).sum().cast(pl.Int64))
+        elif name == "gm_map":  # per query the log of AP; the summary its geometric mean
+            aggs.append(pl.col(col).mean().exp().cast(F64))
         else:
             aggs.append(pl.col(col).mean().cast(F64))
     if not any(name == "num_q" for name, _, _ in measures):
