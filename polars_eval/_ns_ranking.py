@@ -384,21 +384,21 @@ ALL_CUTOFFS = object()
 
 def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
     """(metric name, cutoff) pairs for ``df.eval.ranking``; the cutoff is :data:`ALL_CUTOFFS`
-    unless the entry names one (``"ndcg@10"``). 11-point AP needs ``ties="first"``."""
+    unless the entry names one (``"ndcg@10"``). By default every metric, but 11-point AP
+    with ``ties="average"`` only when named (its exact expectation is costly on large tie
+    blocks)."""
     available = [*CUTOFF_METRICS, "ap_11pt"]
-    if ties != "first":
-        available = [m for m in available if m != "ap_11pt"]
     if metrics is None:
-        return [(m, ALL_CUTOFFS) for m in available]
+        default = available if ties == "first" else list(CUTOFF_METRICS)
+        return [(m, ALL_CUTOFFS) for m in default]
     stems = {_registry.get(m).extra.get("short", m): m for m in [*CUTOFF_METRICS, "ap_11pt"]}
     chosen: list[tuple[str, Any]] = []
     for entry in [metrics] if isinstance(metrics, str) else metrics:
         name, at, cut_text = str(entry).partition("@")
         metric = stems.get(name, name)
         if metric not in available:
-            extra = ' (with ties="first" only)' if metric == "ap_11pt" else ""
             raise InvalidParameterError(
-                f"unknown ranking metric {entry!r}{extra}; choose from {sorted(stems)}, "
+                f"unknown ranking metric {entry!r}; choose from {sorted(stems)}, "
                 f'optionally with a cutoff ("ndcg@10")'
             )
         cut: Any = ALL_CUTOFFS
@@ -439,8 +439,9 @@ def _ranking(
 
     Columns ``<metric>@<k>`` for each cutoff in ``k`` (``None`` = the whole list, no
     suffix): ``ndcg``, ``dcg``, ``precision``, ``recall``, ``hit_rate``, ``map`` (mean
-    AP@k), ``mrr``, ``cg``, ``err``, and ``ap_11pt`` with ``ties="first"`` only (its
-    tie-averaged form is not implemented); plus ``n_queries`` and ``n_excluded`` (the
+    AP@k), ``mrr``, ``cg``, ``err``, and ``ap_11pt`` (by default with ``ties="first"``
+    only: with ``ties="average"`` its exact expectation, costly on large tie blocks, is
+    computed when named in ``metrics=``); plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
     The rows of each query are sorted once; every metric is finalized from that state.
     ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``),

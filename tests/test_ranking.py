@@ -119,8 +119,13 @@ AVERAGE_METRICS = {
     "reciprocal_rank": pe.reciprocal_rank,
     "mrr": pe.mrr,
     "err": pe.err,
+    "ap_11pt": pe.ap_11pt,
 }
-FIRST_ONLY = {"ap_11pt": pe.ap_11pt}
+
+
+def _cut(name: str, k: int | None) -> dict:
+    """The cutoff argument of a metric (11-point AP has none: the whole list)."""
+    return {} if name == "ap_11pt" else {"k": k}
 
 
 def _query(seed: int, n: int, levels: int = 3, grades: int = 4) -> tuple[list[float], list[float]]:
@@ -134,13 +139,16 @@ def _value(fn, rels, scores, **kw):
     return pl.DataFrame({"r": rels, "s": scores}).select(fn("r", "s", **kw)).item()
 
 
-@pytest.mark.parametrize("name", sorted(AVERAGE_METRICS))
-@pytest.mark.parametrize("k", [1, 2, 4, None])
+@pytest.mark.parametrize(
+    ("name", "k"),
+    [(n, k) for n in sorted(AVERAGE_METRICS) for k in (1, 2, 4, None) if n != "ap_11pt"]
+    + [("ap_11pt", None)],
+)
 def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) -> None:
     fn = AVERAGE_METRICS[name]
     for seed in range(12):
         rels, scores = _query(seed, 6)
-        kw = {"k": k}
+        kw = _cut(name, k)
         expected = brute_average(name, rels, scores, k)
         got = _value(fn, rels, scores, **kw)
         if expected is None:
@@ -177,21 +185,16 @@ def test_all_items_tied_closed_forms() -> None:
     assert _value(pe.ap_at_k, rels, scores, k=None) == pytest.approx(harmonic / n, abs=1e-14)
 
 
-@pytest.mark.parametrize("name", sorted({**AVERAGE_METRICS, **FIRST_ONLY}))
+@pytest.mark.parametrize("name", sorted(AVERAGE_METRICS))
 @pytest.mark.parametrize("k", [2, None])
 def test_ties_first_keeps_input_order(name: str, k: int | None) -> None:
-    fn = {**AVERAGE_METRICS, **FIRST_ONLY}[name]
+    fn = AVERAGE_METRICS[name]
     for seed in range(8):
         rels, scores = _query(200 + seed, 7)
-        kw = {} if name == "ap_11pt" else {"k": k}
+        kw = _cut(name, k)
         expected = brute_first(name, rels, scores, None if name == "ap_11pt" else k)
         got = _value(fn, rels, scores, ties="first", **kw)
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
-
-
-def test_ap_11pt_rejects_average_ties() -> None:
-    with pytest.raises(InvalidParameterError, match="ties"):
-        pe.ap_11pt("r", "s", ties="average")
 
 
 # ---------------------------------------------------------------------------------------
@@ -541,7 +544,7 @@ def test_ties_average_is_independent_of_row_order(rows, rnd, k) -> None:
     rnd.shuffle(shuffled)
     a = pl.DataFrame(rows, schema=["rel", "s"], orient="row")
     b = pl.DataFrame(shuffled, schema=["rel", "s"], orient="row")
-    exprs = [fn("rel", "s", k=k) for fn in AVERAGE_METRICS.values()]
+    exprs = [fn("rel", "s", **_cut(name, k)) for name, fn in AVERAGE_METRICS.items()]
     ra, rb = a.select(exprs).row(0), b.select(exprs).row(0)
     for x, y in zip(ra, rb, strict=True):
         assert (x is None and y is None) or x == pytest.approx(y, abs=1e-12)
@@ -594,9 +597,8 @@ def test_flat_engine_equals_expressions(ties: str, unscored: str) -> None:
             "apmin"
         )
     )
-    if ties == "first":
-        specs.append(rk.Spec("ap11", "ap_11pt"))
-        exprs.append(pe.ap_11pt("rel", "s", unscored=unscored).alias("ap11"))
+    specs.append(rk.Spec("ap11", "ap_11pt"))
+    exprs.append(pe.ap_11pt("rel", "s", ties=ties, unscored=unscored).alias("ap11"))
     grouped = (
         df.lazy()
         .group_by("q")
@@ -672,8 +674,12 @@ def test_multi_column_query_and_expression_inputs() -> None:
     assert per.columns == ["a", "b", "mrr"] and per.height == 20
     with pytest.raises(InvalidParameterError, match="unknown ranking metric"):
         df.eval.ranking("rel", "s", query="q", metrics=["nope"])
-    with pytest.raises(InvalidParameterError, match='ties="first"'):
-        df.eval.ranking("rel", "s", query="q", metrics=["ap_11pt"])
+    # 11-point AP: in the default table with ties="first"; with "average" when named
+    assert "ap_11pt" not in df.eval.ranking("rel", "s", query="q").columns
+    assert "ap_11pt" in df.eval.ranking("rel", "s", query="q", ties="first").columns
+    named = df.eval.ranking("rel", "s", query="q", metrics=["ap_11pt"], k=None)
+    mean = df.group_by("q").agg(pe.ap_11pt("rel", "s"))["ap_11pt"].mean()
+    assert named["ap_11pt"].item() == pytest.approx(mean, abs=1e-12)
 
 
 def test_long_frames_are_evaluated_in_slices_of_queries(monkeypatch) -> None:
@@ -691,3 +697,13 @@ def test_long_frames_are_evaluated_in_slices_of_queries(monkeypatch) -> None:
     bad = df.with_columns(pl.when(pl.col("item") == 3).then(np.nan).otherwise("s").alias("s"))
     with pytest.raises(DataValidationError, match='"s"'):
         bad.eval.ranking("rel", "s", **kw)
+
+
+def test_bare_expressions_rank_infinite_scores() -> None:
+    # BAD_INPUTS 3: the namespace rejects ±inf scores; a bare expression ranks them
+    inf = float("inf")
+    df = pl.DataFrame({"rel": [0, 2, 0, 1], "s": [inf, 1.0, -inf, inf]})
+    finite = pl.DataFrame({"rel": [0, 2, 0, 1], "s": [9.0, 1.0, -9.0, 9.0]})
+    for name, fn in AVERAGE_METRICS.items():
+        expr = fn("rel", "s", **_cut(name, 3))
+        assert df.select(expr).item() == pytest.approx(finite.select(expr).item(), abs=1e-15)

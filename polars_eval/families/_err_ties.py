@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import polars as pl
 
 
 def stop_probability(relevance: np.ndarray, max_relevance: float) -> np.ndarray:
@@ -157,21 +156,3 @@ def _ranges(lengths: np.ndarray) -> np.ndarray:
     total = int(lengths.sum())
     offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
     return np.arange(total) - offsets
-
-
-def err_of_lists(state: pl.Series, cutoff: int | None, max_relevance: float) -> pl.Series:
-    """ERR (ties averaged) of each ``List[Struct{s, r}]`` element (a query's sorted state).
-
-    Unretrieved rows (null score, sorted last) are not ranked. Used by :func:`pe.err`
-    through ``map_batches``; the guards (NaN, no relevant item) are applied by the caller.
-    """
-    lengths = state.list.len().fill_null(0).to_numpy()
-    rows = state.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
-    query_index = np.repeat(np.arange(len(lengths)), lengths)
-    retrieved = rows.get_column("s").is_not_null().to_numpy()
-    score = rows.get_column("s").to_numpy()[retrieved]
-    relevance = rows.get_column("r").to_numpy()[retrieved]
-    value = expected_err(
-        query_index[retrieved], score, relevance, len(lengths), [cutoff], max_relevance
-    )
-    return pl.Series(value[:, 0])

@@ -18,9 +18,9 @@ Two engines evaluate the same closed forms, and the tests hold them equal:
   out flat and each step one vectorised column operation over all queries, several
   metrics and cutoffs sharing the one sort.
 
-11-point AP offers only ``ties="first"`` (its expectation over tied orders is not
-implemented); every other metric defaults to ``ties="average"``. ERR's expectation needs a
-recurrence over each tie block, evaluated in numpy (:mod:`._err_ties`).
+Every metric defaults to ``ties="average"``. The expectations of ERR and 11-point AP over
+tie orders need a recurrence over each tie block, evaluated in numpy (:mod:`._err_ties`,
+:mod:`._ap11_ties`).
 
 Conventions shared by every function of this module:
 
@@ -61,7 +61,8 @@ from polars_eval._exprs import (
 from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.families._err_ties import err_of_lists, expected_err
+from polars_eval.families._ap11_ties import expected_ap_11pt
+from polars_eval.families._err_ties import expected_err
 
 __all__ = [
     "ap_11pt",
@@ -622,7 +623,12 @@ def flat_sums(
         out = out.join(sums(flat, err_specs, prefix), on=QI, how="left")
     if any(s.metric in INTERPOLATED for s in specs):
         flavors = {s.flavor for s in specs if s.metric in INTERPOLATED}
-        out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
+        if ties == "average" and not constant and "textbook" in flavors:
+            # the expectation of a maximum over tie orders: numpy (see _ap11_ties)
+            out = out.join(_ap_11pt_sums_tied(flat, prefix), on=QI, how="left")
+            flavors.discard("textbook")
+        if flavors:
+            out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
 
 
@@ -836,12 +842,89 @@ def evaluate_queries(
     return out.select(*keys, *finals)
 
 
-def _check_ties_supported(name: str, ties: str) -> None:
-    if ties != "first":
-        raise InvalidParameterError(
-            f'{name} supports only ties="first" (the expected value over orders of tied items '
-            f'has no closed form implemented for it); got ties="{ties}"'
+# ---------------------------------------------------------------------------------------
+# Metrics whose tie expectation is a numpy kernel (ERR, 11-point AP)
+# ---------------------------------------------------------------------------------------
+
+
+def _by_kernel(state: pl.Expr, opts: Options, kernel: Callable[[pl.Series], pl.Series]) -> pl.Expr:
+    """A per-query value computed by ``kernel`` from the states (a Series of lists), guarded.
+
+    ``map_batches`` hands the kernel the state of one query per call inside a
+    ``group_by`` (one call for the frame in a ``select``). NaN, null (no relevant item) or
+    0 (``no_relevant="zero"``) come from the shared guard, where 1.0 marks a query whose
+    value is the kernel's.
+    """
+    value = state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
+    guard = state.list.eval(Ranked(opts).finish(pl.lit(1.0))).list.first()
+    return pl.when(guard == 1.0).then(value).otherwise(guard).cast(F64)
+
+
+def _state_rows(lists: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of a Series of query states: (number of queries, query index, score,
+    relevance, retrieved mask), each query's rows in rank order (unretrieved ones last)."""
+    lengths = lists.list.len().fill_null(0).to_numpy()
+    rows = lists.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
+    index = np.repeat(np.arange(len(lengths)), lengths)
+    score = rows.get_column("s")
+    retrieved = score.is_not_null().to_numpy()
+    return len(lengths), index, score.to_numpy(), rows.get_column("r").to_numpy(), retrieved
+
+
+def _err_lists(lists: pl.Series, k: int | None, max_relevance: float) -> pl.Series:
+    n, index, score, relevance, ret = _state_rows(lists)
+    value = expected_err(index[ret], score[ret], relevance[ret], n, [k], max_relevance)
+    return pl.Series(value[:, 0])
+
+
+def _ap_11pt_lists(lists: pl.Series, min_relevance: float) -> pl.Series:
+    n, index, score, relevance, ret = _state_rows(lists)
+    relevant = (relevance >= min_relevance).astype(np.float64)
+    n_relevant = np.bincount(index, weights=relevant, minlength=n)
+    return pl.Series(ap_11pt_expected(index[ret], score[ret], relevant[ret], n_relevant))
+
+
+def ap_11pt_expected(
+    query_index: np.ndarray, score: np.ndarray, relevant: np.ndarray, n_relevant: np.ndarray
+) -> np.ndarray:
+    """Textbook 11-point AP of every query, expected over tie orders (:mod:`._ap11_ties`).
+
+    Rows: the retrieved items, query after query (``query_index`` non-decreasing), each
+    query's rows by score descending; ``n_relevant`` per query (``len`` = the number of
+    queries; a query without rows gets 0).
+    """
+    out = np.zeros(len(n_relevant))
+    if len(query_index) == 0:
+        return out
+    query_start = np.ones(len(query_index), dtype=bool)
+    query_start[1:] = query_index[1:] != query_index[:-1]
+    block_start = query_start.copy()
+    block_start[1:] |= score[1:] != score[:-1]
+    present = query_index[query_start]
+    out[present] = expected_ap_11pt(query_start, block_start, relevant, n_relevant[present])
+    return out
+
+
+def _ap_11pt_sums_tied(flat: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
+    """Textbook 11-point AP per query, expected over the orders of tied items."""
+    qi_type = flat.collect_schema()[QI]
+    name = f"{prefix}ap11textbook"
+    schema = {QI: qi_type, name: F64}
+
+    def compute(df: pl.DataFrame) -> pl.DataFrame:
+        qi = df.get_column(QI).to_numpy()
+        new = np.ones(len(qi), dtype=bool)
+        new[1:] = qi[1:] != qi[:-1]
+        index = np.cumsum(new) - 1
+        value = ap_11pt_expected(
+            index,
+            df.get_column("s").to_numpy(),
+            df.get_column("_y").to_numpy(),
+            df.get_column(NREL).to_numpy()[new],
         )
+        return pl.DataFrame({QI: qi[new], name: value}, schema=schema)
+
+    return flat.select(QI, "s", "_y", NREL).map_batches(compute, schema=schema)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1186,7 +1269,7 @@ def ap_11pt(
     relevance: IntoExpr,
     score: IntoExpr,
     *,
-    ties: str = "first",
+    ties: str = "average",
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
@@ -1195,27 +1278,45 @@ def ap_11pt(
 
     The mean over recall levels 0, 0.1, …, 1 of the interpolated precision, the highest
     precision at any rank whose recall is >= the level (0 when the list never reaches
-    it). Only ``ties="first"`` is offered: the expectation of a maximum over the orders
-    of tied items has no closed form here, so tied items keep their input order.
+    it). With ``ties="average"`` the expectation over the orders of tied items: the
+    distribution of each tie block's best precision, multiplied over independent blocks
+    (:mod:`polars_eval.families._ap11_ties`; a numpy kernel, called once per query inside
+    a ``group_by``). Exact; very large tie blocks holding many relevant items are refused
+    with a ``ValueError`` (their cost grows as the fourth power of the block's length) —
+    use ``ties="first"`` there.
+
+    {common}
 
     References
     ----------
     Manning, Raghavan & Schütze (2008), Introduction to Information Retrieval, §8.4.
+    McSherry & Najork (2008), ECIR (ties).
 
     Examples
     --------
     Relevant at ranks 1 and 3 of 3: precision 1 up to recall 0.5, then 2/3:
-    (6 · 1 + 5 · 2/3) / 11 = 0.848485.
+    (6 · 1 + 5 · 2/3) / 11 = 0.848485. Tied with the second item, the second relevant item
+    is at rank 2 or 3: the mean of (6 + 5) / 11 = 1 and 0.848485.
 
     >>> import polars as pl
     >>> import polars_eval as pe
     >>> df = pl.DataFrame({"rel": [1, 0, 1], "s": [3, 2, 1]})
     >>> round(df.select(pe.ap_11pt("rel", "s")).item(), 6)
     0.848485
+    >>> tied = pl.DataFrame({"rel": [1, 0, 1], "s": [3, 1, 1]})
+    >>> round(tied.select(pe.ap_11pt("rel", "s")).item(), 6)
+    0.924242
     """
-    _check_ties_supported("ap_11pt", ties)
     opts = Options(None, ties, min_relevance, no_relevant, unscored)
-    return _metric("ap_11pt", relevance, score, opts)
+    if ties == "first":
+        return _metric("ap_11pt", relevance, score, opts)
+    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
+    threshold = float(min_relevance)
+    kernel = _by_kernel(state, opts, lambda lists: _ap_11pt_lists(lists, threshold))
+    return kernel.alias("ap_11pt")
+
+
+ap_11pt = _doc(ap_11pt)
 
 
 def _rr_doc(name: str) -> str:
@@ -1361,13 +1462,7 @@ def err(
     state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
     if ties == "first":
         return finalize(state, opts, "err", max_relevance=g).alias("err")
-    value = state.map_batches(
-        lambda lists: err_of_lists(lists, k, g), return_dtype=F64, returns_scalar=True
-    )
-    # NaN, null (no relevant item) or 0 (no_relevant="zero") from the shared guard; 1.0
-    # marks a query whose value is the expectation
-    guard = state.list.eval(Ranked(opts).finish(pl.lit(1.0))).list.first()
-    return pl.when(guard == 1.0).then(value).otherwise(guard).cast(F64).alias("err")
+    return _by_kernel(state, opts, lambda lists: _err_lists(lists, k, g)).alias("err")
 
 
 err = _doc(err)
