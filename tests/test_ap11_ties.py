@@ -187,6 +187,14 @@ def test_constant_score_queries_agree() -> None:
     assert alone[0] == pytest.approx(brute_force_by_placements(*query), abs=1e-12)
 
 
+def test_repeated_queries_share_work() -> None:
+    # equal (query, level) groups of several tie blocks share one product; mixed with others
+    first = ([[1, 0], [0, 1, 0], [1], [0, 1, 1, 0]], 5)
+    second = ([[1, 0], [0, 1, 0], [1], [0, 1, 1, 0]], 7)
+    third = ([[0], [1, 0], [0, 1, 0], [1], [0, 1, 1, 0]], 5)
+    check_against([first, second, first, third, first, second, third])
+
+
 def test_chunked_recurrence_matches(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     queries = [random_query(rng) for _ in range(30)]

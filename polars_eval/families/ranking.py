@@ -1280,10 +1280,11 @@ def ap_11pt(
     precision at any rank whose recall is >= the level (0 when the list never reaches
     it). With ``ties="average"`` the expectation over the orders of tied items: the
     distribution of each tie block's best precision, multiplied over independent blocks
-    (:mod:`polars_eval.families._ap11_ties`; a numpy kernel, called once per query inside
-    a ``group_by``). Exact; very large tie blocks holding many relevant items are refused
-    with a ``ValueError`` (their cost grows as the fourth power of the block's length) —
-    use ``ties="first"`` there.
+    (:mod:`polars_eval.families._ap11_ties`). Exact; very large tie blocks holding many
+    relevant items are refused with a ``ValueError`` (their cost grows as the fourth power
+    of the block's length) — use ``ties="first"`` there. The numpy kernel is called once
+    per query inside a ``group_by`` (~1-2 ms a call); ``df.eval.ap_11pt`` and
+    ``df.eval.ranking`` call it once for every query, sharing identical tie blocks.
 
     {common}
 
