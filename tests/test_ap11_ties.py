@@ -215,3 +215,16 @@ def test_infeasible_block_raises_at_once() -> None:
     start[0] = True
     with pytest.raises(ValueError, match="10000 items, 3000 relevant"):
         expected_ap_11pt(start, start, relevant, np.array([3000.0]))
+
+
+def test_queries_sharing_blocks_with_different_floors() -> None:
+    # the same two random blocks in both queries; the fixed hits of the second raise its
+    # floor between the same two jumps of the blocks' CDFs (found by the property test)
+    check_against([([[0, 1, 1], [0, 1], [0], [0]], 3), ([[0, 1, 1], [0, 1], [1], [1]], 5)])
+    check_against([([[0, 1, 1], [0, 1], [1], [1]], 5), ([[0, 1, 1], [0, 1], [0], [0]], 3)])
+
+
+def test_many_random_queries_in_one_call() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        check_against([random_query(rng, max_orders=300) for _ in range(12)])

@@ -409,7 +409,7 @@ def _tail_above_floor(
     multi = ~single
     if multi.any():
         groups, tails = _product_tails(
-            cdfs, rank, group[multi], pair[multi], x[multi], x_rank[multi], at_most[multi]
+            cdfs, rank, group[multi], pair[multi], x[multi], at_most[multi]
         )
         tail[groups] = tails
     return tail
@@ -448,7 +448,6 @@ def _product_tails(
     group: np.ndarray,
     pair: np.ndarray,
     x: np.ndarray,
-    x_rank: np.ndarray,
     at_most: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The groups of the uses (sorted by group) and the tail of each, with several uses.
@@ -456,7 +455,7 @@ def _product_tails(
     Groups often repeat (the same blocks at the same ranks in many queries): the product
     is computed once per kind of group (same floor, same CDFs in the same order).
     """
-    starts, kind = _group_kinds(group, pair, x_rank)
+    starts, kind = _group_kinds(group, pair, x)
     kinds, first, inverse = np.unique(kind, return_index=True, return_inverse=True)
     size = np.diff(starts, append=len(group))[first]
     uses = _ranges(starts[first], size)  # the uses of one group of each kind
@@ -476,12 +475,16 @@ def _product_tails(
 
 
 def _group_kinds(
-    group: np.ndarray, pair: np.ndarray, x_rank: np.ndarray
+    group: np.ndarray, pair: np.ndarray, floor: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """First use of each group (sorted) and an id equal for groups with equal floor and CDFs."""
+    """First use of each group (sorted) and an id equal for groups with equal floor and CDFs.
+
+    The floor itself, not its rank among the jumps, is part of the id: the integral starts
+    at the floor, so two floors between the same two jumps give different tails.
+    """
     starts = np.flatnonzero(_run_starts(group))
     size = np.diff(starts, append=len(group))
-    kind = _group_ids(size, x_rank[starts])[0]
+    kind = _group_ids(size, floor[starts])[0]
     # a loop over the positions of the uses within a group (at most the number of random
     # blocks of one query), vectorised over groups: fold the k-th use's CDF into the id
     for k in range(size.max()):
