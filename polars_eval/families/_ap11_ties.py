@@ -57,6 +57,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from polars_eval.families._runs import run_starts
+
 N_LEVELS = 11
 MAX_DP_CELLS = 1e10  # most cell updates of the tie-block recurrence before ValueError (~25 s)
 
@@ -228,7 +230,7 @@ def _block_cdfs(uses: _Uses) -> tuple[np.ndarray, _StepCdfs]:
     """Step CDF of ``M`` for each distinct (block signature, i0) used, and each use's CDF."""
     pair, pair_first = _group_ids(*uses[1:])
     rep = _Uses(*(field[pair_first] for field in uses))  # one use per pair, sorted
-    new_sig = _run_starts(*rep[1:5])
+    new_sig = run_starts(*rep[1:5])
     sigs = _Blocks(*(field[new_sig] for field in rep[1:5]))
     # pairs are sorted by i0 within a signature: the first one has the signature's least i0
     return pair, _signature_cdfs(sigs, rep.i0[new_sig], np.cumsum(new_sig) - 1, rep.i0)
@@ -461,7 +463,7 @@ def _product_tails(
     uses = _ranges(starts[first], size)  # the uses of one group of each kind
     use_bound = np.append(0, np.cumsum(size))
     n_events = np.add.reduceat(np.diff(cdfs.start)[pair[uses]] - at_most[uses] + 1, use_bound[:-1])
-    kind_bound = np.flatnonzero(_run_starts(np.cumsum(n_events) // _CHUNK_CELLS))
+    kind_bound = np.flatnonzero(run_starts(np.cumsum(n_events) // _CHUNK_CELLS))
     jump_log, from_zero = _jump_logs(cdfs)
     tails = np.empty(len(kinds))
     # a loop over memory-bounded chunks of kinds of groups, not over queries
@@ -482,7 +484,7 @@ def _group_kinds(
     The floor itself, not its rank among the jumps, is part of the id: the integral starts
     at the floor, so two floors between the same two jumps give different tails.
     """
-    starts = np.flatnonzero(_run_starts(group))
+    starts = np.flatnonzero(run_starts(group))
     size = np.diff(starts, append=len(group))
     kind = _group_ids(size, floor[starts])[0]
     # a loop over the positions of the uses within a group (at most the number of random
@@ -531,14 +533,14 @@ def _product_tail(
     # sort by (group, value); the leading events (rank 0) go first in their group
     key = event_group * (rank.max() + 1) + np.concatenate([np.zeros(n_groups, int), rank[entry]])
     order = np.argsort(key, kind="stable")
-    lead_x = x[_run_starts(label)]
+    lead_x = x[run_starts(label)]
     value = np.concatenate([lead_x, cdfs.value[entry]])[order]
     lead_zeros = np.bincount(label, at_x == 0, minlength=n_groups)
     zeros = np.concatenate([lead_zeros, -from_zero[entry]])[order]
     lead_log = np.bincount(label, _log0(at_x), minlength=n_groups)
     log = np.concatenate([lead_log, jump_log[entry]])[order]
     event_group = event_group[order]
-    starts = np.flatnonzero(_run_starts(event_group))
+    starts = np.flatnonzero(run_starts(event_group))
     product = np.where(
         _segment_cumsum(zeros, starts) == 0, np.exp(_segment_cumsum(log, starts)), 0.0
     )
@@ -555,19 +557,10 @@ def _log0(p: np.ndarray) -> np.ndarray:
 def _group_ids(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense id of each row's key tuple (ids in lexicographic order) and one row per id."""
     order = np.lexsort(keys[::-1])
-    new = _run_starts(*(key[order] for key in keys))
+    new = run_starts(*(key[order] for key in keys))
     ids = np.empty(len(order), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
     return ids, order[new]
-
-
-def _run_starts(*keys: np.ndarray) -> np.ndarray:
-    """True where the key tuple differs from the previous row's (and at the first row)."""
-    new = np.zeros(len(keys[0]), dtype=bool)
-    new[:1] = True
-    for key in keys:  # a loop over the few key columns
-        new[1:] |= np.diff(key) != 0
-    return new
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from polars_eval.families._runs import run_starts
+
 
 def stop_probability(relevance: np.ndarray, max_relevance: float) -> np.ndarray:
     """R = (2^min(rel, max_relevance) − 1) / 2^max_relevance (Chapelle et al. 2009)."""
@@ -57,10 +59,8 @@ def expected_err(
     n = len(score)
     if n == 0:
         return out
-    query_start = np.ones(n, dtype=bool)
-    query_start[1:] = query_index[1:] != query_index[:-1]
-    block_start = query_start.copy()
-    block_start[1:] |= score[1:] != score[:-1]
+    query_start = run_starts(query_index)
+    block_start = run_starts(query_index, score)
     first_row = np.flatnonzero(query_start)
     rank = np.arange(n) - first_row[np.cumsum(query_start) - 1] + 1
 

@@ -63,6 +63,7 @@ from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.families._ap11_ties import expected_ap_11pt
 from polars_eval.families._err_ties import expected_err
+from polars_eval.families._runs import run_starts
 
 __all__ = [
     "ap_11pt",
@@ -688,8 +689,7 @@ def _err_sums_tied(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.Laz
 
     def compute(df: pl.DataFrame) -> pl.DataFrame:
         qi = df.get_column(QI).to_numpy()
-        new = np.ones(len(qi), dtype=bool)
-        new[1:] = qi[1:] != qi[:-1]
+        new = run_starts(qi)
         index = np.cumsum(new) - 1
         out = {QI: pl.Series(QI, qi[new], dtype=qi_type)}
         score, relevance = df.get_column("s").to_numpy(), df.get_column("r").to_numpy()
@@ -896,10 +896,8 @@ def ap_11pt_expected(
     out = np.zeros(len(n_relevant))
     if len(query_index) == 0:
         return out
-    query_start = np.ones(len(query_index), dtype=bool)
-    query_start[1:] = query_index[1:] != query_index[:-1]
-    block_start = query_start.copy()
-    block_start[1:] |= score[1:] != score[:-1]
+    query_start = run_starts(query_index)
+    block_start = run_starts(query_index, score)
     present = query_index[query_start]
     out[present] = expected_ap_11pt(query_start, block_start, relevant, n_relevant[present])
     return out
@@ -913,8 +911,7 @@ def _ap_11pt_sums_tied(flat: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
 
     def compute(df: pl.DataFrame) -> pl.DataFrame:
         qi = df.get_column(QI).to_numpy()
-        new = np.ones(len(qi), dtype=bool)
-        new[1:] = qi[1:] != qi[:-1]
+        new = run_starts(qi)
         index = np.cumsum(new) - 1
         value = ap_11pt_expected(
             index,
