@@ -679,26 +679,45 @@ def _err_sums(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFram
     return flat.group_by(QI).agg([x.alias(n) for n, x in aggs.items()])
 
 
+def _kernel_sums(
+    flat: pl.LazyFrame,
+    inputs: list[str],
+    names: list[str],
+    kernel: Callable[[pl.DataFrame, np.ndarray, np.ndarray], dict[str, np.ndarray]],
+) -> pl.LazyFrame:
+    """One row per query (``__pe_qi``) with the columns ``names`` computed in numpy.
+
+    ``kernel(rows, index, first)`` gets the flat rows (``inputs``), each row's query number
+    (0, 1, ...) and the flags of each query's first row, and returns one array per name.
+    """
+    qi_type = flat.collect_schema()[QI]
+    schema = {QI: qi_type, **{name: F64 for name in names}}
+
+    def compute(df: pl.DataFrame) -> pl.DataFrame:
+        qi = df.get_column(QI).to_numpy()
+        first = run_starts(qi)
+        values = kernel(df, np.cumsum(first) - 1, first)
+        return pl.DataFrame({QI: qi[first], **values}, schema=schema)
+
+    return flat.select(QI, *inputs).map_batches(compute, schema=schema)
+
+
 def _err_sums_tied(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFrame:
     """ERR per query and spec, expected over the orders of tied items (:mod:`._err_ties`)."""
     columns: dict[float, dict[str, int | None]] = {s.max_relevance: {} for s in specs}
     for spec in specs:
         columns[spec.max_relevance][f"{prefix}err{spec.max_relevance}_{spec.k}"] = spec.k
-    qi_type = flat.collect_schema()[QI]
-    schema = {QI: qi_type, **{name: F64 for names in columns.values() for name in names}}
 
-    def compute(df: pl.DataFrame) -> pl.DataFrame:
-        qi = df.get_column(QI).to_numpy()
-        new = run_starts(qi)
-        index = np.cumsum(new) - 1
-        out = {QI: pl.Series(QI, qi[new], dtype=qi_type)}
+    def kernel(df: pl.DataFrame, index: np.ndarray, first: np.ndarray) -> dict[str, np.ndarray]:
         score, relevance = df.get_column("s").to_numpy(), df.get_column("r").to_numpy()
+        out = {}
         for g, names in columns.items():
-            value = expected_err(index, score, relevance, int(new.sum()), list(names.values()), g)
+            value = expected_err(index, score, relevance, int(first.sum()), [*names.values()], g)
             out.update({name: value[:, c] for c, name in enumerate(names)})
-        return pl.DataFrame(out, schema=schema)
+        return out
 
-    return flat.select(QI, "s", "r").map_batches(compute, schema=schema)
+    names = [name for names in columns.values() for name in names]
+    return _kernel_sums(flat, ["s", "r"], names, kernel)
 
 
 def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.LazyFrame:
@@ -905,23 +924,14 @@ def ap_11pt_expected(
 
 def _ap_11pt_sums_tied(flat: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
     """Textbook 11-point AP per query, expected over the orders of tied items."""
-    qi_type = flat.collect_schema()[QI]
     name = f"{prefix}ap11textbook"
-    schema = {QI: qi_type, name: F64}
 
-    def compute(df: pl.DataFrame) -> pl.DataFrame:
-        qi = df.get_column(QI).to_numpy()
-        new = run_starts(qi)
-        index = np.cumsum(new) - 1
-        value = ap_11pt_expected(
-            index,
-            df.get_column("s").to_numpy(),
-            df.get_column("_y").to_numpy(),
-            df.get_column(NREL).to_numpy()[new],
-        )
-        return pl.DataFrame({QI: qi[new], name: value}, schema=schema)
+    def kernel(df: pl.DataFrame, index: np.ndarray, first: np.ndarray) -> dict[str, np.ndarray]:
+        score, relevant = df.get_column("s").to_numpy(), df.get_column("_y").to_numpy()
+        n_relevant = df.get_column(NREL).to_numpy()[first]
+        return {name: ap_11pt_expected(index, score, relevant, n_relevant)}
 
-    return flat.select(QI, "s", "_y", NREL).map_batches(compute, schema=schema)
+    return _kernel_sums(flat, ["s", "_y", NREL], [name], kernel)
 
 
 # ---------------------------------------------------------------------------------------
