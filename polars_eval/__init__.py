@@ -57,12 +57,14 @@ from polars_eval.families.binary import (
     specificity,
     threshold_table,
 )
+from polars_eval.scale import Evaluation
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LOGLOSS_EPS",
     "DataValidationError",
+    "Evaluation",
     "InvalidParameterError",
     "MetricInfo",
     "PolarsEvalError",
