@@ -27,6 +27,64 @@ class EvalBase:
         self._frame = frame
 
 
+_RETURNS = {
+    "scalar": (
+        "float | pl.DataFrame | pl.LazyFrame",
+        "float\n    Without ``by`` on a DataFrame: the value (``pe.UndefinedMetricError`` when it is\n"
+        "    undefined on the data).\n"
+        "pl.DataFrame\n    With ``by``: the group columns and ``{name}``, one row per group, sorted\n"
+        "    by the keys (null for undefined groups, reported in one warning).\n"
+        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
+    ),
+    "struct": (
+        "Any | pl.DataFrame | pl.LazyFrame",
+        "value\n    Without ``by`` on a DataFrame: the value as Python objects.\n"
+        "pl.DataFrame\n    With ``by``: the group columns and the value's fields, one row per\n"
+        "    group.\n"
+        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
+    ),
+    "curve": (
+        "pl.DataFrame | pl.LazyFrame",
+        "pl.DataFrame\n    One row per point (with ``by``, the group columns first).\n"
+        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
+    ),
+}
+
+_NAMESPACE_PARAMS = """by : str or list of str, optional
+    Group columns: one result per group instead of one for the frame.
+validate : bool, default True
+    Check the rows first (SPEC §2): labels in the task's domain, probabilities in
+    [0, 1], no NaN or ±inf, no negative weight; a clear ``pe.DataValidationError``
+    naming the column otherwise. ``False`` skips the checks."""
+
+_CI_PARAMS = """ci : {{{methods}}}, optional
+    Add a confidence interval: the result becomes ``pe.Interval(value, lower, upper)``
+    (columns ``{name}``, ``{name}_lower``, ``{name}_upper`` with ``by``).
+level : float, default 0.95
+    The interval's confidence level."""
+
+
+def method_doc(info: MetricInfo) -> str:
+    """The docstring of a namespace method: the metric's, with the namespace's arguments
+    and return values (the metric's own ``Returns`` describe the expression)."""
+    doc = inspect.getdoc(info.fn) or ""
+    summary, _, body = doc.partition("\n")
+    params = _NAMESPACE_PARAMS
+    if info.intervals:
+        params += "\n" + _CI_PARAMS.format(
+            methods=", ".join(repr(m) for m in info.intervals), name=info.name
+        )
+    returns = _RETURNS[info.kind][1].format(name=info.name)
+    return (
+        f"{summary}\n\n"
+        f"The ``.eval`` form of :func:`polars_eval.{info.fn.__name__}`: the same arguments,\n"
+        f"evaluated on the frame.\n\n"
+        f"Namespace parameters\n--------------------\n{params}\n\n"
+        f"Returns\n-------\n{returns}\n"
+        f"{body}"
+    )
+
+
 def _make_method(info: MetricInfo) -> Any:
     sig = info.signature
 
@@ -67,16 +125,19 @@ def _make_method(info: MetricInfo) -> Any:
         *sig.parameters.values(),
     ]
     params += [
-        inspect.Parameter("by", keyword, default=None),
-        inspect.Parameter("validate", keyword, default=True),
+        inspect.Parameter("by", keyword, default=None, annotation="str | list[str] | None"),
+        inspect.Parameter("validate", keyword, default=True, annotation="bool"),
     ]
     if info.intervals:
         params += [
-            inspect.Parameter("ci", keyword, default=None),
-            inspect.Parameter("level", keyword, default=0.95),
+            inspect.Parameter("ci", keyword, default=None, annotation="str | None"),
+            inspect.Parameter("level", keyword, default=0.95, annotation="float"),
         ]
     # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and ci=, level=)
-    method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=params, return_annotation=_RETURNS[info.kind][0]
+    )
+    method.__doc__ = method_doc(info)
     return method
 
 
@@ -111,3 +172,72 @@ def install() -> type:
     pl.api.register_dataframe_namespace("eval")(namespace)
     pl.api.register_lazyframe_namespace("eval")(namespace)
     return namespace
+
+
+_STUB_HEADER = '''"""Type stub of the ``.eval`` namespace, generated from the registry.
+
+Do not edit: ``python -c 'import polars_eval.namespace as n; n.write_stub()'`` writes it
+(a test checks that it is current).
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from polars_eval._typing import IntoExpr, ZeroActuals
+from polars_eval.families import multiclass as m
+
+class EvalBase:
+    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None: ...
+
+def install() -> type: ...
+
+class EvalNamespace(EvalBase):
+'''
+
+
+def _stub_signature(name: str, sig: inspect.Signature) -> str:
+    parts: list[str] = []
+    star = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{p.name}: Any")
+            star = True
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}: Any")
+            continue
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        ann = p.annotation
+        text = p.name
+        if p.name != "self":
+            text += f": {ann if isinstance(ann, str) else 'Any'}" if ann is not p.empty else ": Any"
+        if p.default is not p.empty:
+            text += " = ..."
+        parts.append(text)
+    ret = sig.return_annotation
+    ret_text = ret if isinstance(ret, str) and ret != "pl.Expr" else "Any"
+    return f"    def {name}({', '.join(parts)}) -> {ret_text}: ..."
+
+
+def render_stub() -> str:
+    """The ``.pyi`` text of the namespace: every method with its signature."""
+    import polars_eval  # noqa: F401  (installs the namespace and imports every family)
+
+    namespace = type(pl.DataFrame().eval)
+    lines = [
+        _stub_signature(name, inspect.signature(getattr(namespace, name)))
+        for name in sorted(dir(namespace))
+        if not name.startswith("_") and callable(getattr(namespace, name))
+    ]
+    return _STUB_HEADER + "\n".join(lines) + "\n"
+
+
+def write_stub() -> None:
+    """Write ``namespace.pyi`` beside this file (after a metric is added or changed)."""
+    from pathlib import Path
+
+    Path(__file__).with_suffix(".pyi").write_text(render_stub(), encoding="utf-8")
