@@ -1,0 +1,57 @@
+"""Shared benchmark helpers: medians, peak memory of a child process, the machine line."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import polars as pl
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    """The median wall time of ``repeat`` calls of ``fn`` (seconds)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine_line() -> str:
+    """Architecture, cores, memory and versions: the line every RESULTS table carries."""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, {mem:.0f} GiB, "
+        f"Python {platform.python_version()}, Polars {pl.__version__}"
+    )
+
+
+_CHILD = """
+import json, resource, sys, time
+start = time.perf_counter()
+exec(sys.argv[1])
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+print(json.dumps({"seconds": elapsed, "peak_mib": peak / 1024}))
+"""
+
+
+def run_child(code: str, timeout: float = 3600) -> dict[str, float]:
+    """Run ``code`` in a fresh Python process: its wall time and peak resident memory."""
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"child failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
