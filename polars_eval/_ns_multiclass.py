@@ -230,7 +230,7 @@ def _confusion_table(
         grid = lf.select(by_cols).unique().join(grid, how="cross")
     table = (
         grid.join(pivot, on=[*by_cols, "truth"], how="left", nulls_equal=True)
-        .with_columns(pl.col(columns).fill_null(0.0))
+        .with_columns(pl.col(columns).fill_null(0))
         .sort([*by_cols, "__pe_order"], nulls_last=True)
         .select(*by_cols, "truth", *columns)
     )

@@ -794,7 +794,8 @@ def multiclass_confusion_matrix(
 
     The expression gives the non-empty cells in long form, a
     ``List[Struct{truth, predicted, weight}]`` sorted by truth then prediction (one sort
-    per group; cells of zero weight are absent). The namespace returns the square table:
+    per group; cells of zero weight are absent). ``weight`` is the row count (Int64)
+    without ``weight=``, the weighted count (Float64) with it. The namespace returns the square table:
     a ``truth`` column and one column ``predicted_<class>`` per class (in the order of
     ``classes=``, else sorted), zeros filled in, as scikit-learn's ``confusion_matrix``.
     With ``by`` the table has one row per group and true class. On a LazyFrame the
@@ -827,6 +828,8 @@ def multiclass_confusion_matrix(
     y, yh, w = drop_null_rows(
         inputs.label, inputs.yhat, weight=inputs.weight, drop_zero_weight=True
     )
+    if weight is None:  # row counts: summed as integers
+        w = w.cast(pl.Int64)
     cells = pl.struct(y.alias("truth"), yh.alias("predicted"), w.alias("weight")).sort_by([y, yh])
     e = pl.element()
     t, p = e.struct.field("truth"), e.struct.field("predicted")
@@ -838,7 +841,7 @@ def multiclass_confusion_matrix(
             pl.struct(
                 t.filter(end).alias("truth"),
                 p.filter(end).alias("predicted"),
-                (cum - cum.shift(1).fill_null(0.0)).alias("weight"),
+                (cum - cum.shift(1).fill_null(0)).alias("weight"),
             )
         )
         .alias("multiclass_confusion_matrix")

@@ -1,0 +1,114 @@
+"""Contract edges of the binary, multiclass and regression families (issue 13).
+
+SPEC §2 (integer counts, undefined values, messages) and BAD_INPUTS.md rows 19 and
+49-51. Oracles: scikit-learn, scipy and hand-worked values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from sklearn import metrics as skm
+
+import polars_eval as pe
+
+Collect = Callable[[pl.LazyFrame], pl.DataFrame]
+
+
+def binary_frame() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "y": [1, 0, 1, 0, 1, 0, 1, 0, 1],
+            "score": [0.9, 0.8, 0.7, 0.3, 0.6, 0.1, 0.35, 0.5, 0.2],
+            "w": [1.0, 2.0, 1.0, 1.0, 3.0, 1.0, 1.0, 2.0, 0.5],
+            "g": ["a", "a", "a", "a", "b", "b", "b", "b", "b"],
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# SPEC §2: unweighted confusion counts are integers, weighted ones Float64
+# ---------------------------------------------------------------------------------------
+
+
+def _sk_counts(y: Any, s: Any, w: Any = None) -> dict[str, Any]:
+    yhat = (np.asarray(s) >= 0.5).astype(int)
+    cm = skm.confusion_matrix(np.asarray(y), yhat, labels=[0, 1], sample_weight=w)
+    tn, fp, fn, tp = cm.ravel().tolist()
+    return {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+
+
+def test_binary_confusion_counts_are_integers_unweighted(collect: Collect) -> None:
+    df = binary_frame()
+    out = collect(df.lazy().select(pe.confusion_matrix("y", "score")))
+    dtype = out.schema["confusion_matrix"]
+    assert isinstance(dtype, pl.Struct)
+    assert {f.name: f.dtype for f in dtype.fields} == dict.fromkeys(
+        ("tp", "fp", "tn", "fn"), pl.Int64
+    )
+    got = out.item()
+    want = _sk_counts(df["y"], df["score"])
+    assert got == want
+    assert all(isinstance(v, int) for v in got.values())
+
+
+def test_binary_confusion_counts_with_pred_and_groups_are_integers(collect: Collect) -> None:
+    df = binary_frame().with_columns(hard=(pl.col("score") >= 0.5).cast(pl.Int8))
+    out = collect(df.lazy().group_by("g").agg(pe.confusion_matrix("y", pred="hard")).sort("g"))
+    for g, counts in zip(out["g"], out["confusion_matrix"], strict=True):
+        part = df.filter(pl.col("g") == g)
+        assert counts == _sk_counts(part["y"], part["score"])
+        assert all(isinstance(v, int) for v in counts.values())
+
+
+def test_binary_confusion_counts_weighted_stay_float(collect: Collect) -> None:
+    df = binary_frame()
+    out = collect(df.lazy().select(pe.confusion_matrix("y", "score", weight="w")))
+    dtype = out.schema["confusion_matrix"]
+    assert isinstance(dtype, pl.Struct)
+    assert all(f.dtype == pl.Float64 for f in dtype.fields)
+    assert out.item() == pytest.approx(_sk_counts(df["y"], df["score"], df["w"].to_numpy()))
+
+
+def test_binary_confusion_table_dtypes() -> None:
+    df = binary_frame()
+    table = df.eval.confusion_matrix("y", "score")
+    assert table.schema["predicted_0"] == pl.Int64
+    assert table.schema["predicted_1"] == pl.Int64
+    want = skm.confusion_matrix(df["y"], (df["score"] >= 0.5).cast(pl.Int64), labels=[0, 1])
+    np.testing.assert_array_equal(table.drop("truth").to_numpy(), want)
+    by = df.eval.confusion_matrix("y", "score", by="g")
+    assert [by.schema[k] for k in ("tp", "fp", "tn", "fn")] == [pl.Int64] * 4
+    weighted = df.eval.confusion_matrix("y", "score", weight="w")
+    assert weighted.schema["predicted_0"] == pl.Float64
+
+
+def test_binary_confusion_counts_nan_score_is_null_unweighted() -> None:
+    """An integer count cannot be NaN: a used NaN score makes the counts null (never a
+    number that counted NaN as positive)."""
+    df = pl.DataFrame({"y": [1, 0], "score": [float("nan"), 0.2]})
+    assert df.select(pe.confusion_matrix("y", "score")).item() == dict.fromkeys(
+        ("tp", "fp", "tn", "fn")
+    )
+
+
+def test_multiclass_confusion_counts_are_integers_unweighted(collect: Collect) -> None:
+    y = [0, 1, 2, 2, 1, 0, 2]
+    yhat = [0, 2, 2, 1, 1, 0, 0]
+    w = [1.0, 2.0, 0.5, 1.0, 1.0, 3.0, 1.0]
+    df = pl.DataFrame({"y": y, "yhat": yhat, "w": w})
+    cells = collect(df.lazy().select(pe.multiclass_confusion_matrix("y", "yhat")))
+    inner = cells.schema["multiclass_confusion_matrix"].inner  # type: ignore[attr-defined]
+    assert dict(inner.to_schema())["weight"] == pl.Int64
+    table = df.eval.multiclass_confusion_matrix("y", "yhat")
+    assert all(table.schema[c] == pl.Int64 for c in table.columns)
+    np.testing.assert_array_equal(table.drop("truth").to_numpy(), skm.confusion_matrix(y, yhat))
+    weighted = df.eval.multiclass_confusion_matrix("y", "yhat", weight="w")
+    assert all(weighted.schema[c] == pl.Float64 for c in weighted.columns if c != "truth")
+    np.testing.assert_allclose(
+        weighted.drop("truth").to_numpy(), skm.confusion_matrix(y, yhat, sample_weight=w)
+    )
