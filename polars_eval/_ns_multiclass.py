@@ -95,7 +95,7 @@ def _proba_checks(
                 f"(one per class of classes=); got {dtype}"
             )
             return []
-        values = to_expr(proba).cast(pl.List(F64))
+        values = m.proba_list(proba)
         e = pl.element()
         length = values.list.len()
         complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()

@@ -112,3 +112,114 @@ def test_multiclass_confusion_counts_are_integers_unweighted(collect: Collect) -
     np.testing.assert_allclose(
         weighted.drop("truth").to_numpy(), skm.confusion_matrix(y, yhat, sample_weight=w)
     )
+
+
+# ---------------------------------------------------------------------------------------
+# BAD_INPUTS row 50: multiclass proba as a pl.Array column
+# ---------------------------------------------------------------------------------------
+
+CLASSES = ["a", "b", "c"]
+
+
+def array_frame(n: int = 60, seed: int = 3) -> pl.DataFrame:
+    """Labels, a group, weights and probabilities stored in an ``Array(Float64, 3)`` column
+    (a real Array column, not a cast inside the expression), with a null row."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    logits = rng.normal(size=(n, 3))
+    logits[np.arange(n), y] += 1.0
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    rows: list[Any] = proba.tolist()
+    rows[5] = None
+    return pl.DataFrame(
+        {
+            "y": [CLASSES[i] for i in y],
+            "g": rng.integers(0, 2, n),
+            "w": rng.integers(1, 4, n).astype(np.float64),
+            "p": rows,
+        },
+        schema={"y": pl.String, "g": pl.Int64, "w": pl.Float64, "p": pl.Array(pl.Float64, 3)},
+    )
+
+
+def _sk_proba(df: pl.DataFrame, weighted: bool) -> dict[str, float]:
+    used = df.filter(pl.col("p").is_not_null())
+    y = used["y"].to_list()
+    proba = np.array(used["p"].to_list())
+    w = used["w"].to_numpy() if weighted else None
+    top1 = proba.argmax(axis=1)
+    return {
+        "multiclass_logloss": skm.log_loss(y, proba, labels=CLASSES, sample_weight=w),
+        "top_k_accuracy": skm.top_k_accuracy_score(y, proba, k=2, labels=CLASSES, sample_weight=w),
+        "multiclass_auc": skm.roc_auc_score(
+            y, proba, multi_class="ovr", labels=CLASSES, sample_weight=w
+        ),
+        "multiclass_accuracy": skm.accuracy_score(y, [CLASSES[i] for i in top1], sample_weight=w),
+    }
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_array_proba_bare_expressions_match_sklearn(weighted: bool, collect: Collect) -> None:
+    df = array_frame()
+    weight = "w" if weighted else None
+    exprs = [
+        pe.multiclass_logloss("y", "p", classes=CLASSES, weight=weight),
+        pe.top_k_accuracy("y", "p", k=2, classes=CLASSES, weight=weight),
+        pe.multiclass_auc("y", "p", classes=CLASSES, weight=weight),
+        pe.multiclass_accuracy("y", proba="p", classes=CLASSES, weight=weight),
+    ]
+    got = collect(df.lazy().select(exprs)).row(0, named=True)
+    assert got == pytest.approx(_sk_proba(df, weighted), rel=1e-12)
+    per_group = collect(df.lazy().group_by("g").agg(exprs).sort("g"))
+    for row in per_group.iter_rows(named=True):
+        part = df.filter(pl.col("g") == row.pop("g"))
+        assert row == pytest.approx(_sk_proba(part, weighted), rel=1e-12)
+
+
+def test_array_proba_namespace_equals_list_column() -> None:
+    df = array_frame()
+    as_list = df.with_columns(pl.col("p").arr.to_list())
+    want = _sk_proba(df, weighted=True)
+    ns = df.eval
+    assert ns.multiclass_logloss("y", "p", classes=CLASSES, weight="w") == pytest.approx(
+        want["multiclass_logloss"], rel=1e-12
+    )
+    assert ns.top_k_accuracy("y", "p", classes=CLASSES, weight="w") == pytest.approx(
+        want["top_k_accuracy"], rel=1e-12
+    )
+    table = ns.multiclass("y", proba="p", classes=CLASSES, weight="w", by="g")
+    assert_frame_equal_approx(
+        table, as_list.eval.multiclass("y", proba="p", classes=CLASSES, weight="w", by="g")
+    )
+    lazy = df.lazy().eval.multiclass("y", proba="p", classes=CLASSES, weight="w").collect()
+    assert lazy["multiclass_logloss"].item() == pytest.approx(want["multiclass_logloss"], rel=1e-12)
+
+
+def assert_frame_equal_approx(a: pl.DataFrame, b: pl.DataFrame) -> None:
+    from polars.testing import assert_frame_equal
+
+    assert_frame_equal(a, b, check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f: f.eval.multiclass_logloss("y", "p", classes=["a", "b", "c", "d"]),
+        lambda f: f.eval.top_k_accuracy("y", "p", classes=["a", "b", "c", "d"]),
+        lambda f: f.eval.multiclass_auc("y", "p", classes=["a", "b", "c", "d"]),
+        lambda f: f.eval.multiclass("y", proba="p", classes=["a", "b", "c", "d"]),
+        lambda f: (
+            f.lazy().eval.multiclass_logloss("y", "p", classes=["a", "b", "c", "d"]).collect()
+        ),
+    ],
+)
+def test_array_proba_of_wrong_width_gets_the_list_error(call: Callable[[Any], Any]) -> None:
+    df = array_frame()
+    with pytest.raises(pe.DataValidationError) as as_array:
+        call(df)
+    with pytest.raises(pe.DataValidationError) as as_list:
+        call(df.with_columns(pl.col("p").arr.to_list()))
+    message = str(as_array.value)
+    assert message == str(as_list.value)
+    assert 'column "p" must hold 4 probabilities per row' in message
+    assert "59 rows of another length, e.g. [3]" in message  # the null row is ignored

@@ -134,10 +134,22 @@ def class_lit(value: Any, dtype: pl.DataType) -> pl.Expr:
     return pl.lit(value, dtype=dtype)
 
 
+def proba_list(proba: IntoExpr) -> pl.Expr:
+    """A ``List`` or ``Array`` probability column as ``List(Float64)``.
+
+    The cast is not strict: Polars (2.1) rejects a strict ``Array`` to ``List`` cast
+    evaluated inside ``when/then`` (the rows masked out count as failed conversions), and
+    ``.arr.to_list()`` would need the dtype, which an expression does not know. Numeric
+    inner values convert the same either way; the namespace rejects a non-numeric inner
+    dtype before anything runs.
+    """
+    return to_expr(proba).cast(pl.List(F64), strict=False)
+
+
 def proba_columns(proba: Proba, k: int) -> list[pl.Expr]:
     """The ``k`` probability columns as Float64 expressions, whatever the input form."""
     if isinstance(proba, (str, pl.Expr)):
-        as_list = to_expr(proba).cast(pl.List(F64))
+        as_list = proba_list(proba)
         return [as_list.list.get(i, null_on_oob=True) for i in range(k)]
     if isinstance(proba, Sequence):
         cols = list(proba)
