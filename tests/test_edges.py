@@ -223,3 +223,69 @@ def test_array_proba_of_wrong_width_gets_the_list_error(call: Callable[[Any], An
     assert message == str(as_list.value)
     assert 'column "p" must hold 4 probabilities per row' in message
     assert "59 rows of another length, e.g. [3]" in message  # the null row is ignored
+
+
+# ---------------------------------------------------------------------------------------
+# BAD_INPUTS row 51: empty groups for the median- and rank-based regression metrics
+# ---------------------------------------------------------------------------------------
+
+MEDIAN_RANK = ["medae", "mer", "spearman", "kendall_tau"]
+
+
+def _regression_frame() -> pl.DataFrame:
+    """Group "a" is ordinary; "b" is emptied by nulls; "c" by zero weights."""
+    return pl.DataFrame(
+        {
+            "g": ["a"] * 5 + ["b"] * 2 + ["c"] * 2,
+            "y": [1.0, 2.0, 4.0, 8.0, 5.0, None, 3.0, 1.0, 2.0],
+            "p": [1.5, 2.0, 3.0, 10.0, 4.0, 2.0, None, 1.0, 3.0],
+            "w": [1.0, 2.0, 1.0, 1.0, 3.0, 1.0, 1.0, 0.0, 0.0],
+        }
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name", MEDIAN_RANK)
+def test_median_and_rank_metrics_on_an_empty_frame_with_groups(
+    name: str, weighted: bool, collect: Collect
+) -> None:
+    empty = _regression_frame().clear()
+    expr = getattr(pe, name)("y", "p", weight="w" if weighted else None)
+    eager = empty.group_by("g").agg(expr)  # raised InvalidOperationError (cum_sum on Null)
+    assert eager.schema == pl.Schema({"g": pl.String, name: pl.Float64})
+    assert eager.height == 0
+    assert collect(empty.lazy().group_by("g").agg(expr)).height == 0
+    assert empty.select(expr).item() is None
+    assert empty.eval.regression("y", "p", by="g").height == 0
+
+
+@pytest.mark.parametrize("name", MEDIAN_RANK)
+def test_median_and_rank_metrics_on_groups_emptied_by_nulls_or_zero_weights(
+    name: str, collect: Collect
+) -> None:
+    from scipy import stats
+
+    df = _regression_frame()
+    expr = getattr(pe, name)("y", "p", weight="w")
+    got = dict(collect(df.lazy().group_by("g").agg(expr)).sort("g").iter_rows())
+    assert got["b"] is None and got["c"] is None
+    a = df.filter(pl.col("g") == "a")
+    y, p, w = (a[c].to_numpy() for c in ("y", "p", "w"))
+    reps = w.astype(int)  # integer weights = repeated rows
+    yr, pr = np.repeat(y, reps), np.repeat(p, reps)
+    want = {
+        "medae": float(np.median(np.abs(yr - pr))),
+        "mer": float(np.median(np.abs(yr - pr) / np.abs(yr))),
+        "spearman": stats.spearmanr(yr, pr).statistic,
+        "kendall_tau": stats.kendalltau(yr, pr).statistic,
+    }[name]
+    assert got["a"] == pytest.approx(want, rel=1e-12)
+    with pytest.warns(pe.UndefinedMetricWarning, match="2 of 3 groups"):
+        by = getattr(df.eval, name)("y", "p", weight="w", by="g")
+    assert by[name].to_list()[1:] == [None, None]
+
+
+def test_residual_qq_on_an_empty_frame_with_groups() -> None:
+    empty = _regression_frame().clear()
+    out = empty.group_by("g").agg(pe.residual_qq("y", "p"))  # raised on the same helper
+    assert out.height == 0
