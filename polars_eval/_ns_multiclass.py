@@ -730,7 +730,9 @@ class MulticlassMethods:
         required): log loss, one-vs-rest AUC macro / weighted / micro
         (``multiclass_auc_macro`` ...) and ``top_k_accuracy`` (top ``k``); without
         ``pred=`` the prediction metrics use the argmax of ``proba`` (the first class of
-        ``classes`` among ties). Undefined values are null and reported in one warning.
+        ``classes`` among ties). Undefined values are null and reported in one warning;
+        without ``by``, an input with no row to evaluate (empty, or every row null or of weight
+        0) is an ``UndefinedMetricError``, as for a single metric.
 
         ``baseline=True`` adds ``<metric>_baseline``: each metric of the best constant
         predictor of the group (SPEC §8, as YDF): the majority class as the prediction

@@ -289,3 +289,200 @@ def test_residual_qq_on_an_empty_frame_with_groups() -> None:
     empty = _regression_frame().clear()
     out = empty.group_by("g").agg(pe.residual_qq("y", "p"))  # raised on the same helper
     assert out.height == 0
+
+
+# ---------------------------------------------------------------------------------------
+# Messages: no rows to evaluate (BAD_INPUTS rows 5, 37, 49)
+# ---------------------------------------------------------------------------------------
+
+EMPTY_CASES = {
+    "empty": (lambda df: df.clear(), "the input has no rows"),
+    "zero-weights": (
+        lambda df: df.with_columns(w=pl.lit(0.0)),
+        'all 9 rows have weight 0 in "w"',
+    ),
+    "nulls-and-zero-weights": (
+        lambda df: df.with_columns(w=pl.when(pl.int_range(pl.len()) < 4).then(None).otherwise(0.0)),
+        'of 9 rows, 4 have a null in "y", "score" or "w" and 5 have weight 0 in "w"',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_CASES))
+@pytest.mark.parametrize("name", ["auc", "average_precision", "recall", "logloss", "ks"])
+def test_single_binary_metric_without_rows_says_no_rows(case: str, name: str) -> None:
+    make, why = EMPTY_CASES[case]
+    df = make(binary_frame())
+    with pytest.raises(pe.UndefinedMetricError) as info:  # was "needs both classes present"
+        getattr(df.eval, name)("y", "score", weight="w")
+    assert str(info.value) == f"no rows to evaluate for {name}: {why}"
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
+        getattr(df.lazy().eval, name)("y", "score", weight="w").collect()
+
+
+def test_rows_with_one_class_keep_their_own_reason() -> None:
+    one_class = binary_frame().with_columns(y=pl.lit(1))
+    with pytest.raises(pe.UndefinedMetricError, match="needs both classes present"):
+        one_class.eval.auc("y", "score")
+
+
+@pytest.mark.parametrize("case", list(EMPTY_CASES))
+def test_task_tables_without_rows_raise_without_by(case: str) -> None:
+    """Row 49: as a single metric, never an all-null row (nor only a warning)."""
+    make, why = EMPTY_CASES[case]
+    df = make(binary_frame()).with_columns(
+        yhat=pl.col("y"), q=pl.concat_list(1.0 - pl.col("score"), pl.col("score"))
+    )
+    calls = {
+        "binary": lambda f: f.eval.binary("y", "score", weight="w"),
+        "regression": lambda f: f.eval.regression("y", "score", weight="w"),
+        "multiclass": lambda f: f.eval.multiclass("y", pred="yhat", weight="w"),
+        "multiclass_proba": lambda f: f.eval.multiclass("y", proba="q", classes=[0, 1], weight="w"),
+    }
+    for task, call in calls.items():
+        with pytest.raises(pe.UndefinedMetricError) as info:
+            call(df)
+        assert isinstance(info.value, ValueError)
+        message = str(info.value)
+        assert message.startswith("no rows to evaluate: "), (task, message)
+        assert message.split(": ", 1)[1].startswith(why.split(" in ")[0]), (task, message)
+        with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
+            call(df.lazy()).collect()
+
+
+def test_task_tables_of_an_empty_frame_with_by_are_empty() -> None:
+    empty = binary_frame().clear()
+    assert empty.eval.binary("y", "score", by="g").height == 0
+    assert empty.eval.regression("y", "score", by="g").height == 0
+
+
+def test_task_table_with_rows_but_undefined_values_still_only_warns() -> None:
+    one_class = binary_frame().with_columns(y=pl.lit(1))
+    with pytest.warns(pe.UndefinedMetricWarning, match="needs both classes present"):
+        out = one_class.eval.binary("y", "score")
+    assert out["auc"].item() is None
+    assert out["accuracy"].item() == pytest.approx(
+        skm.accuracy_score(one_class["y"], one_class["score"] >= 0.5)
+    )
+
+
+def test_multiclass_and_regression_single_metrics_say_no_rows() -> None:
+    df = pl.DataFrame({"y": [1.0, 2.0], "p": [1.0, 3.0], "w": [0.0, 0.0]})
+    with pytest.raises(
+        pe.UndefinedMetricError,
+        match=r'^no rows to evaluate for r2: all 2 rows have weight 0 in "w"$',
+    ):
+        df.eval.r2("y", "p", weight="w")
+    with pytest.raises(
+        pe.UndefinedMetricError,
+        match="^no rows to evaluate for multiclass_f1: the input has no rows$",
+    ):
+        df.clear().eval.multiclass_f1("y", "p")
+
+
+# ---------------------------------------------------------------------------------------
+# Messages: pos_label not among the labels
+# ---------------------------------------------------------------------------------------
+
+
+def _string_labels() -> pl.DataFrame:
+    return binary_frame().with_columns(y=pl.col("y").replace_strict({1: "Y", 0: "N"}))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f: f.eval.accuracy("y", "score", pos_label="yes"),  # was a silent 0.44
+        lambda f: f.eval.auc("y", "score", pos_label="yes"),  # was "needs both classes"
+        lambda f: f.eval.binary("y", "score", pos_label="yes"),
+        lambda f: f.eval.binary("y", "score", pos_label="yes", by="g"),
+        lambda f: f.lazy().eval.recall("y", "score", pos_label="yes").collect(),
+        lambda f: f.with_columns(pl.col("y").cast(pl.Categorical)).eval.f1(
+            "y", "score", pos_label="yes"
+        ),
+    ],
+)
+def test_pos_label_not_among_the_labels_is_an_error_listing_them(
+    call: Callable[[pl.DataFrame], Any],
+) -> None:
+    # scikit-learn refuses it too: "pos_label=yes is not a valid label"
+    df = _string_labels()
+    with pytest.raises(ValueError, match="pos_label"):
+        skm.recall_score(df["y"], np.where(df["score"] >= 0.5, "Y", "N"), pos_label="yes")
+    with pytest.raises(pe.DataValidationError) as info:
+        call(df)
+    message = str(info.value)
+    assert message.startswith("column \"y\" does not hold pos_label='yes' among its labels")
+    assert message.endswith("e.g. [Y, N]"), message
+
+
+def test_pos_label_of_the_wrong_type_is_an_error() -> None:
+    with pytest.raises(
+        pe.DataValidationError,
+        match=r'pos_label=1 cannot be a label of column "y", which holds String',
+    ):
+        _string_labels().eval.auc("y", "score", pos_label=1)
+    with pytest.raises(
+        pe.DataValidationError,
+        match=r"pos_label='Y' cannot be a label of column \"y\", which holds Int64",
+    ):
+        binary_frame().eval.auc("y", "score", pos_label="Y")
+
+
+def test_pos_label_present_or_labels_of_one_value_are_fine() -> None:
+    df = _string_labels()
+    want = skm.roc_auc_score(df["y"] == "Y", df["score"])
+    assert df.eval.auc("y", "score", pos_label="Y") == pytest.approx(want)
+    numeric = binary_frame().with_columns(y=pl.col("y") + 1)  # labels {1, 2}
+    assert numeric.eval.auc("y", "score", pos_label=2) == pytest.approx(want)
+    with pytest.raises(pe.DataValidationError, match="pos_label=3"):
+        numeric.eval.auc("y", "score", pos_label=3)
+    negatives = df.filter(pl.col("y") == "N")  # one value: a group may lack positives
+    assert negatives.eval.accuracy("y", "score", pos_label="Y") == pytest.approx(
+        skm.accuracy_score(np.zeros(negatives.height), negatives["score"] >= 0.5)
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Cohen's kappa with a constant side (BAD_INPUTS row 19, revised)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kappa_with_one_constant_side_is_sklearns_zero(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 40))
+    varying = rng.integers(0, 2, n)
+    varying[:2] = [0, 1]
+    constant = np.full(n, int(rng.integers(0, 2)))
+    w = rng.random(n)
+    for y, yhat in ((varying, constant), (constant, varying)):
+        df = pl.DataFrame({"y": y, "h": yhat, "w": w})
+        for weight in (None, "w"):
+            sw = None if weight is None else w
+            want = skm.cohen_kappa_score(y, yhat, sample_weight=sw)
+            assert want == 0.0
+            got = df.select(
+                pe.cohen_kappa("y", pred="h", weight=weight),
+                pe.multiclass_cohen_kappa("y", "h", weight=weight),
+            ).row(0)
+            assert got == pytest.approx((want, want), abs=1e-12)
+            assert df.eval.cohen_kappa("y", pred="h", weight=weight) == pytest.approx(
+                want, abs=1e-12
+            )
+            with pytest.warns(pe.UndefinedMetricWarning, match="mcc is undefined"):
+                table = df.eval.binary("y", "h", weight=weight, probability=False)
+            assert table["cohen_kappa"].item() == pytest.approx(want, abs=1e-12)
+
+
+def test_kappa_is_null_only_when_chance_agreement_is_one() -> None:
+    same = pl.DataFrame({"y": [1, 1, 1], "h": [1, 1, 1], "w": [0.1, 0.2, 0.7]})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = skm.cohen_kappa_score(same["y"], same["h"], sample_weight=same["w"])
+    assert np.isnan(want)  # scikit-learn: 0/0
+    got = same.select(
+        pe.cohen_kappa("y", pred="h", weight="w"), pe.multiclass_cohen_kappa("y", "h", weight="w")
+    ).row(0)
+    assert got == (None, None)
+    with pytest.raises(pe.UndefinedMetricError, match="chance agreement"):
+        same.eval.cohen_kappa("y", pred="h")
