@@ -112,7 +112,10 @@ class BinaryMethods:
         out logloss, Brier and ECE and accepts any finite score. ``baseline=True`` adds
         ``<metric>_baseline`` columns: the same metrics for the best constant predictor, the
         group's positive rate as score (AUC 0.5, logloss = entropy of the labels) and the
-        majority class as hard prediction (accuracy of the majority class). Undefined values are null and reported in one warning.
+        majority class as hard prediction (accuracy of the majority class). Undefined values
+        are null and reported in one warning; without ``by``, an input with no row to evaluate
+        (empty, or every row null or of weight 0) is an ``UndefinedMetricError``, as for a
+        single metric.
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 

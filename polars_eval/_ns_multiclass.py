@@ -95,7 +95,7 @@ def _proba_checks(
                 f"(one per class of classes=); got {dtype}"
             )
             return []
-        values = to_expr(proba).cast(pl.List(F64))
+        values = m.proba_list(proba)
         e = pl.element()
         length = values.list.len()
         complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()
@@ -230,7 +230,7 @@ def _confusion_table(
         grid = lf.select(by_cols).unique().join(grid, how="cross")
     table = (
         grid.join(pivot, on=[*by_cols, "truth"], how="left", nulls_equal=True)
-        .with_columns(pl.col(columns).fill_null(0.0))
+        .with_columns(pl.col(columns).fill_null(0))
         .sort([*by_cols, "__pe_order"], nulls_last=True)
         .select(*by_cols, "truth", *columns)
     )
@@ -730,7 +730,9 @@ class MulticlassMethods:
         required): log loss, one-vs-rest AUC macro / weighted / micro
         (``multiclass_auc_macro`` ...) and ``top_k_accuracy`` (top ``k``); without
         ``pred=`` the prediction metrics use the argmax of ``proba`` (the first class of
-        ``classes`` among ties). Undefined values are null and reported in one warning.
+        ``classes`` among ties). Undefined values are null and reported in one warning;
+        without ``by``, an input with no row to evaluate (empty, or every row null or of weight
+        0) is an ``UndefinedMetricError``, as for a single metric.
 
         ``baseline=True`` adds ``<metric>_baseline``: each metric of the best constant
         predictor of the group (SPEC §8, as YDF): the majority class as the prediction

@@ -78,7 +78,8 @@ class RegressionMethods:
         ``baseline=True``, ``<metric>_baseline`` columns give each metric of the best
         constant predictor, the (weighted) mean of the actual in the group (SPEC §8; R² of
         the baseline is 0; correlations have no baseline). Undefined values are null and
-        reported in one warning.
+        reported in one warning; without ``by``, an input with no row to evaluate (empty, or
+        every row null or of weight 0) is an ``UndefinedMetricError``, as for a single metric.
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._exprs import column_name, to_expr
 from polars_eval._registry import MetricInfo, Role
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, UndefinedMetricError, UndefinedMetricWarning
@@ -92,11 +93,14 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     undefined = {k: v for k, v in plan.undefined.items() if k in out_schema}
     strict = plan.strict
 
+    def no_rows() -> str | None:
+        return no_rows_reason(lf, plan.args, plan.inputs)
+
     def finish(df: pl.DataFrame) -> pl.DataFrame:
         if checks:
             raise_for_checks(df, checks, per_row=inline, source=lf)
             df = df.select(list(out_schema))
-        report_undefined(df, undefined, grouped=bool(by), strict=strict)
+        report_undefined(df, undefined, grouped=bool(by), strict=strict, no_rows=no_rows)
         return df
 
     query = query.map_batches(finish, schema=out_schema)
@@ -107,10 +111,84 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     return query
 
 
+def _column_items(value: Any) -> list[Any]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [v for v in values if isinstance(v, (str, pl.Expr))]
+
+
+def no_rows_reason(
+    source: pl.LazyFrame, args: Mapping[str, Any], inputs: Mapping[str, Role]
+) -> str | None:
+    """Why no row can be evaluated (an empty input, every row null or of weight 0), or None.
+
+    A row is used when every column argument is non-null and its weight (if any) is not
+    0. Runs one small query over ``source``; called only once a metric came out null.
+    """
+    present: list[pl.Expr] = []
+    weights: list[pl.Expr] = []
+    names: list[str] = []
+    for arg, role in inputs.items():
+        for item in _column_items(args.get(arg)):
+            expr = to_expr(item)
+            present.append(expr.is_not_null())
+            names.append(column_name(item))
+            if role == "weight":
+                weights.append(expr.cast(pl.Float64) != 0.0)
+    if not present:
+        return None
+    complete = pl.all_horizontal(present)
+    used = complete & pl.all_horizontal(weights) if weights else complete
+    n, n_complete, n_used = (
+        source.select(
+            pl.len().cast(pl.Int64),
+            complete.sum().cast(pl.Int64).alias("complete"),
+            used.sum().cast(pl.Int64).alias("used"),
+        )
+        .collect()
+        .row(0)
+    )
+    if n_used:
+        return None
+    if n == 0:
+        return "the input has no rows"
+    columns = _either([f'"{c}"' for c in dict.fromkeys(names)])
+    if n_complete == 0:
+        return f"all {n} rows have a null in {columns}"
+    weight_names = _either(
+        [
+            f'"{column_name(item)}"'
+            for arg, role in inputs.items()
+            if role == "weight"
+            for item in _column_items(args.get(arg))
+        ]
+    )
+    if n_complete == n:
+        return f"all {n} rows have weight 0 in {weight_names}"
+    nulls = n - n_complete
+    return (
+        f"of {n} rows, {nulls} {'has' if nulls == 1 else 'have'} a null in {columns} "
+        f"and {n_complete} {'has' if n_complete == 1 else 'have'} weight 0 in {weight_names}"
+    )
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def report_undefined(
-    df: pl.DataFrame, undefined: Mapping[str, str], *, grouped: bool, strict: bool
+    df: pl.DataFrame,
+    undefined: Mapping[str, str],
+    *,
+    grouped: bool,
+    strict: bool,
+    no_rows: Callable[[], str | None] | None = None,
 ) -> None:
-    """Raise (no groups, strict) or warn once (groups) about null metric values."""
+    """Raise (no groups, strict) or warn once (groups) about null metric values.
+
+    Without groups, ``no_rows`` (see :func:`no_rows_reason`) is asked why the values are
+    null; when no row could be evaluated at all, that is raised even when not ``strict``
+    (a task table of an empty input is an error, as a single metric: BAD_INPUTS row 49).
+    """
     if not undefined:
         return
     if not grouped:
@@ -121,6 +199,11 @@ def report_undefined(
         ]
         if not nulls:
             return
+        empty = no_rows() if no_rows is not None else None
+        if empty is not None:
+            if len(undefined) == 1:
+                raise UndefinedMetricError(f"no rows to evaluate for {nulls[0]}: {empty}")
+            raise UndefinedMetricError(f"no rows to evaluate: {empty}; every metric is undefined")
         reasons = "; ".join(
             f"{name} is undefined on this data: {undefined[name]}" for name in nulls
         )

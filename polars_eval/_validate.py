@@ -81,8 +81,16 @@ def column_problems(
             dtype = schema[item]
             if role == "key":
                 continue
+            pos_label = args.get("pos_label")
+            if role == "binary_label" and pos_label is not None:
+                if _is_textual(dtype) != isinstance(pos_label, str):
+                    problems.append(
+                        f'pos_label={pos_label!r} cannot be a label of column "{item}", which '
+                        f"holds {dtype} labels; pass one of its values"
+                    )
+                    continue
             if role == "binary_label" and _is_textual(dtype):
-                if args.get("pos_label") is None:
+                if pos_label is None:
                     problems.append(
                         f'column "{item}" holds {dtype} labels; pass pos_label= to say which value is the positive class'
                     )
@@ -123,8 +131,10 @@ def _checks_for(
         except Exception:  # noqa: BLE001 - leave it to the query to fail
             return []
     out: list[Check] = []
+    if role == "binary_label" and args.get("pos_label") is not None:
+        return [_pos_label_check(name, expr, args["pos_label"])]
     if role in ("binary_label", "binary_pred"):
-        if _is_textual(dtype) or (role == "binary_label" and args.get("pos_label") is not None):
+        if _is_textual(dtype):
             return []
         if dtype == pl.Boolean:
             return []
@@ -187,6 +197,23 @@ def _checks_for(
             )
         )
     return out
+
+
+def _pos_label_check(name: str, label: pl.Expr, pos_label: Any) -> Check:
+    """``pos_label`` absent from labels that take two or more values (as scikit-learn).
+
+    Labels of one value only may lack the positive class (a group with no positive row);
+    two values or more, none of them ``pos_label``, mean a wrong ``pos_label``.
+    """
+    absent = ~(label == pos_label).fill_null(False).any()
+    several = label.drop_nulls().n_unique() >= 2
+    return Check(
+        name,
+        label.is_not_null() & absent & several,
+        label,
+        f"does not hold pos_label={pos_label!r} among its labels; "
+        "found {n} rows, all with other labels",
+    )
 
 
 def check_aggs(checks: Sequence[Check], *, examples: bool = True) -> list[pl.Expr]:

@@ -397,14 +397,12 @@ def test_undefined_segment_is_counted() -> None:
     assert "segments with undefined auc" in _cards(rep)
 
 
-def test_empty_frame_gives_an_empty_report() -> None:
+def test_empty_frame_report_is_an_error() -> None:
+    """BAD_INPUTS row 49: a task table of an empty input is an error without ``by``, so the
+    report of an empty frame says there is nothing to evaluate (no all-null page)."""
     frame = pl.DataFrame({"y": [], "p": []}, schema={"y": pl.Int64, "p": pl.Float64})
-    rep = frame.eval.report("binary", label="y", score="p")
-    assert rep.counts["rows"] == 0 and rep.counts["rows_used"] == 0
-    assert rep.tables["summary"]["auc"].item() is None
-    assert rep.charts == {}
-    page = rep.html()
-    assert 'id="pe-charts"' not in page and "auc is undefined" in page
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
+        frame.eval.report("binary", label="y", score="p")
 
 
 def test_several_by_columns_and_null_keys() -> None:

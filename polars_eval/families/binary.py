@@ -360,6 +360,25 @@ def brier(
 # ---------------------------------------------------------------------------------------
 
 
+def _hard_prediction(
+    label: IntoExpr,
+    score: IntoExpr | None,
+    pred: IntoExpr | None,
+    threshold: float,
+    pos_label: Any,
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """The 0/1 label, the raw score (or ``pred``) and the 0/1 prediction, as Float64."""
+    if (score is None) == (pred is None):
+        raise InvalidParameterError(
+            "give exactly one of score= (with threshold=) or pred= (hard 0/1 predictions)"
+        )
+    check_number("threshold", threshold)
+    y = binary_label(label, pos_label)
+    raw = to_float(pred if pred is not None else score)  # type: ignore[arg-type]
+    yhat = raw if pred is not None else (raw >= threshold).cast(F64)
+    return y, raw, yhat
+
+
 def confusion_state(
     label: IntoExpr,
     score: IntoExpr | None,
@@ -376,15 +395,8 @@ def confusion_state(
     is true in Polars: the finalize step turns the metric into NaN rather than let NaN be
     positive). Counts merge across partitions by addition.
     """
-    if (score is None) == (pred is None):
-        raise InvalidParameterError(
-            "give exactly one of score= (with threshold=) or pred= (hard 0/1 predictions)"
-        )
-    check_number("threshold", threshold)
-    y = binary_label(label, pos_label)
-    raw = to_float(pred if pred is not None else score)  # type: ignore[arg-type]
+    y, raw, yhat = _hard_prediction(label, score, pred, threshold, pos_label)
     w = weight_expr(weight)
-    yhat = raw if pred is not None else (raw >= threshold).cast(F64)
     valid = not_null(y, raw, w)
 
     def total(expr: pl.Expr) -> pl.Expr:
@@ -748,8 +760,11 @@ def confusion_matrix(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
 ) -> pl.Expr:
-    """Weighted confusion counts as a struct ``{tp, fp, tn, fn}`` (Float64).
+    """Confusion counts as a struct ``{tp, fp, tn, fn}``.
 
+    Unweighted, the counts are row counts (Int64, summed as integers: exact at any size);
+    with ``weight=`` they are weighted counts (Float64). A NaN score among the used rows
+    makes every count NaN when weighted, null when unweighted (an integer cannot be NaN).
     The namespace without ``by`` returns the 2×2 table, rows = truth, columns = prediction
     (as scikit-learn's ``confusion_matrix``); with ``by`` one row per group with the counts.
 
@@ -757,38 +772,75 @@ def confusion_matrix(
     --------
     >>> import polars as pl
     >>> import polars_eval as pe
-    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5],
+    ...                    "w": [1.0, 0.5, 2.0, 1.0, 1.0]})
     >>> df.select(pe.confusion_matrix("y", "p")).item()
-    {'tp': 2.0, 'fp': 1.0, 'tn': 1.0, 'fn': 1.0}
+    {'tp': 2, 'fp': 1, 'tn': 1, 'fn': 1}
+    >>> df.select(pe.confusion_matrix("y", "p", weight="w")).item()
+    {'tp': 2.0, 'fp': 2.0, 'tn': 1.0, 'fn': 0.5}
     >>> df.eval.confusion_matrix("y", "p")
     shape: (2, 3)
     ┌───────┬─────────────┬─────────────┐
     │ truth ┆ predicted_0 ┆ predicted_1 │
     │ ---   ┆ ---         ┆ ---         │
-    │ i64   ┆ f64         ┆ f64         │
+    │ i64   ┆ i64         ┆ i64         │
     ╞═══════╪═════════════╪═════════════╡
-    │ 0     ┆ 1.0         ┆ 1.0         │
-    │ 1     ┆ 1.0         ┆ 2.0         │
+    │ 0     ┆ 1           ┆ 1           │
+    │ 1     ┆ 1           ┆ 2           │
     └───────┴─────────────┴─────────────┘
     """
+    names = ("tp", "fp", "tn", "fn")
+    if weight is None:
+        return pl.struct(**_integer_counts(label, score, pred, threshold, pos_label)).alias(
+            "confusion_matrix"
+        )
     state = confusion_state(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    names = ("tp", "fp", "tn", "fn")
     return pl.struct(**{k: finalize_counts(state, lambda c, k=k: c[k]) for k in names}).alias(
         "confusion_matrix"
     )
 
 
-def confusion_table(counts: dict[str, float]) -> pl.DataFrame:
-    """The 2×2 confusion table (rows = truth, columns = prediction) from a counts dict."""
+def _integer_counts(
+    label: IntoExpr,
+    score: IntoExpr | None,
+    pred: IntoExpr | None,
+    threshold: float,
+    pos_label: Any,
+) -> dict[str, pl.Expr]:
+    """Unweighted confusion counts as Int64 sums (null when a used score is NaN)."""
+    y, raw, yhat = _hard_prediction(label, score, pred, threshold, pos_label)
+    valid = not_null(y, raw)
+    has_nan = (raw.is_nan() & valid).any()
+    cells = {
+        "tp": (y == 1.0) & (yhat == 1.0),
+        "fp": (y == 0.0) & (yhat == 1.0),
+        "tn": (y == 0.0) & (yhat == 0.0),
+        "fn": (y == 1.0) & (yhat == 0.0),
+    }
+    return {
+        k: pl.when(has_nan)
+        .then(pl.lit(None, dtype=pl.Int64))
+        .otherwise((valid & cell).fill_null(False).cast(pl.Int64).sum())
+        for k, cell in cells.items()
+    }
+
+
+def confusion_table(counts: dict[str, Any]) -> pl.DataFrame:
+    """The 2×2 confusion table (rows = truth, columns = prediction) from a counts dict.
+
+    Int64 cells for row counts, Float64 for weighted counts (as the counts dict holds).
+    """
+    weighted = any(isinstance(v, float) for v in counts.values())
+    dtype = F64 if weighted else pl.Int64
     return pl.DataFrame(
         {
             "truth": [0, 1],
             "predicted_0": [counts["tn"], counts["fn"]],
             "predicted_1": [counts["fp"], counts["tp"]],
         },
-        schema={"truth": pl.Int64, "predicted_0": F64, "predicted_1": F64},
+        schema={"truth": pl.Int64, "predicted_0": dtype, "predicted_1": dtype},
     )
 
 

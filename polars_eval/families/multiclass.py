@@ -134,10 +134,22 @@ def class_lit(value: Any, dtype: pl.DataType) -> pl.Expr:
     return pl.lit(value, dtype=dtype)
 
 
+def proba_list(proba: IntoExpr) -> pl.Expr:
+    """A ``List`` or ``Array`` probability column as ``List(Float64)``.
+
+    The cast is not strict: Polars (2.1) rejects a strict ``Array`` to ``List`` cast
+    evaluated inside ``when/then`` (the rows masked out count as failed conversions), and
+    ``.arr.to_list()`` would need the dtype, which an expression does not know. Numeric
+    inner values convert the same either way; the namespace rejects a non-numeric inner
+    dtype before anything runs.
+    """
+    return to_expr(proba).cast(pl.List(F64), strict=False)
+
+
 def proba_columns(proba: Proba, k: int) -> list[pl.Expr]:
     """The ``k`` probability columns as Float64 expressions, whatever the input form."""
     if isinstance(proba, (str, pl.Expr)):
-        as_list = to_expr(proba).cast(pl.List(F64))
+        as_list = proba_list(proba)
         return [as_list.list.get(i, null_on_oob=True) for i in range(k)]
     if isinstance(proba, Sequence):
         cols = list(proba)
@@ -794,7 +806,8 @@ def multiclass_confusion_matrix(
 
     The expression gives the non-empty cells in long form, a
     ``List[Struct{truth, predicted, weight}]`` sorted by truth then prediction (one sort
-    per group; cells of zero weight are absent). The namespace returns the square table:
+    per group; cells of zero weight are absent). ``weight`` is the row count (Int64)
+    without ``weight=``, the weighted count (Float64) with it. The namespace returns the square table:
     a ``truth`` column and one column ``predicted_<class>`` per class (in the order of
     ``classes=``, else sorted), zeros filled in, as scikit-learn's ``confusion_matrix``.
     With ``by`` the table has one row per group and true class. On a LazyFrame the
@@ -827,6 +840,8 @@ def multiclass_confusion_matrix(
     y, yh, w = drop_null_rows(
         inputs.label, inputs.yhat, weight=inputs.weight, drop_zero_weight=True
     )
+    if weight is None:  # row counts: summed as integers
+        w = w.cast(pl.Int64)
     cells = pl.struct(y.alias("truth"), yh.alias("predicted"), w.alias("weight")).sort_by([y, yh])
     e = pl.element()
     t, p = e.struct.field("truth"), e.struct.field("predicted")
@@ -838,7 +853,7 @@ def multiclass_confusion_matrix(
             pl.struct(
                 t.filter(end).alias("truth"),
                 p.filter(end).alias("predicted"),
-                (cum - cum.shift(1).fill_null(0.0)).alias("weight"),
+                (cum - cum.shift(1).fill_null(0)).alias("weight"),
             )
         )
         .alias("multiclass_confusion_matrix")

@@ -120,6 +120,16 @@ def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     return safe_div((values * w).sum(), w.sum())
 
 
+def _gathered(w: pl.Expr, order: pl.Expr) -> pl.Expr:
+    """``w.gather(order)`` as Float64, ready for ``cum_sum``.
+
+    In an eager ``group_by`` over an empty frame Polars (2.1) types the gathered column
+    Null, which ``cum_sum`` rejects; a non-strict cast (a strict one is optimised away as
+    a no-op) gives it back its Float64 type, so the empty group is null as elsewhere.
+    """
+    return w.gather(order).cast(F64, strict=False)
+
+
 def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """Weighted median (rows of zero weight already dropped), NaN if a value is NaN.
 
@@ -129,7 +139,7 @@ def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """
     order = values.arg_sort()
     vs = values.gather(order)
-    cw = w.gather(order).cum_sum()
+    cw = _gathered(w, order).cum_sum()
     half = w.sum() / 2.0
     lo = vs.filter(cw >= half).first()
     hi = vs.filter(cw > half).first()
@@ -201,7 +211,7 @@ def _weighted_rank(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """
     order = values.arg_sort()
     vs = values.gather(order)
-    cw = w.gather(order).cum_sum()
+    cw = _gathered(w, order).cum_sum()
     cw_before = cw.shift(1).fill_null(0.0)
     lo = vs.search_sorted(values, side="left")
     hi = vs.search_sorted(values, side="right")
@@ -913,7 +923,7 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     sd = _wmean((r - mean) ** 2, w).sqrt()
     order = r.arg_sort()
     rs = r.gather(order)
-    ws = w.gather(order)
+    ws = _gathered(w, order)
     position = (ws.cum_sum() - ws / 2.0) / ws.sum()
     z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
     return (
