@@ -100,6 +100,7 @@ class BinaryMethods:
         threshold: float = 0.5,
         probability: bool = True,
         baseline: bool = False,
+        bins: int | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
     ) -> Any:
@@ -116,6 +117,13 @@ class BinaryMethods:
         are null and reported in one warning; without ``by``, an input with no row to evaluate
         (empty, or every row null or of weight 0) is an ``UndefinedMetricError``, as for a
         single metric.
+
+        ``bins=N`` (column names only) evaluates in binned mode, as ``pe.Evaluation(...,
+        bins=N)``: the sort-based metrics over N score bins (SPEC §10: memory bounded by
+        the groups and bins, the AUC off by at most half the weighted share of
+        (positive, negative) pairs that share a bin), log loss, Brier score and the
+        threshold metrics exact; on a LazyFrame the bins are counted with the streaming
+        engine at ``collect()``.
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
@@ -135,6 +143,19 @@ class BinaryMethods:
         │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
         └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
+        if bins is not None:
+            return _binned(
+                self._frame,
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                baseline=baseline,
+                bins=bins,
+                by=by,
+            )
         infos = [
             info
             for info in _registry.by_task("binary")
@@ -168,3 +189,29 @@ class BinaryMethods:
             then=second,
         )
         return execute(self._frame, plan)
+
+
+def _binned(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
+    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame."""
+    from polars_eval.scale.evaluation import Evaluation
+
+    ev = Evaluation("binary", **kwargs)
+    if isinstance(frame, pl.DataFrame):
+        return ev.update(frame).compute()
+
+    def run(_: pl.DataFrame) -> pl.DataFrame:
+        return ev.update(frame).compute()
+
+    # the result's schema is that of the same evaluation over no rows (with a group key)
+    empty = pl.DataFrame(schema=frame.collect_schema())
+    probe = Evaluation("binary", **{**kwargs, "by": kwargs["by"] or []})
+    schema = probe.update(empty).compute().schema if kwargs["by"] else None
+    if schema is None:
+        schema = (
+            Evaluation("binary", **{**kwargs, "by": ["__pe_all"]})
+            .update(empty.with_columns(pl.lit(0).alias("__pe_all")))
+            .compute()
+            .drop("__pe_all")
+            .schema
+        )
+    return pl.LazyFrame({"__pe": [0]}).map_batches(run, schema=schema)

@@ -180,7 +180,7 @@ Do not edit: ``python -c 'import polars_eval.namespace as n; n.write_stub()'`` w
 (a test checks that it is current).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl

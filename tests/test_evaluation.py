@@ -367,3 +367,32 @@ def test_arrow_table_input():
     df = binary_frame(21)
     ev = pe.Evaluation("binary", label="y", score="p").update(pa.Table.from_pandas(df.to_pandas()))
     assert ev.compute()["auc"].item() == pytest.approx(df.eval.auc("y", "p"), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["auc", "gini", "pr_auc", "average_precision", "ks"])
+def test_expression_bins_equal_the_binned_evaluation(name):
+    df = binary_frame(22).with_columns(p=pl.col("p") * 0.97 + 0.011)
+    by_expr = df.group_by("seg").agg(getattr(pe, name)("y", "p", weight="w", bins=16)).sort("seg")
+    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg", bins=16)
+    want = ev.update(df).compute().select("seg", name)
+    assert_same(by_expr, want)
+    assert df.eval.auc("y", "p", bins=16) == pytest.approx(
+        df.select(pe.auc("y", "p", bins=16)).item(), abs=1e-12
+    )
+
+
+def test_expression_bins_refuse_a_bad_count():
+    with pytest.raises(pe.InvalidParameterError, match="bins"):
+        pe.auc("y", "p", bins=1)
+
+
+@pytest.mark.parametrize("by", [None, "seg"])
+def test_task_method_bins_equal_the_binned_evaluation_lazy_and_eager(by):
+    df = binary_frame(23)
+    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by=by, bins=20)
+    want = ev.update(df).compute()
+    assert_same(df.eval.binary("y", "p", weight="w", by=by, bins=20), want)
+    lazy = df.lazy().eval.binary("y", "p", weight="w", by=by, bins=20)
+    assert isinstance(lazy, pl.LazyFrame)
+    assert lazy.collect_schema() == want.schema
+    assert_same(lazy.collect(engine="streaming"), want)

@@ -21,10 +21,42 @@ import polars as pl
 
 from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float, weight_expr
 from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
+
+
+def score_bin(score: pl.Expr, bins: int, *, probability: bool = True) -> pl.Expr:
+    """The bin (0 … ``bins``−1) of a score, chosen without a pass for the min and max.
+
+    Probabilities (``probability=True``) fall in ``bins`` equal bins of [0, 1]: bin
+    ``floor(p·bins)``, a score of 1 in the last bin (scores outside [0, 1] in the end
+    bins). Any other score is first mapped into (0, 1) by the logistic function
+    1/(1+e^−s), a monotone map, so the bins are equal in probability for a score on the
+    logit scale and never depend on the data. A binned AUC treats the scores of one bin
+    as tied, so it differs from the exact AUC by at most half the weighted share of
+    (positive, negative) pairs that share a bin: |AUC_binned − AUC| ≤ Σ_b P_b·N_b / (2·P·N).
+    NaN has no bin (null).
+    """
+    unit = score if probability else 1.0 / (1.0 + (-score).exp())
+    binned = (unit * bins).floor().clip(0, bins - 1)
+    return pl.when(unit.is_nan()).then(None).otherwise(binned).cast(pl.Int32)
+
+
+def binned_score(score: pl.Expr, bins: int | None) -> pl.Expr:
+    """``score`` itself, or with ``bins`` the centre of its probability bin, (b + ½)/bins."""
+    if bins is None:
+        return score
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+        raise InvalidParameterError(f"bins must be an integer >= 2 or None; got {bins!r}")
+    centre = (score_bin(score, bins).cast(pl.Float64) + 0.5) / bins
+    return pl.when(score.is_nan()).then(score).otherwise(centre)
 
 
 def sorted_state(
-    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """The rows sorted by score descending, as one list of ``{s, sw}`` per group.
 
@@ -34,7 +66,7 @@ def sorted_state(
     """
     y, s, w = drop_null_rows(
         binary_label(label, pos_label),
-        to_float(score),
+        binned_score(to_float(score), bins),
         weight=weight_expr(weight),
         drop_zero_weight=True,
     )
@@ -46,7 +78,11 @@ def sorted_state(
 
 
 def threshold_state(
-    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """The state every sort-based metric finalizes: one ``{t, tp, fp}`` per distinct score.
 
@@ -64,7 +100,7 @@ def threshold_state(
         tp=sw.clip(lower_bound=0.0).cum_sum().filter(block_end),
         fp=(-sw).clip(lower_bound=0.0).cum_sum().filter(block_end),
     )
-    return sorted_state(label, score, weight, pos_label).list.eval(body)
+    return sorted_state(label, score, weight, pos_label, bins).list.eval(body)
 
 
 class Curve:

@@ -138,7 +138,12 @@ AUC_FINALIZE = {
     undefined=ONE_CLASS,
 )
 def auc(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Area under the ROC curve, by the trapezoid rule (no convex hull).
 
@@ -147,6 +152,12 @@ def auc(
     exactly the Mann–Whitney U statistic divided by P·N.
 
     Null when a class is absent (or the group is empty); NaN if a score is NaN.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
     ----------
@@ -171,7 +182,7 @@ def auc(
     │ b   ┆ 0.75 │
     └─────┴──────┘
     """
-    return finalize(threshold_state(label, score, weight, pos_label), _auc).alias("auc")
+    return finalize(threshold_state(label, score, weight, pos_label, bins), _auc).alias("auc")
 
 
 @register(
@@ -183,9 +194,20 @@ def auc(
     undefined=ONE_CLASS,
 )
 def gini(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Gini coefficient (Somers' D of the score), 2·AUC − 1.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
     --------
@@ -194,9 +216,9 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    return finalize(threshold_state(label, score, weight, pos_label), AUC_FINALIZE["gini"]).alias(
-        "gini"
-    )
+    return finalize(
+        threshold_state(label, score, weight, pos_label, bins), AUC_FINALIZE["gini"]
+    ).alias("gini")
 
 
 @register(
@@ -208,13 +230,24 @@ def gini(
     undefined=ONE_CLASS,
 )
 def pr_auc(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Area under the precision–recall curve by the lower trapezoid rule (as YDF).
 
     Points are the distinct thresholds in descending order, preceded by the empty
     prediction (recall 0, precision 1); consecutive points are joined by straight lines:
     Σ (prec_{i−1} + prec_i)/2 · (rec_i − rec_{i−1}).
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
     ----------
@@ -229,7 +262,7 @@ def pr_auc(
     >>> round(df.eval.pr_auc("y", "p"), 6)
     0.958333
     """
-    return finalize(threshold_state(label, score, weight, pos_label), _pr_auc).alias("pr_auc")
+    return finalize(threshold_state(label, score, weight, pos_label, bins), _pr_auc).alias("pr_auc")
 
 
 @register(
@@ -241,11 +274,22 @@ def pr_auc(
     undefined=ONE_CLASS,
 )
 def average_precision(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Average precision, the step-rule area under the PR curve (as scikit-learn).
 
     AP = Σ (R_i − R_{i−1}) P_i over the distinct thresholds in descending order.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
     ----------
@@ -260,9 +304,9 @@ def average_precision(
     >>> round(df.eval.average_precision("y", "p"), 6)
     0.916667
     """
-    return finalize(threshold_state(label, score, weight, pos_label), _average_precision).alias(
-        "average_precision"
-    )
+    return finalize(
+        threshold_state(label, score, weight, pos_label, bins), _average_precision
+    ).alias("average_precision")
 
 
 @register(
@@ -274,9 +318,20 @@ def average_precision(
     undefined=ONE_CLASS,
 )
 def ks(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Kolmogorov–Smirnov statistic: max over thresholds of |TPR − FPR|.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
     --------
@@ -285,7 +340,7 @@ def ks(
     >>> pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.9]}).select(pe.ks("y", "p")).item()
     0.5
     """
-    return finalize(threshold_state(label, score, weight, pos_label), _ks).alias("ks")
+    return finalize(threshold_state(label, score, weight, pos_label, bins), _ks).alias("ks")
 
 
 # ---------------------------------------------------------------------------------------
@@ -1156,13 +1211,24 @@ CURVE_UNDEFINED = "needs both classes present"
     fields=("threshold", "fpr", "tpr"),
 )
 def roc_curve(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """ROC curve: one point per distinct threshold, descending, after the point (inf, 0, 0).
 
     Fields ``threshold``, ``fpr``, ``tpr`` (weighted). Unlike scikit-learn's default no
     collinear point is dropped (``drop_intermediate=False``). Rates are null when a class is
     absent.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
     --------
@@ -1192,7 +1258,9 @@ def roc_curve(
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("roc_curve")
+    return finalize_list(threshold_state(label, score, weight, pos_label, bins), body).alias(
+        "roc_curve"
+    )
 
 
 @register(
@@ -1203,13 +1271,24 @@ def roc_curve(
     fields=("threshold", "precision", "recall"),
 )
 def pr_curve(
-    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    bins: int | None = None,
 ) -> pl.Expr:
     """Precision–recall curve: one point per distinct threshold, in descending order.
 
     Fields ``threshold``, ``precision``, ``recall``. scikit-learn's ``precision_recall_curve``
     gives the same points in ascending order plus a final (precision 1, recall 0) point
     without a threshold. Recall is null without positives.
+
+    ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
+    scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
+    most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
+    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
     --------
@@ -1236,7 +1315,9 @@ def pr_curve(
             threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P)
         )
 
-    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias("pr_curve")
+    return finalize_list(threshold_state(label, score, weight, pos_label, bins), body).alias(
+        "pr_curve"
+    )
 
 
 TABLE_FIELDS = (

@@ -44,6 +44,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
+from polars_eval.families._curve import score_bin
 
 STATE_VERSION = 1
 """The format version of a state frame; a state of a newer version is refused."""
@@ -104,23 +105,6 @@ _ROLES: dict[str, dict[str, Role]] = {
     "forecast": {"actual": "numeric", "forecast": "numeric", "series": "key", "time": "key"},
     "ranking": {"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
 }
-
-
-def score_bin(score: pl.Expr, bins: int, *, probability: bool) -> pl.Expr:
-    """The bin (0 … ``bins``−1) of a score, chosen without a pass for the min and max.
-
-    Probabilities (``probability=True``) fall in ``bins`` equal bins of [0, 1]: bin
-    ``floor(p·bins)``, a score of 1 in the last bin. Any other score is first mapped into
-    (0, 1) by the logistic function 1/(1+e^−s), a monotone map, so the bins are equal in
-    probability for a score on the logit scale and never depend on the data. The binned
-    AUC treats the scores of one bin as tied, so it differs from the exact AUC by at most
-    half the weighted share of (positive, negative) pairs that share a bin:
-    |AUC_binned − AUC| ≤ Σ_b P_b·N_b / (2·P·N).
-    """
-    unit = score if probability else 1.0 / (1.0 + (-score).exp())
-    binned = (unit * bins).floor().clip(0, bins - 1)
-    # NaN has no bin (validation reports it); ±inf scores fall in the end bins
-    return pl.when(unit.is_nan()).then(None).otherwise(binned).cast(pl.Int32)
 
 
 @dataclass(frozen=True)
