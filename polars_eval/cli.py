@@ -739,6 +739,11 @@ def evaluate(
                 table = _with_intervals(table, bounds, by)
     write_output(table, by, args.format, args.output)
     if report:
+        report_by = by
+        if task == "forecast" and "lead" in by and "lead" not in frame.collect_schema():
+            # `--by lead` groups by the lead the evaluation derives from --cutoff; the
+            # frame has no such column, and the report has its own table by lead
+            report_by = [b for b in by if b != "lead"]
         with progress("writing the report"), reading(args.paths):
             intervals: dict[str, Any] = {}
             if ci:  # the report's intervals: its closed forms, or also the bootstrap
@@ -748,7 +753,7 @@ def evaluate(
                 frame,
                 report,
                 task=task,
-                by=by or None,
+                by=report_by or None,
                 **dict(zip(names, inputs, strict=False)),
                 **opts,
                 **intervals,
@@ -1452,8 +1457,15 @@ def _run_demo(args: argparse.Namespace) -> int:
         target.mkdir(parents=True, exist_ok=True)
         for name, frame in data.items():
             frame.write_parquet(target / f"{name}.parquet")
-        names = ", ".join(f"{name}.parquet" for name in data)
-        _say(f"example data written to {target.resolve()}: {names}")
+        names = [f"{name}.parquet" for name in data]
+        if "search_log" in data and _trec_cli() is not None:  # for `polars-eval trec`
+            from polars_eval import _demo
+
+            run, qrels = _demo.trec_files(data["search_log"])
+            (target / "run.txt").write_text(run, encoding="utf-8")
+            (target / "qrels.txt").write_text(qrels, encoding="utf-8")
+            names += ["run.txt", "qrels.txt"]
+        _say(f"example data written to {target.resolve()}: {', '.join(names)}")
     report = getattr(args, "report", None)
     if report and not getattr(args, "no_report", False):
         first = Path(report)

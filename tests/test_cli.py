@@ -562,3 +562,74 @@ def test_long_undefined_warnings_are_shortened() -> None:
         "(rel >= 1)); f1 is null for 1 of 9 groups (0/0)"
     )
     assert cli._shorten("something else") == "something else"
+
+
+@pytest.mark.skipif(not cli._report_available("forecast"), reason="no forecast report")
+def test_forecast_report_with_by_lead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--by lead` groups by a column the evaluation derives from --cutoff: the report
+    # (which has its own table by lead) must not look for it in the file
+    history, forecasts = _demo.branch_demand(3)
+    history.write_parquet(tmp_path / "history.parquet")
+    forecasts.write_parquet(tmp_path / "forecasts.parquet")
+    base = ["forecast", tmp_path / "forecasts.parquet", "--actual", "applications",
+            "--forecast", "forecast", "--series", "branch", "--time", "month", "--cutoff",
+            "cutoff", "--train", tmp_path / "history.parquet", "--season-length", "12"]  # fmt: skip
+    for by in ("lead", "region,lead"):
+        target = tmp_path / f"fc_{by}.html"
+        code, out, err = _cli(capsys, *base, "--by", by, "--report", target)
+        assert code == 0, err
+        assert out and target.stat().st_size > 0
+        assert f"report written to {target.resolve()}" in err
+
+
+def test_demo_trec_files_are_the_search_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    log = _demo.search_log(40, 8)
+    run_text, qrels_text = _demo.trec_files(log)
+    (tmp_path / "run.txt").write_text(run_text)
+    (tmp_path / "qrels.txt").write_text(qrels_text)
+    run: dict[str, dict[str, float]] = {}
+    for line in run_text.splitlines():
+        query, q0, doc, _, score, _ = line.split()
+        assert q0 == "Q0"
+        run.setdefault(query, {})[doc] = float(score)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_text.splitlines():
+        query, _, doc, relevance = line.split()
+        qrels.setdefault(query, {})[doc] = int(relevance)
+    # every (query, document) of the log, with its score and relevance
+    assert sum(map(len, run.values())) == sum(map(len, qrels.values())) == log.height
+    for row in log.iter_rows(named=True):
+        assert run[str(row["query_id"])][f"d{row['doc_id']}"] == row["score"]
+        assert qrels[str(row["query_id"])][f"d{row['doc_id']}"] == row["relevance"]
+    # ranks follow the score, ties by document id descending (trec_eval's order)
+    for query in run:
+        lines = [line.split() for line in run_text.splitlines() if line.split()[0] == query]
+        order = sorted(lines, key=lambda f: (-float(f[4]), -int(f[2][1:])))
+        assert [int(f[3]) for f in order] == list(range(1, len(order) + 1))
+    measures = ["ndcg_cut.10", "map", "P.5"]
+    code, out, err = _cli(capsys, "trec", tmp_path / "run.txt", tmp_path / "qrels.txt", "-q",
+                          *[a for m in measures for a in ("-m", m)], "--format", "json")  # fmt: skip
+    assert code == 0, err
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut", "map", "P"}).evaluate(run)
+    records = json.loads(out)
+    assert records
+    for record in records:
+        expected = oracle[str(record["query"])]
+        assert record["ndcg_cut_10"] == pytest.approx(expected["ndcg_cut_10"], abs=1e-12)
+        assert record["map"] == pytest.approx(expected["map"], abs=1e-12)
+        assert record["P_5"] == pytest.approx(expected["P_5"], abs=1e-12)
+
+
+def test_demo_data_dir_holds_the_readme_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        code, _, err = _cli(capsys, "demo", "--data-dir", "data", "--no-report")
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "data").iterdir()}
+    assert {"credit_scoring.parquet", "search_log.parquet", "run.txt", "qrels.txt"} <= names
+    assert not [p for p in tmp_path.iterdir() if p.name != "data"]  # --no-report: nothing else
