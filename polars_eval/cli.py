@@ -249,37 +249,187 @@ def scan(paths: Sequence[str], input_format: str | None = None) -> pl.LazyFrame:
 # ---------------------------------------------------------------------------------------
 
 
+class Progress:
+    """A progress line on stderr: the stage, a bar with the share done and the time left.
+
+    With a ``total`` (rows from the parquet files' metadata, reports to write ...) the line
+    is ``polars-eval: reading [#####.....] 52% · 10.4M/20.0M rows · 0:07 left``; without
+    one it is the stage and the elapsed time. Work is counted with :meth:`add`, or, for
+    rows, by :meth:`count_rows`, which passes a LazyFrame's batches through a counter as
+    the streaming engine reads them. Made by :func:`progress`, which shows it only on a
+    terminal and only for work that lasts over ``PROGRESS_AFTER_S``; elsewhere it counts
+    nothing and writes nothing.
+    """
+
+    def __init__(
+        self, what: str, total: int | None = None, unit: str = "rows", stream: Any = None
+    ) -> None:
+        self.what = what
+        self.total = total if total and total > 0 else None
+        self.unit = unit
+        self.stream = stream  # None: not a terminal, nothing is counted or shown
+        self.active = stream is not None
+        self.done = 0
+        self.start = time.perf_counter()
+        self._lock = threading.Lock()
+        self._shown = 0  # the length of the line on screen
+        self._ascii = "utf" not in (getattr(stream, "encoding", None) or "").lower()
+
+    def add(self, n: int = 1) -> None:
+        """Count ``n`` more units done."""
+        with self._lock:
+            self.done += n
+
+    def draw(self) -> None:
+        """Redraw the line in place."""
+        if self.stream is None:
+            return
+        with self._lock:
+            text = self.line(max(20, _terminal_width() - 1), ascii_only=self._ascii)
+            self._write("\r" + text + " " * max(0, self._shown - len(text)))
+            self._shown = len(text)
+
+    def say(self, message: str) -> None:
+        """Print ``polars-eval: <message>`` on stderr, above the progress line if shown."""
+        with self._lock:
+            if self._shown:
+                self._write("\r" + " " * self._shown + "\r")
+                self._shown = 0
+        _say(message)
+
+    def finish(self, failed: bool) -> None:
+        """Replace the line by ``<what>: done in 3.2 s`` (wipe it if the work failed)."""
+        with self._lock:
+            if not self._shown:
+                return
+            end = "" if failed else f"{PROG}: {self.what}: done in {self.elapsed():.1f} s"
+            pad = " " * max(0, self._shown - len(end))
+            self._write("\r" + end + pad + ("\r" if failed else "\n"))
+            self._shown = 0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def count_rows(self, lf: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+        """``lf``'s ``columns``, counted here as the engine reads them (on a terminal only).
+
+        Only ``columns`` are read (a projection through a Python batch function would
+        otherwise read them all); filters are still pushed down to the scan.
+        """
+        if not self.active:
+            return lf
+        narrow = lf.select(list(columns))
+
+        def count(batch: pl.DataFrame) -> pl.DataFrame:
+            self.add(batch.height)
+            return batch
+
+        return narrow.map_batches(
+            count, schema=narrow.collect_schema(), streamable=True, predicate_pushdown=True
+        )
+
+    def line(self, width: int, *, ascii_only: bool = False) -> str:
+        """The progress line, at most ``width`` characters."""
+        elapsed = self.elapsed()
+        head = f"{PROG}: {self.what}"
+        done, total = self.done, self.total
+        if total is None or done > total:  # no total, or the input is read more than once
+            read = f", {_human(done)} {self.unit} read" if done else ""
+            return f"{head}{read}... {elapsed:.0f} s"[:width]
+        share = done / total
+        tail = f" {share:4.0%} · {_human(done)}/{_human(total)} {self.unit}"
+        if done == total:
+            tail += f" · all read, computing... {elapsed:.0f} s"
+        elif done and elapsed >= 1.0:
+            tail += f" · {_clock(elapsed * (total - done) / done)} left"
+        else:
+            tail += f" · {elapsed:.0f} s"
+        room = width - len(head) - len(tail) - 3
+        if room < 5:
+            return f"{head}{tail}"[:width]
+        size = min(30, room)
+        full = int(size * share)
+        fill, empty = ("#", "-") if ascii_only else ("\u2588", "\u2591")
+        return f"{head} [{fill * full}{empty * (size - full)}]{tail}"
+
+
+def _human(n: float) -> str:
+    """A count in 4 characters or so: 950, 12.4k, 3.1M, 2.0B."""
+    for factor, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= factor:
+            return f"{n / factor:.1f}{suffix}"
+    return f"{n:.0f}"
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as m:ss (or h:mm:ss)."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _on_terminal(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
 @contextlib.contextmanager
-def progress(what: str) -> Iterator[None]:
-    """Show elapsed time on stderr (a terminal only) when ``what`` takes over ~2 s."""
+def progress(what: str, total: int | None = None, unit: str = "rows") -> Iterator[Progress]:
+    """A :class:`Progress` shown on stderr (a terminal only) when ``what`` takes over ~2 s.
+
+    The line is redrawn in place five times a second; at the end it becomes
+    ``polars-eval: <what>: done in 3.2 s``, or is wiped if the work failed.
+    """
     stream = sys.stderr
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        yield
+    if not _on_terminal(stream):
+        yield Progress(what, total, unit)
         return
+    meter = Progress(what, total, unit, stream)
     done = threading.Event()
-    start = time.perf_counter()
-    shown = False
 
     def tick() -> None:
-        nonlocal shown
         if done.wait(PROGRESS_AFTER_S):
             return
         while not done.is_set():
-            shown = True
-            stream.write(f"\r{PROG}: {what}... {time.perf_counter() - start:.0f} s")
-            stream.flush()
-            done.wait(0.5)
+            meter.draw()
+            done.wait(0.2)
 
     thread = threading.Thread(target=tick, daemon=True)
     thread.start()
+    failed = True
     try:
-        yield
+        yield meter
+        failed = False
     finally:
         done.set()
         thread.join()
-        if shown:
-            stream.write(f"\r{PROG}: {what}: done in {time.perf_counter() - start:.1f} s\n")
-            stream.flush()
+        meter.finish(failed)
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def _parquet_rows(paths: Sequence[str], input_format: str | None) -> int | None:
+    """The number of rows of the inputs, from the parquet metadata; None for other formats.
+
+    Only the files' footers are read. Anything unexpected gives None (no share shown):
+    the evaluation itself reports unreadable files.
+    """
+    try:
+        files = [file for pattern in paths for file in _expand(pattern)]
+        if not files or any(_format_of(f, input_format) != "parquet" for f in files):
+            return None
+        count = pl.scan_parquet(files, hive_partitioning=True).select(pl.len()).collect()
+        return int(count.item())
+    except Exception:
+        return None
 
 
 @contextlib.contextmanager
@@ -721,19 +871,32 @@ def evaluate(
     with reading(args.paths):
         lf = scan(args.paths, args.input_format)
         opts = options(lf)
+        needed = _needed(*inputs, *extra_columns, by)
+        schema = lf.collect_schema()
+        missing = [c for c in needed if c not in schema]
+        # the rows are counted only when every column the evaluation reads is known
+        # (`--by lead` is derived from --cutoff); otherwise the error comes as it would
+        countable = not [c for c in missing if not (task == "forecast" and c == "lead")]
+        present = [c for c in needed if c in schema]
+        total = _parquet_rows(args.paths, args.input_format) if _on_terminal(sys.stderr) else None
         frame: pl.DataFrame | pl.LazyFrame = lf
         if ci or report:  # several passes over the same columns: read them once
-            frame = _materialize(lf, _needed(*inputs, *extra_columns, by))
-        with progress("evaluating"):
+            with progress("reading the input", total) as meter:
+                frame = _materialize(meter.count_rows(lf, needed) if not missing else lf, needed)
+        if isinstance(frame, pl.DataFrame):
+            total, present = frame.height, frame.columns
+        with progress("evaluating", total) as meter:
+            source = meter.count_rows(frame.lazy(), present) if countable else frame.lazy()
             result = _call(
-                getattr(frame.lazy().eval, task),
+                getattr(source.eval, task),
                 *inputs,
                 by=by or None,
                 validate=args.validate,
                 **opts,
             )
             table = _select_metrics(collect(result), by, _split(args.metrics))
-            if ci:
+        if ci:
+            with progress(f"computing the intervals ({ci})"):
                 metrics = [c for c in table.columns if c not in by]
                 bounds = _intervals(frame, task, inputs, opts, by, metrics, args)
                 table = _with_intervals(table, bounds, by)
@@ -1432,23 +1595,29 @@ def _demo_data() -> dict[str, pl.DataFrame]:
 
 def _run_demo(args: argparse.Namespace) -> int:
     out = io.StringIO()
-    with progress("evaluating the examples"):
-        data = _demo_data()
-        _demo_binary(out, data)
+    sections = [
+        (task, section)
         for task, section in (
             ("regression", _demo_regression),
             ("multiclass", _demo_multiclass),
             ("forecast", _demo_forecast),
             ("ranking", _demo_ranking),
-        ):
-            if not hasattr(pe.EvalNamespace, task):
-                continue
+        )
+        if hasattr(pe.EvalNamespace, task)
+    ]
+    with progress("evaluating the examples", 1 + len(sections), "examples") as meter:
+        data = _demo_data()
+        _demo_binary(out, data)
+        meter.add()
+        for task, section in sections:
             part = io.StringIO()
             try:
                 section(part, data)
             except Exception as error:  # one broken family must not hide the others
-                _say(f"warning: the {task} example failed: {one_line(error)}")
+                meter.say(f"warning: the {task} example failed: {one_line(error)}")
                 continue
+            finally:
+                meter.add()
             out.write(part.getvalue())
     sys.stdout.write(out.getvalue().rstrip("\n") + "\n")
     sys.stdout.flush()
@@ -1469,10 +1638,13 @@ def _run_demo(args: argparse.Namespace) -> int:
     report = getattr(args, "report", None)
     if report and not getattr(args, "no_report", False):
         first = Path(report)
-        with progress("writing the reports"):
-            for task, (name, arguments) in _demo_reports(data).items():
-                if not _report_available(task) or name not in data:
-                    continue
+        reports = {
+            task: value
+            for task, value in _demo_reports(data).items()
+            if _report_available(task) and value[0] in data
+        }
+        with progress("writing the reports", len(reports), "reports") as meter:
+            for task, (name, arguments) in reports.items():
                 path = (
                     first
                     if task == "binary"
@@ -1489,9 +1661,11 @@ def _run_demo(args: argparse.Namespace) -> int:
                 except Exception as error:
                     if task == "binary":
                         raise
-                    _say(f"warning: the {task} report failed: {one_line(error)}")
+                    meter.say(f"warning: the {task} report failed: {one_line(error)}")
                     continue
-                _say(f"{task} report written to {where}")
+                finally:
+                    meter.add()
+                meter.say(f"{task} report written to {where}")
     return 0
 
 

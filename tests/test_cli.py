@@ -7,6 +7,7 @@ Subprocess tests (``python -m polars_eval``) check what a user sees: exit codes,
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -14,7 +15,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -633,3 +636,95 @@ def test_demo_data_dir_holds_the_readme_files(
     names = {p.name for p in (tmp_path / "data").iterdir()}
     assert {"credit_scoring.parquet", "search_log.parquet", "run.txt", "qrels.txt"} <= names
     assert not [p for p in tmp_path.iterdir() if p.name != "data"]  # --no-report: nothing else
+
+
+def test_progress_line_shows_stage_share_and_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    meter = cli.Progress("reading", total=200, unit="rows")
+    meter.add(50)
+    monkeypatch.setattr(meter, "elapsed", lambda: 10.0)  # 50 rows in 10 s: 30 s for 150
+    line = meter.line(100, ascii_only=True)
+    assert (
+        line == "polars-eval: reading [" + "#" * 7 + "-" * 23 + "]  25% · 50/200 rows · 0:30 left"
+    )
+    assert len(meter.line(60, ascii_only=True)) <= 60 and "25%" in meter.line(60)
+    meter.add(150)
+    assert "100% · 200/200 rows · all read, computing... 10 s" in meter.line(100)
+    meter.add(200)  # read a second time: no share any more, the rows read
+    assert meter.line(100).endswith("reading, 400 rows read... 10 s")
+    unknown = cli.Progress("writing the report")
+    monkeypatch.setattr(unknown, "elapsed", lambda: 75.0)
+    assert unknown.line(100) == "polars-eval: writing the report... 75 s"
+    big = cli.Progress("evaluating", total=20_000_000)
+    big.add(12_400_000)
+    assert "62% · 12.4M/20.0M rows" in big.line(100)
+    assert [cli._clock(s) for s in (0, 59.6, 61, 3725)] == ["0:00", "1:00", "1:01", "1:02:05"]
+
+
+class _Terminal(io.StringIO):
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_progress_counts_rows_and_keeps_the_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # on a terminal the input rows pass through a counter: same numbers, every row counted
+    df = _data(500, seed=5).with_columns(pl.col("p").alias("q"), pl.lit(1).alias("unused"))
+    for key, part in df.group_by("g"):
+        (tmp_path / f"g={key[0]}").mkdir()
+        part.drop("g").write_parquet(tmp_path / f"g={key[0]}" / "part.parquet")
+    history, forecasts = _demo.branch_demand(3)
+    history.write_parquet(tmp_path / "history.parquet")
+    forecasts.write_parquet(tmp_path / "forecasts.parquet")
+    log = _demo.search_log(30, 6)
+    log.write_parquet(tmp_path / "log.parquet")
+    lake = str(tmp_path / "g=*" / "*.parquet")
+    commands = [
+        (["binary", lake, "--label", "y", "--score", "p", "--by", "g", "--weight", "w"], 500),
+        (["binary", lake, "--label", "y", "--score", "p", "--ci", "wilson"], 500),
+        (["regression", lake, "--actual", "p", "--pred", "q", "--by", "g"], 500),
+        (["ranking", tmp_path / "log.parquet", "--query", "query_id", "--relevance",
+          "relevance", "--score", "score", "-k", "3", "--by", "market"], 180),
+        (["forecast", tmp_path / "forecasts.parquet", "--actual", "applications",
+          "--forecast", "forecast", "--series", "branch", "--time", "month", "--cutoff",
+          "cutoff", "--by", "lead"], 54),
+    ]  # fmt: skip
+    meters: list[cli.Progress] = []
+    real = cli.progress
+
+    @contextlib.contextmanager
+    def recorded(*args: Any, **kwargs: Any) -> Iterator[cli.Progress]:
+        with real(*args, **kwargs) as meter:
+            meters.append(meter)
+            yield meter
+
+    for argv, rows in commands:
+        code, out, err = _cli(capsys, *argv, "--format", "json")
+        assert code == 0, err
+        plain = json.loads(out)
+        meters.clear()
+        terminal = _Terminal()
+        with monkeypatch.context() as m:
+            m.setattr(sys, "stderr", terminal)
+            m.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+            m.setattr(cli, "progress", recorded)
+            code = cli.main([str(a) for a in [*argv, "--format", "json"]])
+        out, _ = capsys.readouterr()
+        assert code == 0, terminal.getvalue()
+        assert "Traceback" not in terminal.getvalue()
+        evaluating = next(m for m in meters if m.what == "evaluating")
+        assert evaluating.total == rows  # from the parquet metadata
+        assert evaluating.done >= rows  # every row passed the counter (some tasks read twice)
+        assert "evaluating: done in" in terminal.getvalue()
+        records = json.loads(out)
+        assert len(records) == len(plain)
+        for got, want in zip(records, plain, strict=True):
+            assert got.keys() == want.keys()
+            for key, value in want.items():
+                assert got[key] == (
+                    pytest.approx(value, rel=1e-12, abs=1e-15)
+                    if isinstance(value, float)
+                    else value
+                ), (argv[0], key)
