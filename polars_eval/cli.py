@@ -669,38 +669,124 @@ def _table_config() -> pl.Config:
     )
 
 
+TABLE_WIDTH = 100  # the width of printed tables when stdout is not a terminal (or $COLUMNS)
+_COUNT_NAMES = {"count", "positives", "negatives", "tp", "fp", "tn", "fn", "support", "rows", "n"}
+
+
+def _is_count(name: str) -> bool:
+    """Whether a column holds counts by its name: ``count``, ``tp``, ``n_queries`` ..."""
+    return (
+        name in _COUNT_NAMES
+        or name.startswith(("n_", "rows_", "predicted_"))
+        or name.endswith(("_count", "_rows"))
+    )
+
+
 def _display(table: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Wide results turned for reading: one row per metric, one column per group."""
-    table = table.with_columns(
-        # 4 significant digits, one decimal from 1,000 up; float noise (1e-16) shows as 0
-        pl.when(pl.col(name).abs() >= 1000)
+    """The values as printed: 4 significant digits, counts as integers.
+
+    Floats keep 4 significant digits (one decimal from 1,000 up; float noise such as
+    1e-16 shows as 0). A float column of counts (by its name: ``count``, ``positives``,
+    ``tp`` ..., ``n_*``) whose values are all whole numbers prints as integers:
+    ``2000``, not ``2000.0``; weighted counts with fractions stay floats.
+    """
+    floats = [name for name, dtype in table.schema.items() if dtype.is_float() and name not in by]
+    whole = set()
+    if floats and table.height:
+        counts = [c for c in floats if _is_count(c)]
+        if counts:
+            checks = table.select(
+                (pl.col(c).is_null() | (pl.col(c).is_finite() & (pl.col(c) == pl.col(c).round(0))))
+                .all()
+                .alias(c)
+                for c in counts
+            ).row(0, named=True)
+            whole = {c for c, ok in checks.items() if ok}
+    return table.with_columns(
+        pl.col(name).cast(pl.Int64)
+        if name in whole
+        else pl.when(pl.col(name).abs() >= 1000)
         .then(pl.col(name).round(1))
         .otherwise(pl.col(name).round(12).round_sig_figs(4))
         .alias(name)
-        for name, dtype in table.schema.items()
-        if dtype.is_float() and name not in by
+        for name in floats
     )
-    metric_cols = [c for c in table.columns if c not in by]
-    if table.height == 0 or table.height > 8 or (table.height > 1 and len(metric_cols) <= 10):
-        return table
-    floats = all(table.schema[c].is_float() for c in metric_cols)
-    cast = pl.Float64 if floats else pl.String  # counts stay integers: "2", not "2.0"
-    if not by:
-        names = ["value"] if table.height == 1 else [str(i) for i in range(table.height)]
-    else:
-        names = [
-            "/".join("null" if v is None else str(v) for v in row)
-            for row in table.select(by).iter_rows()
-        ]
-    values = table.select(pl.col(metric_cols).cast(cast))
-    turned = values.transpose(column_names=names)
-    return pl.concat([pl.DataFrame({"metric": metric_cols}), turned], how="horizontal")
 
 
-def render_table(table: pl.DataFrame, by: list[str], title: str | None = None) -> str:
-    """The text form of a result table, as printed by the ``table`` format."""
+def _units(columns: Sequence[str]) -> list[list[str]]:
+    """Columns in the groups that stay together: a metric, its interval and its baseline."""
+    units: list[list[str]] = []
+    for col in columns:
+        base = next(
+            (col[: -len(s)] for s in ("_lower", "_upper", "_baseline") if col.endswith(s)), None
+        )
+        if units and base is not None and base in units[-1]:
+            units[-1].append(col)
+        else:
+            units.append([col])
+    return units
+
+
+def _fold(table: pl.DataFrame, by: list[str], width: int) -> list[pl.DataFrame]:
+    """The table cut into tables at most ``width`` characters wide.
+
+    Each part repeats the group columns and takes as many metric columns as fit, in
+    order; a metric and its ``_lower``/``_upper``/``_baseline`` columns stay together.
+    """
+    keys = [c for c in table.columns if c in by]
+    metrics = [c for c in table.columns if c not in by]
+    if not metrics:
+        return [table]
+
+    def rendered(name: str) -> int:  # one column drawn alone: "│ name │" and its values
+        return max(len(line) for line in str(table.select(name)).splitlines())
+
+    # drawn together, columns share their borders: width = sum(alone - 1) + 1
+    size = {c: rendered(c) - 1 for c in table.columns}
+    units = _units(metrics)
+    costs = [sum(size[c] for c in unit) for unit in units]
+
+    def pack(budget: int) -> list[list[str]]:
+        parts: list[list[str]] = [[]]
+        used = 0
+        for unit, cost in zip(units, costs, strict=True):
+            if parts[-1] and used + cost > budget:
+                parts.append([])
+                used = 0
+            parts[-1] += unit
+            used += cost
+        return parts
+
+    budget = width - 1 - sum(size[k] for k in keys)
+    parts = pack(budget)
+    # as many parts as the width needs, of even widths: the smallest budget giving as few
+    low, high = max(costs), max(budget, max(costs))
+    while low < high:
+        middle = (low + high) // 2
+        if len(pack(middle)) <= len(parts):
+            high = middle
+        else:
+            low = middle + 1
+    return [table.select(keys + part) for part in pack(low)]
+
+
+def render_table(
+    table: pl.DataFrame, by: list[str], title: str | None = None, width: int | None = None
+) -> str:
+    """The text form of a result table, as printed by the ``table`` format.
+
+    Always one row per group (the ``by`` columns first) and one column per metric, as
+    the DataFrame is. A table wider than ``width`` (the terminal's width, else
+    ``TABLE_WIDTH``) is printed as several tables one under the other, each repeating
+    the group columns and holding the next metric columns that fit.
+    """
+    if width is None:
+        import shutil
+
+        width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
     with _table_config():
-        text = str(_display(table, by))
+        shown = _display(table, by)
+        text = "\n\n".join(str(part) for part in _fold(shown, by, width))
     return f"{title}\n{text}" if title else text
 
 
@@ -1593,6 +1679,21 @@ def _demo_data() -> dict[str, pl.DataFrame]:
     return data
 
 
+def _wrap_prose(text: str) -> str:
+    """The demo's sentences wrapped to the terminal width; its tables left as they are."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width or line[:1] in "┌│╞└├":
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, width, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     out = io.StringIO()
     sections = [
@@ -1619,7 +1720,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             finally:
                 meter.add()
             out.write(part.getvalue())
-    sys.stdout.write(out.getvalue().rstrip("\n") + "\n")
+    sys.stdout.write(_wrap_prose(out.getvalue().rstrip("\n")) + "\n")
     sys.stdout.flush()
     if args.data_dir:
         target = Path(args.data_dir)

@@ -196,9 +196,9 @@ def test_table_output(
     code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p")
     assert code == 0
     auc = df.eval.auc("y", "p")
-    # one result row is shown turned: one line per metric
-    assert any(line.split("┆")[0].strip("│ ") == "auc" for line in out.splitlines())
-    assert f"{auc:.4g}"[:5] in out
+    # one row, one column per metric (cut into tables that fit the width)
+    ((header, rows),) = [(h, r) for h, r in _parts(out) if "auc" in h]
+    assert len(rows) == 1 and rows[0][header.index("auc")] == f"{auc:.4g}"
     code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
                         "--metrics", "auc,logloss")  # fmt: skip
     assert code == 0
@@ -311,13 +311,80 @@ def test_undefined_groups_warn_on_one_line(
     assert "auc" in err
 
 
-def test_display_turns_wide_tables() -> None:
-    wide = pl.DataFrame({"g": ["a", "b"], **{f"m{i}": [0.123456, 1.0] for i in range(12)}})
-    shown = cli._display(wide, ["g"])
-    assert shown.columns == ["metric", "a", "b"]
-    assert shown.height == 12 and shown["a"][0] == pytest.approx(0.1235)
-    narrow = wide.select("g", "m0", "m1")
-    assert cli._display(narrow, ["g"]).columns == ["g", "m0", "m1"]
+def _parts(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """The tables of a printed table: (header, rows of cells) for each part."""
+    parts = []
+    for block in text.strip().split("\n\n"):
+        rows = [
+            [cell.strip() for cell in line.strip("│").split("┆")]
+            for line in block.splitlines()
+            if line.startswith("│")
+        ]
+        parts.append((rows[0], rows[1:]))
+    return parts
+
+
+@pytest.mark.parametrize("groups", [1, 3, 8, 9, 100])
+@pytest.mark.parametrize("width", [60, 100, 400])
+def test_table_keeps_groups_as_rows_and_folds_to_the_width(groups: int, width: int) -> None:
+    # one orientation at any number of groups (it used to turn at 8); wide results are
+    # cut into tables that each repeat the group columns and fit the width
+    rng = np.random.default_rng(groups)
+    metrics = {f"metric_{i}": rng.random(groups) for i in range(20)}
+    metrics["auc_lower"] = metrics["metric_3"] - 0.1
+    table = pl.DataFrame({"segment": [f"s{i:03d}" for i in range(groups)], **metrics})
+    table = table.select("segment", *[f"metric_{i}" for i in range(4)], "auc_lower", pl.exclude(
+        "segment", "auc_lower", *[f"metric_{i}" for i in range(4)]
+    )).rename({"metric_3": "auc"})  # fmt: skip
+    text = cli.render_table(table, ["segment"], width=width)
+    assert max(map(len, text.splitlines())) <= width
+    parts = _parts(text)
+    assert (len(parts) > 1) == (width < 400)
+    seen: list[str] = []
+    for header, rows in parts:
+        assert header[0] == "segment"
+        assert [row[0] for row in rows] == table["segment"].to_list()
+        seen += header[1:]
+    assert seen == table.columns[1:]  # every metric once, in order
+    for header, rows in parts:  # an interval stays next to its metric
+        if "auc_lower" in header:
+            assert header[header.index("auc_lower") - 1] == "auc"
+        for row in rows:  # 4 significant digits
+            for name, cell in zip(header[1:], row[1:], strict=True):
+                value = table.filter(pl.col("segment") == row[0])[name].item()
+                assert float(cell) == pytest.approx(value, rel=5e-4)
+
+
+def test_table_folds_a_metric_with_its_interval() -> None:
+    row = {"g": ["a"], "aaaa": [0.5], "bbbb": [0.5], "bbbb_lower": [0.5], "bbbb_upper": [0.5]}
+    table = pl.DataFrame(row)
+    # "│ g ┆ aaaa ┆ bbbb │" is 19 wide: bbbb alone would fit next to aaaa, not with its bounds
+    headers = [h for h, _ in _parts(cli.render_table(table, ["g"], width=30))]
+    assert headers == [["g", "aaaa"], ["g", "bbbb", "bbbb_lower", "bbbb_upper"]]
+
+
+def test_table_width_follows_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = pl.DataFrame({f"metric_{i}": [0.123456] for i in range(20)})
+    monkeypatch.setenv("COLUMNS", "70")
+    assert max(map(len, cli.render_table(table, []).splitlines())) <= 70
+    monkeypatch.setenv("COLUMNS", "500")
+    assert len(_parts(cli.render_table(table, []))) == 1
+
+
+def test_table_counts_print_as_integers() -> None:
+    gain = _data(2_000).eval.gain_table("y", "p", bins=4)
+    text = cli.render_table(gain, [])
+    ((header, rows),) = _parts(cli.render_table(gain, [], width=1000))
+    counts = [row[header.index("count")] for row in rows]
+    assert counts == [str(int(c)) for c in gain["count"]] and "500.0" not in text
+    assert sum(map(int, counts)) == 2_000
+    # weighted counts with fractions stay floats; metrics stay floats even when whole
+    table = pl.DataFrame({"g": ["a", "b"], "count": [2.5, 3.0], "auc": [1.0, 1.0]})
+    ((header, rows),) = _parts(cli.render_table(table, ["g"]))
+    assert [row[1:] for row in rows] == [["2.5", "1.0"], ["3.0", "1.0"]]
+    table = pl.DataFrame({"g": ["a", "b"], "tp": [2.0, None], "n_rows": [7.0, 8.0]})
+    ((header, rows),) = _parts(cli.render_table(table, ["g"]))
+    assert [row[1:] for row in rows] == [["2", "7"], ["null", "8"]]
 
 
 @pytest.mark.skipif(
