@@ -118,3 +118,26 @@ def test_dir_shows_the_public_api_only() -> None:
     assert set(pe.__all__) <= set(names)
     assert {"EvalNamespace", "__version__"} <= set(names)
     assert not [n for n in names if n.startswith("_") and n != "__version__"]
+
+
+def test_what_the_readme_commands_write_is_ignored_by_git(workdir: Path) -> None:
+    # `polars-eval demo --data-dir demo_data` and the README's examples, run in the
+    # repository root, must leave `git status` clean
+    import shutil
+    import subprocess
+
+    root = README.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = [f"demo_data/{p.name}" for p in (workdir / "demo_data").iterdir()]
+    written += ["polars_eval_demo_report.html", "polars_eval_demo_report_ranking.html"]
+    written += [a[i + 1] for a in COMMANDS for i, w in enumerate(a[:-1]) if w in ("-o", "--report")]
+    assert "demo_data/run.txt" in written and "by_channel.json" in written
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", *written],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert sorted(result.stdout.split()) == sorted(written), result.stderr
