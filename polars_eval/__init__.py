@@ -117,3 +117,10 @@ from polars_eval import _families  # noqa: E402,F401  (imports every family modu
 __all__ += _families.EXPORTS
 
 EvalNamespace = _namespace.install()
+
+del annotations  # bound by `from __future__ import annotations`; not part of the API
+
+
+def __dir__() -> list[str]:
+    """The public names (``dir(pe)``): functions, classes, constants and subpackages."""
+    return sorted({name for name in globals() if not name.startswith("_")} | {"__version__"})

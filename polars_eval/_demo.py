@@ -261,3 +261,46 @@ def branch_demand(branches: int = 12, *, seed: int = SEED) -> tuple[pl.DataFrame
                 )
             )
     return history, pl.concat(parts)
+
+
+def trec_files(log: pl.DataFrame) -> tuple[str, str]:
+    """The search log as the text of a TREC run file and a TREC qrels file.
+
+    ``log`` is a frame of :func:`search_log`. The run has one line per (query, document),
+    ``query Q0 doc rank score tag``, documents ranked by score, highest first (ties by
+    document id, highest first, the order trec_eval uses); the qrels have one line per
+    judged document, ``query 0 doc relevance``. Document ids are written ``d<doc_id>``.
+
+    Examples
+    --------
+    >>> from polars_eval._demo import search_log, trec_files
+    >>> run, qrels = trec_files(search_log(1, 6))
+    >>> print(run, end="")
+    1 Q0 d5 1 -0.17 demo
+    1 Q0 d2 2 -0.24 demo
+    1 Q0 d4 3 -0.52 demo
+    1 Q0 d6 4 -1.29 demo
+    1 Q0 d3 5 -2.86 demo
+    1 Q0 d1 6 -2.86 demo
+    >>> print(qrels.splitlines()[0])
+    1 0 d1 0
+    """
+    docs = pl.format("d{}", "doc_id").alias("doc")
+    run = (
+        log.sort(["query_id", "score", "doc_id"], descending=[False, True, True])
+        .select(
+            pl.col("query_id"),
+            pl.lit("Q0").alias("q0"),
+            docs,
+            pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"),
+            pl.col("score"),
+            pl.lit("demo").alias("tag"),
+        )
+        .write_csv(separator=" ", include_header=False)
+    )
+    qrels = (
+        log.sort(["query_id", "doc_id"])
+        .select(pl.col("query_id"), pl.lit("0").alias("iteration"), docs, pl.col("relevance"))
+        .write_csv(separator=" ", include_header=False)
+    )
+    return run, qrels

@@ -249,37 +249,187 @@ def scan(paths: Sequence[str], input_format: str | None = None) -> pl.LazyFrame:
 # ---------------------------------------------------------------------------------------
 
 
+class Progress:
+    """A progress line on stderr: the stage, a bar with the share done and the time left.
+
+    With a ``total`` (rows from the parquet files' metadata, reports to write ...) the line
+    is ``polars-eval: reading [#####.....] 52% · 10.4M/20.0M rows · 0:07 left``; without
+    one it is the stage and the elapsed time. Work is counted with :meth:`add`, or, for
+    rows, by :meth:`count_rows`, which passes a LazyFrame's batches through a counter as
+    the streaming engine reads them. Made by :func:`progress`, which shows it only on a
+    terminal and only for work that lasts over ``PROGRESS_AFTER_S``; elsewhere it counts
+    nothing and writes nothing.
+    """
+
+    def __init__(
+        self, what: str, total: int | None = None, unit: str = "rows", stream: Any = None
+    ) -> None:
+        self.what = what
+        self.total = total if total and total > 0 else None
+        self.unit = unit
+        self.stream = stream  # None: not a terminal, nothing is counted or shown
+        self.active = stream is not None
+        self.done = 0
+        self.start = time.perf_counter()
+        self._lock = threading.Lock()
+        self._shown = 0  # the length of the line on screen
+        self._ascii = "utf" not in (getattr(stream, "encoding", None) or "").lower()
+
+    def add(self, n: int = 1) -> None:
+        """Count ``n`` more units done."""
+        with self._lock:
+            self.done += n
+
+    def draw(self) -> None:
+        """Redraw the line in place."""
+        if self.stream is None:
+            return
+        with self._lock:
+            text = self.line(max(20, _terminal_width() - 1), ascii_only=self._ascii)
+            self._write("\r" + text + " " * max(0, self._shown - len(text)))
+            self._shown = len(text)
+
+    def say(self, message: str) -> None:
+        """Print ``polars-eval: <message>`` on stderr, above the progress line if shown."""
+        with self._lock:
+            if self._shown:
+                self._write("\r" + " " * self._shown + "\r")
+                self._shown = 0
+        _say(message)
+
+    def finish(self, failed: bool) -> None:
+        """Replace the line by ``<what>: done in 3.2 s`` (wipe it if the work failed)."""
+        with self._lock:
+            if not self._shown:
+                return
+            end = "" if failed else f"{PROG}: {self.what}: done in {self.elapsed():.1f} s"
+            pad = " " * max(0, self._shown - len(end))
+            self._write("\r" + end + pad + ("\r" if failed else "\n"))
+            self._shown = 0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def count_rows(self, lf: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+        """``lf``'s ``columns``, counted here as the engine reads them (on a terminal only).
+
+        Only ``columns`` are read (a projection through a Python batch function would
+        otherwise read them all); filters are still pushed down to the scan.
+        """
+        if not self.active:
+            return lf
+        narrow = lf.select(list(columns))
+
+        def count(batch: pl.DataFrame) -> pl.DataFrame:
+            self.add(batch.height)
+            return batch
+
+        return narrow.map_batches(
+            count, schema=narrow.collect_schema(), streamable=True, predicate_pushdown=True
+        )
+
+    def line(self, width: int, *, ascii_only: bool = False) -> str:
+        """The progress line, at most ``width`` characters."""
+        elapsed = self.elapsed()
+        head = f"{PROG}: {self.what}"
+        done, total = self.done, self.total
+        if total is None or done > total:  # no total, or the input is read more than once
+            read = f", {_human(done)} {self.unit} read" if done else ""
+            return f"{head}{read}... {elapsed:.0f} s"[:width]
+        share = done / total
+        tail = f" {share:4.0%} · {_human(done)}/{_human(total)} {self.unit}"
+        if done == total:
+            tail += f" · all read, computing... {elapsed:.0f} s"
+        elif done and elapsed >= 1.0:
+            tail += f" · {_clock(elapsed * (total - done) / done)} left"
+        else:
+            tail += f" · {elapsed:.0f} s"
+        room = width - len(head) - len(tail) - 3
+        if room < 5:
+            return f"{head}{tail}"[:width]
+        size = min(30, room)
+        full = int(size * share)
+        fill, empty = ("#", "-") if ascii_only else ("\u2588", "\u2591")
+        return f"{head} [{fill * full}{empty * (size - full)}]{tail}"
+
+
+def _human(n: float) -> str:
+    """A count in 4 characters or so: 950, 12.4k, 3.1M, 2.0B."""
+    for factor, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= factor:
+            return f"{n / factor:.1f}{suffix}"
+    return f"{n:.0f}"
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as m:ss (or h:mm:ss)."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _on_terminal(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
 @contextlib.contextmanager
-def progress(what: str) -> Iterator[None]:
-    """Show elapsed time on stderr (a terminal only) when ``what`` takes over ~2 s."""
+def progress(what: str, total: int | None = None, unit: str = "rows") -> Iterator[Progress]:
+    """A :class:`Progress` shown on stderr (a terminal only) when ``what`` takes over ~2 s.
+
+    The line is redrawn in place five times a second; at the end it becomes
+    ``polars-eval: <what>: done in 3.2 s``, or is wiped if the work failed.
+    """
     stream = sys.stderr
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        yield
+    if not _on_terminal(stream):
+        yield Progress(what, total, unit)
         return
+    meter = Progress(what, total, unit, stream)
     done = threading.Event()
-    start = time.perf_counter()
-    shown = False
 
     def tick() -> None:
-        nonlocal shown
         if done.wait(PROGRESS_AFTER_S):
             return
         while not done.is_set():
-            shown = True
-            stream.write(f"\r{PROG}: {what}... {time.perf_counter() - start:.0f} s")
-            stream.flush()
-            done.wait(0.5)
+            meter.draw()
+            done.wait(0.2)
 
     thread = threading.Thread(target=tick, daemon=True)
     thread.start()
+    failed = True
     try:
-        yield
+        yield meter
+        failed = False
     finally:
         done.set()
         thread.join()
-        if shown:
-            stream.write(f"\r{PROG}: {what}: done in {time.perf_counter() - start:.1f} s\n")
-            stream.flush()
+        meter.finish(failed)
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def _parquet_rows(paths: Sequence[str], input_format: str | None) -> int | None:
+    """The number of rows of the inputs, from the parquet metadata; None for other formats.
+
+    Only the files' footers are read. Anything unexpected gives None (no share shown):
+    the evaluation itself reports unreadable files.
+    """
+    try:
+        files = [file for pattern in paths for file in _expand(pattern)]
+        if not files or any(_format_of(f, input_format) != "parquet" for f in files):
+            return None
+        count = pl.scan_parquet(files, hive_partitioning=True).select(pl.len()).collect()
+        return int(count.item())
+    except Exception:
+        return None
 
 
 @contextlib.contextmanager
@@ -519,38 +669,124 @@ def _table_config() -> pl.Config:
     )
 
 
+TABLE_WIDTH = 100  # the width of printed tables when stdout is not a terminal (or $COLUMNS)
+_COUNT_NAMES = {"count", "positives", "negatives", "tp", "fp", "tn", "fn", "support", "rows", "n"}
+
+
+def _is_count(name: str) -> bool:
+    """Whether a column holds counts by its name: ``count``, ``tp``, ``n_queries`` ..."""
+    return (
+        name in _COUNT_NAMES
+        or name.startswith(("n_", "rows_", "predicted_"))
+        or name.endswith(("_count", "_rows"))
+    )
+
+
 def _display(table: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Wide results turned for reading: one row per metric, one column per group."""
-    table = table.with_columns(
-        # 4 significant digits, one decimal from 1,000 up; float noise (1e-16) shows as 0
-        pl.when(pl.col(name).abs() >= 1000)
+    """The values as printed: 4 significant digits, counts as integers.
+
+    Floats keep 4 significant digits (one decimal from 1,000 up; float noise such as
+    1e-16 shows as 0). A float column of counts (by its name: ``count``, ``positives``,
+    ``tp`` ..., ``n_*``) whose values are all whole numbers prints as integers:
+    ``2000``, not ``2000.0``; weighted counts with fractions stay floats.
+    """
+    floats = [name for name, dtype in table.schema.items() if dtype.is_float() and name not in by]
+    whole = set()
+    if floats and table.height:
+        counts = [c for c in floats if _is_count(c)]
+        if counts:
+            checks = table.select(
+                (pl.col(c).is_null() | (pl.col(c).is_finite() & (pl.col(c) == pl.col(c).round(0))))
+                .all()
+                .alias(c)
+                for c in counts
+            ).row(0, named=True)
+            whole = {c for c, ok in checks.items() if ok}
+    return table.with_columns(
+        pl.col(name).cast(pl.Int64)
+        if name in whole
+        else pl.when(pl.col(name).abs() >= 1000)
         .then(pl.col(name).round(1))
         .otherwise(pl.col(name).round(12).round_sig_figs(4))
         .alias(name)
-        for name, dtype in table.schema.items()
-        if dtype.is_float() and name not in by
+        for name in floats
     )
-    metric_cols = [c for c in table.columns if c not in by]
-    if table.height == 0 or table.height > 8 or (table.height > 1 and len(metric_cols) <= 10):
-        return table
-    floats = all(table.schema[c].is_float() for c in metric_cols)
-    cast = pl.Float64 if floats else pl.String  # counts stay integers: "2", not "2.0"
-    if not by:
-        names = ["value"] if table.height == 1 else [str(i) for i in range(table.height)]
-    else:
-        names = [
-            "/".join("null" if v is None else str(v) for v in row)
-            for row in table.select(by).iter_rows()
-        ]
-    values = table.select(pl.col(metric_cols).cast(cast))
-    turned = values.transpose(column_names=names)
-    return pl.concat([pl.DataFrame({"metric": metric_cols}), turned], how="horizontal")
 
 
-def render_table(table: pl.DataFrame, by: list[str], title: str | None = None) -> str:
-    """The text form of a result table, as printed by the ``table`` format."""
+def _units(columns: Sequence[str]) -> list[list[str]]:
+    """Columns in the groups that stay together: a metric, its interval and its baseline."""
+    units: list[list[str]] = []
+    for col in columns:
+        base = next(
+            (col[: -len(s)] for s in ("_lower", "_upper", "_baseline") if col.endswith(s)), None
+        )
+        if units and base is not None and base in units[-1]:
+            units[-1].append(col)
+        else:
+            units.append([col])
+    return units
+
+
+def _fold(table: pl.DataFrame, by: list[str], width: int) -> list[pl.DataFrame]:
+    """The table cut into tables at most ``width`` characters wide.
+
+    Each part repeats the group columns and takes as many metric columns as fit, in
+    order; a metric and its ``_lower``/``_upper``/``_baseline`` columns stay together.
+    """
+    keys = [c for c in table.columns if c in by]
+    metrics = [c for c in table.columns if c not in by]
+    if not metrics:
+        return [table]
+
+    def rendered(name: str) -> int:  # one column drawn alone: "│ name │" and its values
+        return max(len(line) for line in str(table.select(name)).splitlines())
+
+    # drawn together, columns share their borders: width = sum(alone - 1) + 1
+    size = {c: rendered(c) - 1 for c in table.columns}
+    units = _units(metrics)
+    costs = [sum(size[c] for c in unit) for unit in units]
+
+    def pack(budget: int) -> list[list[str]]:
+        parts: list[list[str]] = [[]]
+        used = 0
+        for unit, cost in zip(units, costs, strict=True):
+            if parts[-1] and used + cost > budget:
+                parts.append([])
+                used = 0
+            parts[-1] += unit
+            used += cost
+        return parts
+
+    budget = width - 1 - sum(size[k] for k in keys)
+    parts = pack(budget)
+    # as many parts as the width needs, of even widths: the smallest budget giving as few
+    low, high = max(costs), max(budget, max(costs))
+    while low < high:
+        middle = (low + high) // 2
+        if len(pack(middle)) <= len(parts):
+            high = middle
+        else:
+            low = middle + 1
+    return [table.select(keys + part) for part in pack(low)]
+
+
+def render_table(
+    table: pl.DataFrame, by: list[str], title: str | None = None, width: int | None = None
+) -> str:
+    """The text form of a result table, as printed by the ``table`` format.
+
+    Always one row per group (the ``by`` columns first) and one column per metric, as
+    the DataFrame is. A table wider than ``width`` (the terminal's width, else
+    ``TABLE_WIDTH``) is printed as several tables one under the other, each repeating
+    the group columns and holding the next metric columns that fit.
+    """
+    if width is None:
+        import shutil
+
+        width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
     with _table_config():
-        text = str(_display(table, by))
+        shown = _display(table, by)
+        text = "\n\n".join(str(part) for part in _fold(shown, by, width))
     return f"{title}\n{text}" if title else text
 
 
@@ -721,24 +957,42 @@ def evaluate(
     with reading(args.paths):
         lf = scan(args.paths, args.input_format)
         opts = options(lf)
+        needed = _needed(*inputs, *extra_columns, by)
+        schema = lf.collect_schema()
+        missing = [c for c in needed if c not in schema]
+        # the rows are counted only when every column the evaluation reads is known
+        # (`--by lead` is derived from --cutoff); otherwise the error comes as it would
+        countable = not [c for c in missing if not (task == "forecast" and c == "lead")]
+        present = [c for c in needed if c in schema]
+        total = _parquet_rows(args.paths, args.input_format) if _on_terminal(sys.stderr) else None
         frame: pl.DataFrame | pl.LazyFrame = lf
         if ci or report:  # several passes over the same columns: read them once
-            frame = _materialize(lf, _needed(*inputs, *extra_columns, by))
-        with progress("evaluating"):
+            with progress("reading the input", total) as meter:
+                frame = _materialize(meter.count_rows(lf, needed) if not missing else lf, needed)
+        if isinstance(frame, pl.DataFrame):
+            total, present = frame.height, frame.columns
+        with progress("evaluating", total) as meter:
+            source = meter.count_rows(frame.lazy(), present) if countable else frame.lazy()
             result = _call(
-                getattr(frame.lazy().eval, task),
+                getattr(source.eval, task),
                 *inputs,
                 by=by or None,
                 validate=args.validate,
                 **opts,
             )
             table = _select_metrics(collect(result), by, _split(args.metrics))
-            if ci:
+        if ci:
+            with progress(f"computing the intervals ({ci})"):
                 metrics = [c for c in table.columns if c not in by]
                 bounds = _intervals(frame, task, inputs, opts, by, metrics, args)
                 table = _with_intervals(table, bounds, by)
     write_output(table, by, args.format, args.output)
     if report:
+        report_by = by
+        if task == "forecast" and "lead" in by and "lead" not in frame.collect_schema():
+            # `--by lead` groups by the lead the evaluation derives from --cutoff; the
+            # frame has no such column, and the report has its own table by lead
+            report_by = [b for b in by if b != "lead"]
         with progress("writing the report"), reading(args.paths):
             intervals: dict[str, Any] = {}
             if ci:  # the report's intervals: its closed forms, or also the bootstrap
@@ -748,7 +1002,7 @@ def evaluate(
                 frame,
                 report,
                 task=task,
-                by=by or None,
+                by=report_by or None,
                 **dict(zip(names, inputs, strict=False)),
                 **opts,
                 **intervals,
@@ -1425,42 +1679,73 @@ def _demo_data() -> dict[str, pl.DataFrame]:
     return data
 
 
+def _wrap_prose(text: str) -> str:
+    """The demo's sentences wrapped to the terminal width; its tables left as they are."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width or line[:1] in "┌│╞└├":
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, width, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     out = io.StringIO()
-    with progress("evaluating the examples"):
-        data = _demo_data()
-        _demo_binary(out, data)
+    sections = [
+        (task, section)
         for task, section in (
             ("regression", _demo_regression),
             ("multiclass", _demo_multiclass),
             ("forecast", _demo_forecast),
             ("ranking", _demo_ranking),
-        ):
-            if not hasattr(pe.EvalNamespace, task):
-                continue
+        )
+        if hasattr(pe.EvalNamespace, task)
+    ]
+    with progress("evaluating the examples", 1 + len(sections), "examples") as meter:
+        data = _demo_data()
+        _demo_binary(out, data)
+        meter.add()
+        for task, section in sections:
             part = io.StringIO()
             try:
                 section(part, data)
             except Exception as error:  # one broken family must not hide the others
-                _say(f"warning: the {task} example failed: {one_line(error)}")
+                meter.say(f"warning: the {task} example failed: {one_line(error)}")
                 continue
+            finally:
+                meter.add()
             out.write(part.getvalue())
-    sys.stdout.write(out.getvalue().rstrip("\n") + "\n")
+    sys.stdout.write(_wrap_prose(out.getvalue().rstrip("\n")) + "\n")
     sys.stdout.flush()
     if args.data_dir:
         target = Path(args.data_dir)
         target.mkdir(parents=True, exist_ok=True)
         for name, frame in data.items():
             frame.write_parquet(target / f"{name}.parquet")
-        names = ", ".join(f"{name}.parquet" for name in data)
-        _say(f"example data written to {target.resolve()}: {names}")
+        names = [f"{name}.parquet" for name in data]
+        if "search_log" in data and _trec_cli() is not None:  # for `polars-eval trec`
+            from polars_eval import _demo
+
+            run, qrels = _demo.trec_files(data["search_log"])
+            (target / "run.txt").write_text(run, encoding="utf-8")
+            (target / "qrels.txt").write_text(qrels, encoding="utf-8")
+            names += ["run.txt", "qrels.txt"]
+        _say(f"example data written to {target.resolve()}: {', '.join(names)}")
     report = getattr(args, "report", None)
     if report and not getattr(args, "no_report", False):
         first = Path(report)
-        with progress("writing the reports"):
-            for task, (name, arguments) in _demo_reports(data).items():
-                if not _report_available(task) or name not in data:
-                    continue
+        reports = {
+            task: value
+            for task, value in _demo_reports(data).items()
+            if _report_available(task) and value[0] in data
+        }
+        with progress("writing the reports", len(reports), "reports") as meter:
+            for task, (name, arguments) in reports.items():
                 path = (
                     first
                     if task == "binary"
@@ -1477,9 +1762,11 @@ def _run_demo(args: argparse.Namespace) -> int:
                 except Exception as error:
                     if task == "binary":
                         raise
-                    _say(f"warning: the {task} report failed: {one_line(error)}")
+                    meter.say(f"warning: the {task} report failed: {one_line(error)}")
                     continue
-                _say(f"{task} report written to {where}")
+                finally:
+                    meter.add()
+                meter.say(f"{task} report written to {where}")
     return 0
 
 

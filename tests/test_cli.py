@@ -7,6 +7,7 @@ Subprocess tests (``python -m polars_eval``) check what a user sees: exit codes,
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -14,7 +15,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -193,9 +196,9 @@ def test_table_output(
     code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p")
     assert code == 0
     auc = df.eval.auc("y", "p")
-    # one result row is shown turned: one line per metric
-    assert any(line.split("┆")[0].strip("│ ") == "auc" for line in out.splitlines())
-    assert f"{auc:.4g}"[:5] in out
+    # one row, one column per metric (cut into tables that fit the width)
+    ((header, rows),) = [(h, r) for h, r in _parts(out) if "auc" in h]
+    assert len(rows) == 1 and rows[0][header.index("auc")] == f"{auc:.4g}"
     code, out, _ = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
                         "--metrics", "auc,logloss")  # fmt: skip
     assert code == 0
@@ -308,13 +311,80 @@ def test_undefined_groups_warn_on_one_line(
     assert "auc" in err
 
 
-def test_display_turns_wide_tables() -> None:
-    wide = pl.DataFrame({"g": ["a", "b"], **{f"m{i}": [0.123456, 1.0] for i in range(12)}})
-    shown = cli._display(wide, ["g"])
-    assert shown.columns == ["metric", "a", "b"]
-    assert shown.height == 12 and shown["a"][0] == pytest.approx(0.1235)
-    narrow = wide.select("g", "m0", "m1")
-    assert cli._display(narrow, ["g"]).columns == ["g", "m0", "m1"]
+def _parts(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """The tables of a printed table: (header, rows of cells) for each part."""
+    parts = []
+    for block in text.strip().split("\n\n"):
+        rows = [
+            [cell.strip() for cell in line.strip("│").split("┆")]
+            for line in block.splitlines()
+            if line.startswith("│")
+        ]
+        parts.append((rows[0], rows[1:]))
+    return parts
+
+
+@pytest.mark.parametrize("groups", [1, 3, 8, 9, 100])
+@pytest.mark.parametrize("width", [60, 100, 400])
+def test_table_keeps_groups_as_rows_and_folds_to_the_width(groups: int, width: int) -> None:
+    # one orientation at any number of groups (it used to turn at 8); wide results are
+    # cut into tables that each repeat the group columns and fit the width
+    rng = np.random.default_rng(groups)
+    metrics = {f"metric_{i}": rng.random(groups) for i in range(20)}
+    metrics["auc_lower"] = metrics["metric_3"] - 0.1
+    table = pl.DataFrame({"segment": [f"s{i:03d}" for i in range(groups)], **metrics})
+    table = table.select("segment", *[f"metric_{i}" for i in range(4)], "auc_lower", pl.exclude(
+        "segment", "auc_lower", *[f"metric_{i}" for i in range(4)]
+    )).rename({"metric_3": "auc"})  # fmt: skip
+    text = cli.render_table(table, ["segment"], width=width)
+    assert max(map(len, text.splitlines())) <= width
+    parts = _parts(text)
+    assert (len(parts) > 1) == (width < 400)
+    seen: list[str] = []
+    for header, rows in parts:
+        assert header[0] == "segment"
+        assert [row[0] for row in rows] == table["segment"].to_list()
+        seen += header[1:]
+    assert seen == table.columns[1:]  # every metric once, in order
+    for header, rows in parts:  # an interval stays next to its metric
+        if "auc_lower" in header:
+            assert header[header.index("auc_lower") - 1] == "auc"
+        for row in rows:  # 4 significant digits
+            for name, cell in zip(header[1:], row[1:], strict=True):
+                value = table.filter(pl.col("segment") == row[0])[name].item()
+                assert float(cell) == pytest.approx(value, rel=5e-4)
+
+
+def test_table_folds_a_metric_with_its_interval() -> None:
+    row = {"g": ["a"], "aaaa": [0.5], "bbbb": [0.5], "bbbb_lower": [0.5], "bbbb_upper": [0.5]}
+    table = pl.DataFrame(row)
+    # "│ g ┆ aaaa ┆ bbbb │" is 19 wide: bbbb alone would fit next to aaaa, not with its bounds
+    headers = [h for h, _ in _parts(cli.render_table(table, ["g"], width=30))]
+    assert headers == [["g", "aaaa"], ["g", "bbbb", "bbbb_lower", "bbbb_upper"]]
+
+
+def test_table_width_follows_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = pl.DataFrame({f"metric_{i}": [0.123456] for i in range(20)})
+    monkeypatch.setenv("COLUMNS", "70")
+    assert max(map(len, cli.render_table(table, []).splitlines())) <= 70
+    monkeypatch.setenv("COLUMNS", "500")
+    assert len(_parts(cli.render_table(table, []))) == 1
+
+
+def test_table_counts_print_as_integers() -> None:
+    gain = _data(2_000).eval.gain_table("y", "p", bins=4)
+    text = cli.render_table(gain, [])
+    ((header, rows),) = _parts(cli.render_table(gain, [], width=1000))
+    counts = [row[header.index("count")] for row in rows]
+    assert counts == [str(int(c)) for c in gain["count"]] and "500.0" not in text
+    assert sum(map(int, counts)) == 2_000
+    # weighted counts with fractions stay floats; metrics stay floats even when whole
+    table = pl.DataFrame({"g": ["a", "b"], "count": [2.5, 3.0], "auc": [1.0, 1.0]})
+    ((header, rows),) = _parts(cli.render_table(table, ["g"]))
+    assert [row[1:] for row in rows] == [["2.5", "1.0"], ["3.0", "1.0"]]
+    table = pl.DataFrame({"g": ["a", "b"], "tp": [2.0, None], "n_rows": [7.0, 8.0]})
+    ((header, rows),) = _parts(cli.render_table(table, ["g"]))
+    assert [row[1:] for row in rows] == [["2", "7"], ["null", "8"]]
 
 
 @pytest.mark.skipif(
@@ -562,3 +632,169 @@ def test_long_undefined_warnings_are_shortened() -> None:
         "(rel >= 1)); f1 is null for 1 of 9 groups (0/0)"
     )
     assert cli._shorten("something else") == "something else"
+
+
+@pytest.mark.skipif(not cli._report_available("forecast"), reason="no forecast report")
+def test_forecast_report_with_by_lead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--by lead` groups by a column the evaluation derives from --cutoff: the report
+    # (which has its own table by lead) must not look for it in the file
+    history, forecasts = _demo.branch_demand(3)
+    history.write_parquet(tmp_path / "history.parquet")
+    forecasts.write_parquet(tmp_path / "forecasts.parquet")
+    base = ["forecast", tmp_path / "forecasts.parquet", "--actual", "applications",
+            "--forecast", "forecast", "--series", "branch", "--time", "month", "--cutoff",
+            "cutoff", "--train", tmp_path / "history.parquet", "--season-length", "12"]  # fmt: skip
+    for by in ("lead", "region,lead"):
+        target = tmp_path / f"fc_{by}.html"
+        code, out, err = _cli(capsys, *base, "--by", by, "--report", target)
+        assert code == 0, err
+        assert out and target.stat().st_size > 0
+        assert f"report written to {target.resolve()}" in err
+
+
+def test_demo_trec_files_are_the_search_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    log = _demo.search_log(40, 8)
+    run_text, qrels_text = _demo.trec_files(log)
+    (tmp_path / "run.txt").write_text(run_text)
+    (tmp_path / "qrels.txt").write_text(qrels_text)
+    run: dict[str, dict[str, float]] = {}
+    for line in run_text.splitlines():
+        query, q0, doc, _, score, _ = line.split()
+        assert q0 == "Q0"
+        run.setdefault(query, {})[doc] = float(score)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_text.splitlines():
+        query, _, doc, relevance = line.split()
+        qrels.setdefault(query, {})[doc] = int(relevance)
+    # every (query, document) of the log, with its score and relevance
+    assert sum(map(len, run.values())) == sum(map(len, qrels.values())) == log.height
+    for row in log.iter_rows(named=True):
+        assert run[str(row["query_id"])][f"d{row['doc_id']}"] == row["score"]
+        assert qrels[str(row["query_id"])][f"d{row['doc_id']}"] == row["relevance"]
+    # ranks follow the score, ties by document id descending (trec_eval's order)
+    for query in run:
+        lines = [line.split() for line in run_text.splitlines() if line.split()[0] == query]
+        order = sorted(lines, key=lambda f: (-float(f[4]), -int(f[2][1:])))
+        assert [int(f[3]) for f in order] == list(range(1, len(order) + 1))
+    measures = ["ndcg_cut.10", "map", "P.5"]
+    code, out, err = _cli(capsys, "trec", tmp_path / "run.txt", tmp_path / "qrels.txt", "-q",
+                          *[a for m in measures for a in ("-m", m)], "--format", "json")  # fmt: skip
+    assert code == 0, err
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut", "map", "P"}).evaluate(run)
+    records = json.loads(out)
+    assert records
+    for record in records:
+        expected = oracle[str(record["query"])]
+        assert record["ndcg_cut_10"] == pytest.approx(expected["ndcg_cut_10"], abs=1e-12)
+        assert record["map"] == pytest.approx(expected["map"], abs=1e-12)
+        assert record["P_5"] == pytest.approx(expected["P_5"], abs=1e-12)
+
+
+def test_demo_data_dir_holds_the_readme_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        code, _, err = _cli(capsys, "demo", "--data-dir", "data", "--no-report")
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "data").iterdir()}
+    assert {"credit_scoring.parquet", "search_log.parquet", "run.txt", "qrels.txt"} <= names
+    assert not [p for p in tmp_path.iterdir() if p.name != "data"]  # --no-report: nothing else
+
+
+def test_progress_line_shows_stage_share_and_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    meter = cli.Progress("reading", total=200, unit="rows")
+    meter.add(50)
+    monkeypatch.setattr(meter, "elapsed", lambda: 10.0)  # 50 rows in 10 s: 30 s for 150
+    line = meter.line(100, ascii_only=True)
+    assert (
+        line == "polars-eval: reading [" + "#" * 7 + "-" * 23 + "]  25% · 50/200 rows · 0:30 left"
+    )
+    assert len(meter.line(60, ascii_only=True)) <= 60 and "25%" in meter.line(60)
+    meter.add(150)
+    assert "100% · 200/200 rows · all read, computing... 10 s" in meter.line(100)
+    meter.add(200)  # read a second time: no share any more, the rows read
+    assert meter.line(100).endswith("reading, 400 rows read... 10 s")
+    unknown = cli.Progress("writing the report")
+    monkeypatch.setattr(unknown, "elapsed", lambda: 75.0)
+    assert unknown.line(100) == "polars-eval: writing the report... 75 s"
+    big = cli.Progress("evaluating", total=20_000_000)
+    big.add(12_400_000)
+    assert "62% · 12.4M/20.0M rows" in big.line(100)
+    assert [cli._clock(s) for s in (0, 59.6, 61, 3725)] == ["0:00", "1:00", "1:01", "1:02:05"]
+
+
+class _Terminal(io.StringIO):
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_progress_counts_rows_and_keeps_the_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # on a terminal the input rows pass through a counter: same numbers, every row counted
+    df = _data(500, seed=5).with_columns(pl.col("p").alias("q"), pl.lit(1).alias("unused"))
+    for key, part in df.group_by("g"):
+        (tmp_path / f"g={key[0]}").mkdir()
+        part.drop("g").write_parquet(tmp_path / f"g={key[0]}" / "part.parquet")
+    history, forecasts = _demo.branch_demand(3)
+    history.write_parquet(tmp_path / "history.parquet")
+    forecasts.write_parquet(tmp_path / "forecasts.parquet")
+    log = _demo.search_log(30, 6)
+    log.write_parquet(tmp_path / "log.parquet")
+    lake = str(tmp_path / "g=*" / "*.parquet")
+    df.write_csv(tmp_path / "scores.csv")
+    commands = [
+        (["binary", tmp_path / "scores.csv", "--label", "y", "--score", "p"], None),
+        (["binary", lake, "--label", "y", "--score", "p", "--by", "g", "--weight", "w"], 500),
+        (["binary", lake, "--label", "y", "--score", "p", "--ci", "wilson"], 500),
+        (["regression", lake, "--actual", "p", "--pred", "q", "--by", "g"], 500),
+        (["ranking", tmp_path / "log.parquet", "--query", "query_id", "--relevance",
+          "relevance", "--score", "score", "-k", "3", "--by", "market"], 180),
+        (["forecast", tmp_path / "forecasts.parquet", "--actual", "applications",
+          "--forecast", "forecast", "--series", "branch", "--time", "month", "--cutoff",
+          "cutoff", "--by", "lead"], 54),
+    ]  # fmt: skip
+    meters: list[cli.Progress] = []
+    real = cli.progress
+
+    @contextlib.contextmanager
+    def recorded(*args: Any, **kwargs: Any) -> Iterator[cli.Progress]:
+        with real(*args, **kwargs) as meter:
+            meters.append(meter)
+            yield meter
+
+    for argv, rows in commands:
+        code, out, err = _cli(capsys, *argv, "--format", "json")
+        assert code == 0, err
+        plain = json.loads(out)
+        meters.clear()
+        terminal = _Terminal()
+        with monkeypatch.context() as m:
+            m.setattr(sys, "stderr", terminal)
+            m.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+            m.setattr(cli, "progress", recorded)
+            code = cli.main([str(a) for a in [*argv, "--format", "json"]])
+        out, _ = capsys.readouterr()
+        assert code == 0, terminal.getvalue()
+        assert "Traceback" not in terminal.getvalue()
+        evaluating = next(m for m in meters if m.what == "evaluating")
+        assert evaluating.total == rows  # from the parquet metadata (no total for a CSV)
+        # every row passed the counter (some tasks read their input more than once)
+        assert evaluating.done >= (rows or df.height)
+        assert "evaluating: done in" in terminal.getvalue()
+        records = json.loads(out)
+        assert len(records) == len(plain)
+        for got, want in zip(records, plain, strict=True):
+            assert got.keys() == want.keys()
+            for key, value in want.items():
+                assert got[key] == (
+                    pytest.approx(value, rel=1e-12, abs=1e-15)
+                    if isinstance(value, float)
+                    else value
+                ), (argv[0], key)
