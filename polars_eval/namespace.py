@@ -38,10 +38,23 @@ def _make_method(info: MetricInfo) -> Any:
         validate: bool = True,
         ci: str | None = None,
         level: float = 0.95,
+        n_resamples: int | None = None,
+        seed: int | None = None,
+        method: str | None = None,
         **kwargs: Any,
     ) -> Any:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
+        boot = {
+            k: v
+            for k, v in (("n_resamples", n_resamples), ("seed", seed), ("method", method))
+            if v is not None
+        }
+        if boot and ci != "bootstrap":
+            raise InvalidParameterError(
+                f"the bootstrap options ({', '.join(f'{k}=' for k in boot)}) need "
+                f"ci='bootstrap'; got ci={ci!r}"
+            )
         if ci is None:
             return run_metric(self._frame, info, dict(bound.arguments), by=by, validate=validate)
         if ci not in info.intervals:
@@ -59,6 +72,7 @@ def _make_method(info: MetricInfo) -> Any:
             validate=validate,
             method=ci,
             level=level,
+            **{"resampling" if k == "method" else k: v for k, v in boot.items()},
         )
 
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -75,7 +89,14 @@ def _make_method(info: MetricInfo) -> Any:
             inspect.Parameter("ci", keyword, default=None),
             inspect.Parameter("level", keyword, default=0.95),
         ]
-    # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and ci=, level=)
+    if "bootstrap" in info.intervals:  # ci="bootstrap" options (None: 1000, 0, "multinomial")
+        params += [
+            inspect.Parameter("n_resamples", keyword, default=None),
+            inspect.Parameter("seed", keyword, default=None),
+            inspect.Parameter("method", keyword, default=None),
+        ]
+    # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and
+    # ci=, level=, with the bootstrap's n_resamples=, seed=, method=)
     method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return method
 

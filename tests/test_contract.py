@@ -7,12 +7,14 @@ values; never our own output.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 
 import numpy as np
 import polars as pl
 import pytest
 import utilsforecast.losses as ufl
+from scipy import stats
 from sklearn import metrics as skm
 
 import polars_eval as pe
@@ -218,3 +220,174 @@ def test_forecast_metric_methods_show_the_keys() -> None:
     assert mase["season_length"].default == 1
     assert "train" not in inspect.signature(pe.EvalNamespace.mae).parameters
     assert "cutoff" not in inspect.signature(pe.EvalNamespace.auc).parameters
+
+
+# ---------------------------------------------------------------------------------------
+# §8: pe.wilson on counts and on a column of hits; ci="bootstrap" options; paired bootstrap
+# ---------------------------------------------------------------------------------------
+
+
+def wilson_by_hand(k: float, n: float, z: float = 1.959963984540054) -> tuple[float, ...]:
+    """Wilson (1927): the roots in p of (p̂ − p)² = z² p (1 − p) / n."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return p, max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+# Newcombe (1998), Statistics in Medicine 17:857-872, table II, method 3 (score, no CC)
+NEWCOMBE = [
+    (81, 263, 0.2553, 0.3662),
+    (15, 148, 0.0624, 0.1605),
+    (0, 20, 0.0, 0.1611),
+    (1, 29, 0.0061, 0.1718),
+]
+
+
+@pytest.mark.parametrize(("k", "n", "lower", "upper"), NEWCOMBE)
+def test_wilson_counts_published_values(k: int, n: int, lower: float, upper: float) -> None:
+    ci = pe.wilson(k, n)
+    assert isinstance(ci, pe.Interval)
+    assert ci.value == pytest.approx(k / n, rel=1e-15)
+    assert (round(ci.lower, 4), round(ci.upper, 4)) == (lower, upper)
+
+
+def test_wilson_counts_by_hand_and_scipy() -> None:
+    ci = pe.wilson(37, 120)
+    assert tuple(ci) == pytest.approx(wilson_by_hand(37, 120), rel=1e-12)
+    ref = stats.binomtest(37, 120).proportion_ci(confidence_level=0.9, method="wilson")
+    got = pe.wilson(37, 120, level=0.9)
+    assert (got.lower, got.upper) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    assert tuple(pe.wilson(np.int64(120), 120.0))[1:] == pytest.approx(
+        wilson_by_hand(120, 120)[1:], rel=1e-12
+    )
+    assert pe.wilson(2.5, 10.0).value == 0.25  # a weighted total
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((121, 120), InvalidParameterError, "0 <= successes <= n"),
+        ((-1, 5), InvalidParameterError, "0 <= successes <= n"),
+        ((float("nan"), 5), InvalidParameterError, "finite"),
+        ((0, 0), pe.UndefinedMetricError, "n = 0"),
+        ((3,), InvalidParameterError, "two counts"),
+        ((True, 4), InvalidParameterError, "two counts"),
+    ],
+)
+def test_wilson_bad_counts(args: tuple, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        pe.wilson(*args)
+    with pytest.raises(InvalidParameterError, match="level"):
+        pe.wilson(3, 10, level=1.5)
+
+
+def test_wilson_of_a_hit_column(collect: Callable) -> None:
+    df = pl.DataFrame(
+        {
+            "g": ["a"] * 6 + ["b"] * 5,
+            "hit": [1, 0, 1, 1, None, 0, 0, 0, 1, 0, 0],
+            "w": [1.0, 2.0, 0.0, 3.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+        }
+    )
+    out = collect(df.lazy().group_by("g").agg(pe.wilson("hit")).sort("g").unnest("wilson"))
+    assert out.columns == ["g", "value", "lower", "upper"]
+    for row, (k, n) in zip(out.iter_rows(), [(3, 5), (1, 5)], strict=True):
+        ref = stats.binomtest(k, n).proportion_ci(method="wilson")
+        assert row[1:] == pytest.approx((k / n, ref.low, ref.high), rel=1e-12)
+    # booleans, and weights as repeated rows (nulls ignored): a: 1·1 + 0·2 + 1·0 + 1·3 + 0·1
+    as_bool = df.with_columns(pl.col("hit").cast(pl.Boolean))
+    got = as_bool.filter(pl.col("g") == "a").select(pe.wilson("hit", weight="w")).item()
+    assert (got["value"], got["lower"], got["upper"]) == pytest.approx(
+        wilson_by_hand(4, 7), rel=1e-12
+    )
+    # a value other than 0/1 is not a hit: NaN, never a number
+    bad = pl.DataFrame({"hit": [1, 0, 2]}).select(pe.wilson("hit")).item()
+    assert all(math.isnan(v) for v in bad.values())
+    with pytest.raises(InvalidParameterError, match="weight="):
+        pe.wilson("k", "n", weight="w")
+
+
+def manual_bootstrap(
+    arrays: dict[str, np.ndarray], metric: Callable, n_resamples: int, seed: int
+) -> np.ndarray:
+    """The classical bootstrap: n rows drawn with replacement from default_rng([seed, r])."""
+    n = len(next(iter(arrays.values())))
+    out = []
+    for r in range(n_resamples):
+        idx = np.random.default_rng([seed, r]).integers(0, n, n)
+        out.append(metric(**{k: v[idx] for k, v in arrays.items()}))
+    return np.asarray(out)
+
+
+def scored(n: int, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pl.DataFrame(
+        {
+            "y": y,
+            "s1": np.clip(0.5 * y + rng.normal(0.25, 0.25, n), 0.01, 0.99),
+            "s2": np.clip(0.3 * y + rng.normal(0.35, 0.3, n), 0.01, 0.99),
+            "g": rng.integers(0, 2, n),
+        }
+    )
+
+
+def test_ci_bootstrap_takes_seed_and_n_resamples() -> None:
+    df = scored(150, 7)
+    y, s = df["y"].to_numpy(), df["s1"].to_numpy()
+    reps = manual_bootstrap({"y": y, "p": s}, lambda y, p: skm.log_loss(y, p), 120, 11)
+    got = df.eval.logloss("y", "s1", ci="bootstrap", n_resamples=120, seed=11)
+    assert isinstance(got, pe.Interval)
+    assert got.value == pytest.approx(skm.log_loss(y, s), rel=1e-12)
+    assert (got.lower, got.upper) == pytest.approx(
+        (np.percentile(reps, 2.5), np.percentile(reps, 97.5)), rel=1e-10
+    )
+    other = df.eval.logloss("y", "s1", ci="bootstrap", n_resamples=120, seed=12)
+    assert other.lower != got.lower
+    # method= and level= reach the bootstrap; by= and lazy frames as every ci
+    poisson = df.eval.auc("y", "s1", ci="bootstrap", n_resamples=80, seed=2, method="poisson")
+    direct = df.eval.bootstrap(pe.auc("y", "s1"), n_resamples=80, seed=2, method="poisson")
+    assert tuple(poisson) == pytest.approx(direct.select("estimate", "lower", "upper").row(0))
+    lazy = df.lazy().eval.mae("y", "s1", ci="bootstrap", n_resamples=50, seed=1, by="g")
+    assert lazy.collect().columns == ["g", "mae", "mae_lower", "mae_upper"]
+
+
+def test_ci_bootstrap_option_errors() -> None:
+    df = scored(50, 8)
+    with pytest.raises(InvalidParameterError, match=r"\(seed=\) need ci='bootstrap'"):
+        df.eval.auc("y", "s1", seed=3)
+    with pytest.raises(InvalidParameterError, match="need ci='bootstrap'; got ci='hanley'"):
+        df.eval.auc("y", "s1", ci="hanley", n_resamples=100)
+    with pytest.raises(InvalidParameterError, match="method must be one of"):
+        df.eval.auc("y", "s1", ci="bootstrap", method="jackknife")
+    with pytest.raises(InvalidParameterError, match="n_resamples"):
+        df.eval.auc("y", "s1", ci="bootstrap", n_resamples=0)
+
+
+def test_paired_bootstrap_of_two_metric_expressions() -> None:
+    df = scored(200, 9)
+    y, s1, s2 = (df[c].to_numpy() for c in ("y", "s1", "s2"))
+    out = df.eval.paired_bootstrap(pe.auc("y", "s1"), pe.auc("y", "s2"), n_resamples=400, seed=3)
+    row = out.row(0, named=True)
+    assert row["estimate_1"] == pytest.approx(skm.roc_auc_score(y, s1), rel=1e-12)
+    assert row["estimate_2"] == pytest.approx(skm.roc_auc_score(y, s2), rel=1e-12)
+
+    def diff(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return skm.roc_auc_score(y, a) - skm.roc_auc_score(y, b)
+
+    d = manual_bootstrap({"y": y, "a": s1, "b": s2}, diff, 400, 3)
+    assert row["difference"] == pytest.approx(diff(y, s1, s2), rel=1e-12)
+    assert (row["lower"], row["upper"]) == pytest.approx(
+        (np.percentile(d, 2.5), np.percentile(d, 97.5)), rel=1e-9
+    )
+    assert row["std"] == pytest.approx(np.std(d, ddof=1), rel=1e-9)
+    # any two metric expressions; a lazy frame gives a LazyFrame
+    mixed = df.lazy().eval.paired_bootstrap(
+        pe.brier("y", "s1"), pe.logloss("y", "s2"), n_resamples=30, seed=1, by="g"
+    )
+    assert mixed.collect()["g"].to_list() == [0, 1]
+    with pytest.raises(InvalidParameterError, match="two metric expressions"):
+        df.eval.paired_bootstrap(pe.auc("y", "s1"), "s2")
+    with pytest.raises(InvalidParameterError, match="label apply"):
+        df.eval.paired_bootstrap(pe.auc("y", "s1"), pe.auc("y", "s2"), label="y")
