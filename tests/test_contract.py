@@ -391,3 +391,79 @@ def test_paired_bootstrap_of_two_metric_expressions() -> None:
         df.eval.paired_bootstrap(pe.auc("y", "s1"), "s2")
     with pytest.raises(InvalidParameterError, match="label apply"):
         df.eval.paired_bootstrap(pe.auc("y", "s1"), pe.auc("y", "s2"), label="y")
+
+
+# ---------------------------------------------------------------------------------------
+# §5: conditional_table(of="ground_truth" | "prediction" | "recall")
+# ---------------------------------------------------------------------------------------
+
+
+def test_conditional_views_and_aliases() -> None:
+    rng = np.random.default_rng(21)
+    df = pl.DataFrame({"y": rng.normal(size=60), "p": rng.normal(size=60)})
+    truth = df.eval.conditional_table("y", "p", of="ground_truth", bins=6)
+    assert truth.equals(df.eval.conditional_table("y", "p", of="actual", bins=6))
+    assert truth.equals(df.eval.conditional_table("y", "p", bins=6))  # the default
+    pred = df.eval.conditional_table("y", "p", of="prediction", bins=6)
+    assert pred.equals(df.eval.conditional_table("y", "p", of="pred", bins=6))
+    # bins of 10 rows by the conditioning value, by hand
+    assert truth["lower"].to_list() == df["y"].sort().gather_every(10).to_list()
+    assert pred["lower"].to_list() == df["p"].sort().gather_every(10).to_list()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_conditional_recall_brute_force(weighted: bool) -> None:
+    rng = np.random.default_rng(22)
+    y = rng.normal(size=100)
+    p = y + rng.normal(0, 0.4, 100)
+    w = rng.integers(1, 4, 100).astype(float) if weighted else np.ones(100)
+    df = pl.DataFrame({"y": y, "p": p, "w": w})
+    table = df.eval.conditional_table("y", "p", of="recall", bins=5, weight="w")
+    assert table.columns[:5] == ["bin", "lower", "upper", "count", "recall"]
+    # the oracle: quantile bins of the actual by cumulative weight, the intervals
+    # [cut_{b-1}, cut_b) with open outer ends, recall_b = share of the bin's weight whose
+    # prediction lies in the bin's interval
+    order = np.argsort(y)
+    ys, ps, ws = y[order], p[order], w[order]
+    before = np.concatenate([[0.0], np.cumsum(ws)[:-1]])
+    b = np.minimum(np.floor(before / ws.sum() * 5), 4).astype(int)
+    cuts = [ys[b == k].min() for k in range(1, 5)]
+    edges = [-np.inf, *cuts, np.inf]
+    for k in range(5):
+        rows = b == k
+        inside = (ps[rows] >= edges[k]) & (ps[rows] < edges[k + 1])
+        want = (ws[rows] * inside).sum() / ws[rows].sum()
+        row = table.row(k, named=True)
+        assert row["bin"] == k + 1
+        assert row["count"] == pytest.approx(ws[rows].sum())
+        assert row["recall"] == pytest.approx(want, rel=1e-12)
+        assert row["mae"] == pytest.approx(
+            (ws[rows] * np.abs(ys[rows] - ps[rows])).sum() / ws[rows].sum(), rel=1e-12
+        )
+
+
+def test_conditional_recall_by_hand_and_groups() -> None:
+    # actuals 1 1 | 2 5 ... bins=2 on four rows: bin 1 = {1, 1} (values < 2), bin 2 = {2, 5}
+    df = pl.DataFrame(
+        {
+            "g": ["a"] * 4 + ["b"] * 2,
+            "y": [1.0, 1.0, 2.0, 5.0, 0.0, 10.0],
+            "p": [-3.0, 2.0, 1.9, 9.0, 0.0, 0.0],
+        }
+    )
+    a = df.filter(pl.col("g") == "a").eval.conditional_table("y", "p", of="recall", bins=2)
+    # bin 1: −3 in (−inf, 2) yes, 2.0 no → 0.5; bin 2: 1.9 no, 9 in [2, inf) yes → 0.5
+    assert a.select("bin", "lower", "upper", "count", "recall").rows() == [
+        (1, 1.0, 1.0, 2.0, 0.5),
+        (2, 2.0, 5.0, 2.0, 0.5),
+    ]
+    out = df.group_by("g").agg(pe.conditional_table("y", "p", of="recall", bins=2)).sort("g")
+    b = out.filter(pl.col("g") == "b").explode("conditional_table").unnest("conditional_table")
+    assert b["recall"].to_list() == [1.0, 0.0]  # 0 → bin 1; 0 is below 10 → not bin 2
+    nan = pl.DataFrame({"y": [1.0, 2.0], "p": [float("nan"), 2.0]})
+    got = nan.select(pe.conditional_table("y", "p", of="recall", bins=2)).item()
+    assert math.isnan(got[0]["recall"])  # NaN in, NaN out (the namespace refuses NaN)
+    with pytest.raises(DataValidationError, match="NaN"):
+        nan.eval.conditional_table("y", "p", of="recall", bins=2)
+    with pytest.raises(InvalidParameterError, match="of"):
+        pe.conditional_table("y", "p", of="precision")
