@@ -467,3 +467,54 @@ def test_conditional_recall_by_hand_and_groups() -> None:
         nan.eval.conditional_table("y", "p", of="recall", bins=2)
     with pytest.raises(InvalidParameterError, match="of"):
         pe.conditional_table("y", "p", of="precision")
+
+
+# ---------------------------------------------------------------------------------------
+# §7: map in pe.metrics(); whole-list ndcg, map and mrr in df.eval.ranking() by default
+# ---------------------------------------------------------------------------------------
+
+
+def test_map_is_listed_in_the_registry() -> None:
+    table = pe.metrics().filter(pl.col("task") == "ranking")
+    assert "map" in table["name"].to_list()
+    row = table.filter(pl.col("name") == "map").row(0, named=True)
+    assert row["higher_is_better"] is True and (row["lower"], row["upper"]) == (0.0, 1.0)
+    assert not hasattr(pe, "map")  # never shadows Python's map on a star import
+    assert "map" not in pe.__all__
+
+
+def ranking_log(seed: int) -> pl.DataFrame:
+    """Distinct scores, binary relevance, every query with a relevant item."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(12):
+        n = int(rng.integers(4, 20))
+        rel = rng.integers(0, 2, n)
+        rel[int(rng.integers(0, n))] = 1
+        for i, (r, s) in enumerate(zip(rel, rng.permutation(n), strict=True)):
+            rows.append((f"q{q}", f"d{i}", int(r), float(s)))
+    return pl.DataFrame(rows, schema=["q", "doc", "rel", "s"], orient="row")
+
+
+def test_ranking_task_gives_whole_list_ndcg_map_mrr_by_default() -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    df = ranking_log(31)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q, d, r, s in df.iter_rows():
+        qrels.setdefault(q, {})[d] = r
+        run.setdefault(q, {})[d] = s
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "map", "recip_rank"}).evaluate(run)
+    want = {m: np.mean([v[m] for v in per_query.values()]) for m in ("ndcg", "map", "recip_rank")}
+    out = df.eval.ranking("rel", "s", query="q")  # k=(1, 5, 10) by default
+    assert {"ndcg", "ndcg@10", "map", "map@10", "mrr", "mrr@10"} <= set(out.columns)
+    assert out.columns.index("ndcg") < out.columns.index("ndcg@1")
+    assert out["ndcg"].item() == pytest.approx(want["ndcg"], rel=1e-12)
+    assert out["map"].item() == pytest.approx(want["map"], rel=1e-12)
+    assert out["mrr"].item() == pytest.approx(want["recip_rank"], rel=1e-12)
+    assert df.eval.map("rel", "s", query="q") == pytest.approx(want["map"], rel=1e-12)
+    # named metrics keep what they name; k=None is not doubled
+    chosen = df.eval.ranking("rel", "s", query="q", metrics=["ndcg"], k=[3])
+    assert chosen.columns == ["n_queries", "n_excluded", "ndcg@3"]
+    whole = df.eval.ranking("rel", "s", query="q", k=[None, 3])
+    assert whole.columns.count("ndcg") == 1 and "ndcg@3" in whole.columns

@@ -1270,6 +1270,63 @@ def ap_at_k(
     lower=0.0,
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
+    short="map",
+    name="map",
+)
+@_doc
+def map_(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = None,
+    denominator: str = "all",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> pl.Expr:
+    """Mean average precision: the average precision of each query over the whole list.
+
+    Registered as ``map`` (``df.eval.map``, the mean over queries; trec_eval's ``map``);
+    per query it is :func:`ap_at_k` with ``k=None`` (a cutoff may still be given), named
+    ``"map"``. Not exported as ``pe.map``, which would shadow Python's ``map``: use
+    ``pe.ap_at_k(..., k=None)`` in expressions.
+
+    {common}
+    denominator
+        ``"all"`` (every relevant item of the query) or ``"min_k"`` (min(k, relevant)).
+
+    Examples
+    --------
+    Query 1: relevant at ranks 1 and 3, AP = (1 + 2/3) / 2; query 2: relevant at rank 2,
+    AP = 1/2. MAP = (5/6 + 1/2) / 2.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 1, 2, 2], "rel": [1, 0, 1, 0, 1],
+    ...                    "s": [0.9, 0.5, 0.1, 0.8, 0.7]})
+    >>> round(df.eval.map("rel", "s", query="q"), 6)
+    0.666667
+    """
+    return ap_at_k(
+        relevance,
+        score,
+        k=k,
+        denominator=denominator,
+        ties=ties,
+        min_relevance=min_relevance,
+        no_relevant=no_relevant,
+        unscored=unscored,
+    ).alias("map")
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
     short="ap_11pt",
 )
 def ap_11pt(
