@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -518,3 +519,69 @@ def test_ranking_task_gives_whole_list_ndcg_map_mrr_by_default() -> None:
     assert chosen.columns == ["n_queries", "n_excluded", "ndcg@3"]
     whole = df.eval.ranking("rel", "s", query="q", k=[None, 3])
     assert whole.columns.count("ndcg") == 1 and "ndcg@3" in whole.columns
+
+
+# ---------------------------------------------------------------------------------------
+# §7: TREC files read as trec_eval reads them (# comments, fields past the last ignored)
+# ---------------------------------------------------------------------------------------
+
+CLEAN_RUN = "q1 Q0 d1 1 3.0 bm25\nq1 Q0 d2 2 2.0 bm25\nq1 Q0 d3 3 1.0 bm25\nq2 Q0 d1 1 0.5 bm25\n"
+CLEAN_QRELS = "q1 0 d2 1\nq1 0 d3 2\nq1 0 d9 1\nq2 0 d1 0\nq2 0 d4 1\n"
+# trec_eval's own test files carry both: comment lines, and run lines with a trailing field
+COMMENTED_RUN = (
+    "# run of a test, as trec_eval's test/ files\n"
+    "q1 Q0 d1 1 3.0 bm25 extra\n"
+    "   # an indented comment\n"
+    "q1\tQ0\td2\t2\t2.0\tbm25\tx\ty\n"
+    "\n"
+    "q1 Q0 d3 3 1.0 bm25\n"
+    "q2 Q0 d1 1 0.5 bm25 # a trailing note is a field past the sixth\n"
+)
+COMMENTED_QRELS = (
+    "# qrels\nq1 0 d2 1 judged-by-a\nq1 0 d3 2\n#q1 0 d5 1\nq1 0 d9 1 x y\nq2 0 d1 0\nq2 0 d4 1\n"
+)
+
+
+def test_trec_readers_skip_comments_and_ignore_extra_fields(tmp_path: Path) -> None:
+    files = {}
+    for name, text in {
+        "clean_run": CLEAN_RUN,
+        "clean_qrels": CLEAN_QRELS,
+        "run": COMMENTED_RUN,
+        "qrels": COMMENTED_QRELS,
+    }.items():
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text(text)
+    run = pe.read_trec_run(files["run"]).collect()
+    assert run.equals(pe.read_trec_run(files["clean_run"]).collect())
+    assert run.columns == ["query", "q0", "doc", "rank", "score", "run"]
+    streamed = pe.read_trec_qrels(files["qrels"]).collect(engine="streaming")
+    assert streamed.equals(pe.read_trec_qrels(files["clean_qrels"]).collect())
+    assert streamed["doc"].to_list() == ["d2", "d3", "d9", "d1", "d4"]  # "#q1 0 d5 1" skipped
+    # trec_eval on the files agrees with trec_eval (pytrec_eval) on the clean content
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = {"q1": {"d2": 1, "d3": 2, "d9": 1}, "q2": {"d1": 0, "d4": 1}}
+    ranked = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d1": 0.5}}
+    want = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg"}).evaluate(ranked)
+    got = pe.trec_eval(files["run"], files["qrels"], metrics=["map", "ndcg"])
+    assert got["map"].item() == pytest.approx(np.mean([v["map"] for v in want.values()]))
+    assert got["ndcg"].item() == pytest.approx(np.mean([v["ndcg"] for v in want.values()]))
+
+
+@pytest.mark.parametrize(
+    ("reader", "text", "message"),
+    [
+        ("run", "# c\nq1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 r\n", r"run\.txt, line 3: .*6 fields.*found 5"),
+        ("run", "q1 Q0 d1 1 high r extra\n", r"run\.txt, line 1: the score .*'high'"),
+        ("qrels", "# c\n\nq1 0 d1\n", r"qrels\.txt, line 3: .*4 fields.*found 3"),
+        ("qrels", "q1 0 d1 yes 1\n", r"qrels\.txt, line 1: the relevance .*'yes'"),
+    ],
+)
+def test_trec_readers_still_reject_malformed_lines(
+    tmp_path: Path, reader: str, text: str, message: str
+) -> None:
+    path = tmp_path / f"{reader}.txt"
+    path.write_text(text)
+    lf = pe.read_trec_run(path) if reader == "run" else pe.read_trec_qrels(path)
+    with pytest.raises(DataValidationError, match=message):
+        lf.collect()

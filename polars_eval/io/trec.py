@@ -1,14 +1,17 @@
 """TREC interop (SPEC §7): read run and qrels files, evaluate as trec_eval does.
 
-File formats (whitespace separated, one record a line; blank lines are skipped):
+File formats (whitespace separated, one record a line; blank lines and comment lines,
+whose first non-blank character is ``#``, are skipped, as trec_eval skips them):
 
 * run: ``query  Q0  doc  rank  score  run_tag`` (6 fields; the rank is kept but, as in
-  trec_eval, never used: the order is score descending, then doc id descending);
-* qrels: ``query  iteration  doc  relevance`` (4 fields, integer relevance).
+  trec_eval, never used: the order is score descending, then doc id descending; fields
+  after the run tag are ignored, as trec_eval ignores them);
+* qrels: ``query  iteration  doc  relevance`` (4 fields, integer relevance; fields after
+  the relevance are ignored).
 
-Malformed lines (a wrong number of fields, a score or relevance that is not a number)
-raise :class:`~polars_eval.DataValidationError` naming the file and the line, at collect
-time (the readers are lazy).
+Malformed lines (too few fields, a score or relevance that is not a number) raise
+:class:`~polars_eval.DataValidationError` naming the file and the line, at collect time
+(the readers are lazy).
 
 :func:`trec_eval` follows trec_eval's conventions: only queries present in both the run
 and the qrels are evaluated and averaged; retrieved documents without a judgment are not
@@ -103,9 +106,12 @@ def _scan_lines(path: PathLike, what: str) -> pl.LazyFrame:
 def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, Any]) -> Any:
     """A batch function: split each line on whitespace, cast, raise on the first bad line.
 
-    Fast path: tabs become spaces and a line with exactly ``n - 1`` single spaces is split
-    on them; any other line (runs of blanks, a wrong field count) is split again with a
-    regular expression, and is an error if it still has the wrong number of fields.
+    As trec_eval reads its files: blank lines and comment lines (``#`` as the first
+    non-blank character) are skipped, and fields after the ``n`` expected ones are ignored
+    (trec_eval ignores what follows the run tag). Fast path: tabs become spaces and a
+    line with exactly ``n - 1`` single spaces is split on them; any other line (runs of
+    blanks, extra fields, too few fields) is split again with a regular expression, and is
+    an error if it has fewer than ``n`` fields.
     """
     n = len(columns)
     layout = " ".join(columns)
@@ -113,7 +119,9 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
     def parse(df: pl.DataFrame) -> pl.DataFrame:
         line = pl.col("line")
         norm = line.str.replace_all("\t", " ", literal=True).str.strip_chars()
-        df = df.with_columns(norm.alias("norm")).filter(pl.col("norm").str.len_bytes() > 0)
+        df = df.with_columns(norm.alias("norm")).filter(
+            (pl.col("norm").str.len_bytes() > 0) & ~pl.col("norm").str.starts_with("#")
+        )
         fast = pl.col("norm").str.count_matches(" ", literal=True) == n - 1
         df = df.with_columns(fast.alias("fast"))
         parts = df.select(
@@ -122,7 +130,7 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
         if not df.get_column("fast").all():
             slow = df.get_column("norm").str.extract_all(r"\S+")
             lengths = slow.list.len()
-            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & (pl.col("n") != n))
+            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & (pl.col("n") < n))
             if bad.height:
                 row = bad.row(0, named=True)
                 raise DataValidationError(
@@ -155,9 +163,10 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
 def read_trec_run(path: PathLike) -> pl.LazyFrame:
     """Scan a TREC run file: columns query, q0, doc (str), rank (Int64), score (Float64), run.
 
-    Fields are separated by any whitespace; blank lines are skipped. Lazy: the file is
-    read, and malformed lines reported (naming the file and the line), at collect time.
-    A rank that is not an integer is read as null (trec_eval never uses it).
+    Fields are separated by any whitespace; blank lines and ``#`` comment lines are
+    skipped and fields after the sixth ignored, as trec_eval does. Lazy: the file is read,
+    and malformed lines reported (naming the file and the line), at collect time. A rank
+    that is not an integer is read as null (trec_eval never uses it).
 
     Examples
     --------
@@ -187,7 +196,8 @@ def read_trec_run(path: PathLike) -> pl.LazyFrame:
 def read_trec_qrels(path: PathLike) -> pl.LazyFrame:
     """Scan a TREC qrels file: columns query, iteration, doc (str), relevance (Int64).
 
-    Lazy, like :func:`read_trec_run`. Negative relevance grades are kept as read
+    Lazy, like :func:`read_trec_run`; ``#`` comment lines and blank lines are skipped and
+    fields after the fourth ignored. Negative relevance grades are kept as read
     (:func:`trec_eval` counts them as not relevant, with gain 0, as trec_eval).
 
     Examples
