@@ -585,3 +585,98 @@ def test_trec_readers_still_reject_malformed_lines(
     lf = pe.read_trec_run(path) if reader == "run" else pe.read_trec_qrels(path)
     with pytest.raises(DataValidationError, match=message):
         lf.collect()
+
+
+# ---------------------------------------------------------------------------------------
+# §7: trec_eval 10's recall-level rule by default, convention="9" for 9.x's
+# ---------------------------------------------------------------------------------------
+
+
+def two_queries() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """q1: 4 relevant, retrieved at ranks 1, 3, 6, 10 of 10; q2: 3 relevant, 2 of them
+    retrieved, at ranks 2 and 3 of 4."""
+    run = pl.DataFrame(
+        {
+            "query": ["q1"] * 10 + ["q2"] * 4,
+            "doc": [f"a{i}" for i in range(1, 11)] + [f"b{i}" for i in range(1, 5)],
+            "score": [float(20 - i) for i in range(10)] + [4.0, 3.0, 2.0, 1.0],
+        }
+    )
+    qrels = pl.DataFrame(
+        {
+            "query": ["q1"] * 4 + ["q2"] * 3,
+            "doc": ["a1", "a3", "a6", "a10", "b2", "b3", "b9"],
+            "relevance": [1] * 7,
+        }
+    )
+    return run, qrels
+
+
+# Interpolated precision from the j-th relevant document on: q1 ip = [1, 1, 2/3, 1/2, 2/5]
+# for j = 0..4 (j = 0: the best precision at any rank); q2 ip = [2/3, 2/3, 2/3, 0].
+# trec_eval 10: j = lround(p·R); q1 (R = 4): p·R = 0, .4, .8, 1.2, 1.6, 2, 2.4, 2.8, 3.2,
+# 3.6, 4 -> j = 0 0 1 1 2 2 2 3 3 4 4; q2 (R = 3): p·R = 0, .3, .6, .9, 1.2, 1.5, 1.8, 2.1,
+# 2.4, 2.7, 3 -> j = 0 0 1 1 1 2 2 2 2 3 3.
+# trec_eval 9.x: j = (long)(p·R + 0.9); q1 -> 0 1 1 2 2 2 3 3 4 4 4; q2 -> 0 1 1 1 2 2 2 2
+# (2.0999999999999996 + 0.9 < 3 in doubles) 3 3 3.
+IP10 = {
+    "q1": [1, 1, 1, 1, 2 / 3, 2 / 3, 2 / 3, 1 / 2, 1 / 2, 2 / 5, 2 / 5],
+    "q2": [2 / 3] * 9 + [0, 0],
+}
+IP9 = {
+    "q1": [1, 1, 1, 2 / 3, 2 / 3, 2 / 3, 1 / 2, 1 / 2, 2 / 5, 2 / 5, 2 / 5],
+    "q2": [2 / 3] * 8 + [0, 0, 0],
+}
+LEVELS = [f"iprec_at_recall_{i / 10:.2f}" for i in range(11)]
+
+
+@pytest.mark.parametrize(("convention", "want"), [("10", IP10), ("9", IP9), (None, IP10)])
+def test_iprec_at_recall_and_11pt_avg_by_hand(convention: str | None, want: dict) -> None:
+    run, qrels = two_queries()
+    options = {} if convention is None else {"convention": convention}
+    got = pe.trec_eval(run, qrels, ["iprec_at_recall", "11pt_avg"], per_query=True, **options)
+    for row in got.iter_rows(named=True):
+        q = row["query"]
+        assert [row[c] for c in LEVELS] == pytest.approx(want[q], abs=1e-12), q
+        assert row["11pt_avg"] == pytest.approx(sum(want[q]) / 11, abs=1e-12)
+    mean = pe.trec_eval(run, qrels, ["11pt_avg"], **options)["11pt_avg"].item()
+    assert mean == pytest.approx((sum(want["q1"]) + sum(want["q2"])) / 22, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_convention_9_agrees_with_pytrec_eval(seed: int) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(seed)
+    run_rows, qrel_rows = [], []
+    for q in range(40):  # R from 1 to 12: every rounding case of the 11 levels
+        n_rel = int(rng.integers(1, 13))
+        docs = [f"d{i}" for i in range(40)]
+        relevant = set(rng.choice(40, n_rel, replace=False).tolist())
+        qrel_rows += [(f"q{q}", f"d{i}", 1) for i in sorted(relevant)]
+        for i in rng.permutation(40)[: int(rng.integers(5, 40))]:
+            run_rows.append((f"q{q}", docs[i], float(rng.random())))
+    run = pl.DataFrame(run_rows, schema=["query", "doc", "score"], orient="row")
+    qrels = pl.DataFrame(qrel_rows, schema=["query", "doc", "relevance"], orient="row")
+    qd: dict = {}
+    for q, d, r in qrels.iter_rows():
+        qd.setdefault(q, {})[d] = r
+    rd: dict = {}
+    for q, d, s in run.iter_rows():
+        rd.setdefault(q, {})[d] = s
+    want = pytrec_eval.RelevanceEvaluator(qd, {"iprec_at_recall", "11pt_avg"}).evaluate(rd)
+    nine = pe.trec_eval(run, qrels, ["iprec_at_recall", "11pt_avg"], per_query=True, convention=9)
+    ten = pe.trec_eval(run, qrels, ["iprec_at_recall", "11pt_avg"], per_query=True)
+    differs = 0
+    for r9, r10 in zip(nine.iter_rows(named=True), ten.iter_rows(named=True), strict=True):
+        ref = want[r9["query"]]
+        for col in [*LEVELS, "11pt_avg"]:
+            assert r9[col] == pytest.approx(ref[col], abs=1e-12), (r9["query"], col)
+        differs += r10["11pt_avg"] != pytest.approx(ref["11pt_avg"], abs=1e-12)
+    assert differs > 0  # the two rules do differ on this data
+
+
+def test_convention_option_is_checked() -> None:
+    run, qrels = two_queries()
+    for bad in ("8", "10.0", True, 9.0):
+        with pytest.raises(InvalidParameterError, match="convention"):
+            pe.trec_eval(run, qrels, ["map"], convention=bad)

@@ -424,8 +424,10 @@ class Spec:
     gain: str = "exp2"
     denominator: str = "all"
     max_relevance: float = 4.0
-    # ap_11pt: "textbook" (recall >= level) or "trec" (trec_eval's 11pt_avg: at least
-    # floor(level * R + 0.9) relevant items above, computed in doubles as trec_eval does)
+    # ap_11pt / iprec_at_recall: "textbook" (recall >= level); "trec" (trec_eval 9.x's
+    # 11pt_avg: at least floor(level * R + 0.9) relevant items above, computed in doubles
+    # as trec_eval does); "trec10" (trec_eval 10: at least lround(level * R), half away
+    # from zero)
     flavor: str = "textbook"
 
 
@@ -733,8 +735,11 @@ def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.Lazy
         # then their mean
         levels = [f"{prefix}ip{flavor}{i}" for i in range(11)]
         for i, name in enumerate(levels):
-            if flavor == "trec":
+            if flavor == "trec":  # trec_eval 9.x: (long) (level * R + 0.9)
                 need = (pl.lit(i / 10.0) * c(NREL) + 0.9).floor()
+                reached = c("_hq") >= need
+            elif flavor == "trec10":  # trec_eval 10: lround(level * R)
+                need = (pl.lit(i / 10.0) * c(NREL)).round(0, mode="half_away_from_zero")
                 reached = c("_hq") >= need
             else:
                 reached = recall >= i / 10.0 - 1e-12

@@ -20,7 +20,9 @@ and ideal-DCG denominators; a query without relevant documents scores 0; a docum
 repeated within one query of the run is an error. A document is relevant when its
 relevance is >= 1 (trec_eval's default ``-l 1``); the gain of ``ndcg`` is the relevance
 itself (linear). Negative relevance grades (which trec_eval reads as judged non-relevant)
-count as 0.
+count as 0. Where trec_eval's versions differ (how ``iprec_at_recall`` and ``11pt_avg``
+turn a recall level into a number of relevant documents), trec_eval 10's rule applies by
+default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
 """
 
 from __future__ import annotations
@@ -292,15 +294,30 @@ SPEC_OF = {
 """trec_eval measure -> (ranking metric, whether the cutoff applies)."""
 
 
-def _specs(measures: list[tuple[str, int | None, str]]) -> list[rk.Spec]:
+CONVENTIONS = {"10": "trec10", "9": "trec"}
+"""trec_eval version -> how recall levels become ranks (iprec_at_recall, 11pt_avg):
+10: lround(level · R); 9.x (and pytrec_eval): (long) (level · R + 0.9)."""
+
+
+def _specs(measures: list[tuple[str, int | None, str]], flavor: str) -> list[rk.Spec]:
     specs = []
     for name, cut, col in measures:
         if name in SPEC_OF:
             metric, with_cut = SPEC_OF[name]
             specs.append(
-                rk.Spec(col, metric, k=cut if with_cut else None, gain="linear", flavor="trec")
+                rk.Spec(col, metric, k=cut if with_cut else None, gain="linear", flavor=flavor)
             )
     return specs
+
+
+def _convention(convention: Any) -> str:
+    key = str(convention) if isinstance(convention, (str, int)) else None
+    if isinstance(convention, bool) or key not in CONVENTIONS:
+        raise InvalidParameterError(
+            f'convention must be "10" (trec_eval 10, the default) or "9" (trec_eval 9.x, '
+            f"as pytrec_eval); got {convention!r}"
+        )
+    return CONVENTIONS[key]
 
 
 def _set_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
@@ -348,6 +365,7 @@ def trec_eval(
     metrics: Iterable[str] = DEFAULT_MEASURES,
     *,
     per_query: bool = False,
+    convention: str = "10",
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
@@ -361,6 +379,15 @@ def trec_eval(
     geometric mean, as trec_eval) (``P.5,10`` gives two; ``P`` alone trec_eval's default
     cutoffs).
 
+    ``convention`` is the trec_eval version whose rules apply where versions differ:
+    ``"10"`` (default) or ``"9"`` (trec_eval 9.x, which pytrec_eval follows). They differ
+    in ``iprec_at_recall`` and ``11pt_avg`` only, in how a recall level p becomes a number
+    of relevant documents with R relevant in all: trec_eval 10 takes ``lround(p·R)``
+    (half away from zero), 9.x ``(long) (p·R + 0.9)``. With R = 4 at p = 0.6 (2.4): 10
+    reads the interpolated precision from the 2nd relevant document on, 9.x from the 3rd
+    (floor(3.3)); with R = 3 at p = 0.1 (0.3): 10 rounds to 0 relevant documents (the best
+    precision at any rank), 9.x to 1.
+
     Returns one row (the mean over the queries present in both inputs; ``num_ret``,
     ``num_rel``, ``num_rel_ret`` are summed, as trec_eval's ``all`` line), or with
     ``per_query=True`` one row per query, sorted by query. Columns are named as trec_eval
@@ -368,7 +395,7 @@ def trec_eval(
 
     References
     ----------
-    trec_eval, https://github.com/usnistgov/trec_eval (version 9).
+    trec_eval, https://github.com/usnistgov/trec_eval (versions 10.0 and 9.0.8).
 
     Examples
     --------
@@ -389,6 +416,7 @@ def trec_eval(
     measures = parse_measures(metrics)
     if not measures:
         raise InvalidParameterError("metrics must name at least one trec_eval measure")
+    flavor = _convention(convention)
     run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run").select(
         pl.col("query").cast(pl.String),
         pl.col("doc").cast(pl.String),
@@ -399,7 +427,7 @@ def trec_eval(
         pl.col("doc").cast(pl.String),
         pl.col("relevance").cast(F64).clip(lower_bound=0.0),
     )
-    specs = _specs(measures)
+    specs = _specs(measures, flavor)
     # Retrieved documents get their judgment from a left join (unjudged = not relevant);
     # what the unretrieved judged documents add (the relevant count, the ideal DCG) comes
     # from the qrels grouped alone. The inner join of the two per-query frames keeps the
@@ -465,6 +493,7 @@ def trec_cli(
     qrels_path: PathLike,
     metrics: Sequence[str] | None = None,
     per_query: bool = False,
+    convention: str = "10",
 ) -> pl.DataFrame:
     """The ``polars-eval trec RUN QRELS [-m measure ...] [-q]`` command: :func:`trec_eval` on two files.
 
@@ -476,7 +505,11 @@ def trec_cli(
     chosen = list(metrics) if metrics else list(DEFAULT_MEASURES)
     try:
         return trec_eval(
-            read_trec_run(run_path), read_trec_qrels(qrels_path), chosen, per_query=per_query
+            read_trec_run(run_path),
+            read_trec_qrels(qrels_path),
+            chosen,
+            per_query=per_query,
+            convention=convention,
         )
     except pl.exceptions.PolarsError as error:
         # a DataValidationError raised inside a batch function reaches us wrapped
