@@ -6,10 +6,17 @@ every series from the ``train=`` frame (joined on the series id), then one ``gro
 Σw e², ...). The per-series values are ratios of that state; the pooled values the same
 ratios of the state summed over series; the across-series values the mean of the
 per-series values. Row-level validation runs in the same query (SPEC §2).
+
+The single regression and forecast metric methods (``df.eval.mae``, ``df.eval.mase`` ...)
+take the same keys (SPEC §6): ``series=``, ``time=``, ``cutoff=`` (then ``by="lead"`` and
+``lead=``) and, for MASE / RMSSE, ``train=`` and ``season_length=`` instead of a scale
+column; they are generated here from the registry around the plain namespace methods.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,16 +32,19 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
+from polars_eval._registry import REGISTRY, MetricInfo
 from polars_eval._run import Plan, _deferred, build, normalize_by
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.families import forecast as fc
 from polars_eval.families import regression as reg
+from polars_eval.namespace import _make_method
 
 STATE = "__pe_s_"
 DUP = "__pe_dup"
 TRAIN_DUP = "__pe_train_dup"
+N_KEY_EXAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,42 @@ def _missing(schema: Mapping[str, Any], columns: Sequence[str], what: str) -> No
             raise DataValidationError(
                 f'column "{c}" ({what}) not found; available columns: {available}'
             )
+
+
+def _show_key(row: dict[str, Any]) -> str:
+    return (
+        "("
+        + ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in row.items())
+        + ")"
+    )
+
+
+def duplicate_error(
+    lf: pl.LazyFrame, keys: list[str], named: list[str], where: str
+) -> DataValidationError | None:
+    """The error for rows of ``lf`` repeating a ``keys`` tuple (None when there is none).
+
+    The message names the key columns ``named`` (those that must be unique, e.g. series
+    and time), how many rows repeat a key, and a few repeated keys with their time (SPEC
+    §6, BAD_INPUTS row 29). Runs a query of its own: call it when a count said so, or
+    before the metric on eager data.
+    """
+    counts = lf.group_by(keys).agg(pl.len().alias("__pe_n")).filter(pl.col("__pe_n") > 1)
+    total, examples = pl.collect_all(
+        [
+            counts.select((pl.col("__pe_n").sum() - pl.len()).cast(pl.Int64)),
+            counts.sort(keys, nulls_last=True).head(N_KEY_EXAMPLES).select(keys),
+        ]
+    )
+    n = total.item() or 0
+    if not n:
+        return None
+    shown = ", ".join(_show_key(row) for row in examples.to_dicts())
+    frame = f"{where} has duplicate" if where else "duplicate"
+    return DataValidationError(
+        f"{frame} ({', '.join(named)}) rows: expected one row per key; found {n} row(s) "
+        f"repeating the key of another row, e.g. [{shown}]"
+    )
 
 
 class ForecastMethods:
@@ -222,7 +268,10 @@ class ForecastMethods:
             lf = fc.with_lead(lf, series=keys, time=time, cutoff=cutoff)
             if lead is not None:
                 lf = lf.filter(pl.col("lead") == lead)
+        keyed = lf  # the rows whose keys must be unique
+        train_rows = None
         if train is not None:
+            train_rows = train.lazy().filter(to_float(actual).is_not_null())
             tschema = train.lazy().collect_schema()
             _missing(tschema, [*keys, time, actual], "in the train= frame")
             scale = fc.scale_query(
@@ -324,24 +373,21 @@ class ForecastMethods:
         names = [m.name for m in metrics]
         state_cols = [STATE + k for k in states]
 
-        group_keys = [*by_cols, *keys]
-
         def check_duplicates(df: pl.DataFrame) -> pl.DataFrame:
-            for col, what in (
-                (DUP, f"duplicate ({', '.join(row_keys)}) rows"),
-                (TRAIN_DUP, f"the train= frame has duplicate ({', '.join([*keys, time])}) rows"),
+            if DUP in df.columns and (df.get_column(DUP) > 0).any():
+                error = duplicate_error(keyed, [*by_cols, *row_keys], row_keys, "")
+                if error is not None:
+                    raise error
+            if (
+                train_rows is not None
+                and TRAIN_DUP in df.columns
+                and (df.get_column(TRAIN_DUP) > 0).any()
             ):
-                if col not in df.columns:
-                    continue
-                bad = df.filter(pl.col(col) > 0)
-                if bad.height:
-                    n = int(bad.get_column(col).sum())
-                    rows = bad.select(group_keys).head(3).rows()
-                    shown = ", ".join(str(r[0]) if len(r) == 1 else str(r) for r in rows)
-                    raise DataValidationError(
-                        f"{what}: found {n} row(s) repeating the keys of another row, in "
-                        f"{bad.height} groups of ({', '.join(group_keys)}), e.g. [{shown}]"
-                    )
+                error = duplicate_error(
+                    train_rows, [*keys, time], [*keys, time], "the train= frame"
+                )
+                if error is not None:
+                    raise error
             return df.drop([c for c in (DUP, TRAIN_DUP) if c in df.columns])
 
         def second(q: pl.LazyFrame) -> pl.LazyFrame:
@@ -390,3 +436,249 @@ class ForecastMethods:
         if not per_series:
             query = query.drop(keys)
         return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
+
+
+# ---------------------------------------------------------------------------------------
+# The forecast keys on the single metric methods (SPEC §6): df.eval.mae(..., cutoff=,
+# time=, by=["series", "lead"]), df.eval.mase(..., train=, season_length=, time=, by=)
+# ---------------------------------------------------------------------------------------
+
+KEY_TASKS = ("regression", "forecast")
+TRAIN_SCALED = {"mase": "mase_scale", "rmsse": "rmsse_scale"}
+SCALE = "__pe_scale"
+
+KEYS_DOC = """    On the ``.eval`` namespace, the forecast keys (SPEC §6): ``time=`` (with ``series=``)
+    names the key of each row, which must be unique (an error names a repeated key);
+    ``cutoff=`` (with ``time=``) adds a ``lead`` column, the rank of the target time within
+    (series, cutoff), after which ``by=`` may name ``"lead"`` and ``lead=k`` keeps one lead.
+    Without ``series=`` the series key is the ``by`` column(s) other than ``"lead"`` (none:
+    the whole frame is one series).{train}
+
+"""
+TRAIN_DOC = """ ``train=`` (a frame with the same series, time and actual columns)
+    and ``season_length=`` give the scale, the in-sample seasonal naive error of each series
+    (see ``pe.seasonal_scale``), instead of a ``scale`` column; without ``series=`` the
+    series key is then the ``by`` column(s) present in ``train``."""
+
+
+def _with_keys_doc(doc: str, scaled: bool) -> str:
+    """The metric's docstring with the paragraph on the forecast keys before its sections."""
+    note = KEYS_DOC.format(train=TRAIN_DOC if scaled else "")
+    at = [doc.find(f"\n    {h}\n") for h in ("References", "Examples")]
+    at = [i for i in at if i >= 0]
+    if not at:
+        return doc.rstrip() + "\n\n" + note
+    i = min(at) + 1
+    return doc[:i] + note + doc[i:]
+
+
+class _Frame:
+    """A stand-in namespace on a prepared frame (the generated method reads ``_frame``)."""
+
+    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
+        self._frame = frame
+
+
+def _keyed_frame(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    by_cols: list[str],
+    series: str | list[str] | None,
+    time: str | None,
+    cutoff: str | None,
+    lead: int | None,
+    train: pl.DataFrame | pl.LazyFrame | None,
+    season_length: int,
+    actual: Any,
+    scale_col: str | None,
+    validate: bool,
+) -> tuple[pl.DataFrame | pl.LazyFrame, Any]:
+    """The frame with ``lead`` (and the scale from ``train``), its keys checked.
+
+    Returns the prepared frame (eager on eager input) and, on a LazyFrame with
+    ``validate``, the check of duplicate keys to run at collect (None otherwise).
+    """
+    if time is None:
+        raise InvalidParameterError(
+            "the forecast keys need time= (the column of target times) with "
+            + ("cutoff=" if cutoff is not None else "train=" if train is not None else "series=")
+        )
+    if not isinstance(time, str):
+        raise InvalidParameterError(f"time must be a column name; got {time!r}")
+    if cutoff is not None and not isinstance(cutoff, str):
+        raise InvalidParameterError(f"cutoff must be a column name; got {cutoff!r}")
+    if lead is not None:
+        check_positive_int("lead", lead)
+        if cutoff is None:
+            raise InvalidParameterError("lead= needs cutoff= (the column of forecast origins)")
+    check_positive_int("season_length", season_length)
+    if train is not None:
+        if not isinstance(train, (pl.DataFrame, pl.LazyFrame)):
+            raise InvalidParameterError(
+                f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
+            )
+        if not isinstance(actual, str):
+            raise InvalidParameterError(
+                f"train= needs actual as a column name (the same in both frames); got {actual!r}"
+            )
+    groups = [c for c in by_cols if not (cutoff is not None and c == "lead")]
+    lf = frame.lazy()
+    schema = lf.collect_schema()
+    tschema = train.lazy().collect_schema() if train is not None else None
+    if series is not None:
+        keys = _key_list("series", series)
+    elif tschema is not None:
+        keys = [c for c in groups if c in tschema]
+    else:
+        keys = groups
+    # the series of a row and its by groups: the lead and the unique keys are within both
+    within = list(dict.fromkeys([*groups, *keys]))
+    row_keys = [*within, *([cutoff] if cutoff else []), time]
+    _missing(schema, row_keys, "a key")
+    if cutoff is not None:
+        rank = pl.col(time).rank("dense").over([*within, cutoff]).cast(pl.Int64)
+        lf = lf.with_columns(rank.alias("lead"))
+        if lead is not None:
+            lf = lf.filter(pl.col("lead") == lead)
+    named = [*keys, *([cutoff] if cutoff else []), time]
+    checks: list[tuple[pl.LazyFrame, list[str], list[str], str]] = []
+    if validate:
+        checks.append((lf, row_keys, named, ""))
+    if train is not None and tschema is not None:
+        _missing(tschema, [*keys, time, actual], "in the train= frame")
+        rows = train.lazy().filter(pl.col(actual).is_not_null())
+        if validate:
+            checks.append((rows, [*keys, time], [*keys, time], "the train= frame"))
+        scale = scale_frame(rows, keys, time, actual, season_length, validate)
+        scale = scale.select(*keys, pl.col(scale_col or "mase_scale").alias(SCALE))
+        lf = lf.join(scale, on=keys, how="left") if keys else lf.join(scale, how="cross")
+
+    def check() -> None:
+        for source, cols, names, where in checks:
+            error = duplicate_error(source, cols, names, where)
+            if error is not None:
+                raise error
+
+    if isinstance(frame, pl.DataFrame):
+        check()  # before the metric, as every eager check
+        return lf.collect(), None
+    return lf, check if checks else None
+
+
+def scale_frame(
+    train: pl.LazyFrame, keys: list[str], time: str, actual: str, season_length: int, validate: bool
+) -> pl.LazyFrame:
+    """Both in-sample scales per series (``mase_scale``, ``rmsse_scale``); NaN/inf in the
+    training actuals is an error naming the column (at collect on lazy data)."""
+    scale = fc.scale_query(train, keys, time, actual, season_length)
+    if not validate:
+        return scale
+    y = to_float(actual)
+    bad = train.select((~y.is_finite()).sum().cast(pl.Int64))
+
+    def checked(df: pl.DataFrame) -> pl.DataFrame:
+        n = bad.collect().item()
+        if n:
+            shown = ", ".join(
+                repr(v)
+                for v in train.filter(~y.is_finite()).select(y).head(3).collect().to_series()
+            )
+            raise DataValidationError(
+                f'column "{actual}" of the train= frame must hold finite numbers; found {n} '
+                f"rows with NaN or ±inf, e.g. [{shown}]"
+            )
+        return df
+
+    return scale.map_batches(checked, schema=scale.collect_schema())
+
+
+def _keyed_method(info: MetricInfo) -> Any:
+    """The namespace method of a regression / forecast metric, with the forecast keys."""
+    base = _make_method(info)
+    base_sig = inspect.signature(base)
+    scaled = info.name in TRAIN_SCALED
+
+    def method(
+        self: Any,
+        *args: Any,
+        by: Any = None,
+        validate: bool = True,
+        series: str | list[str] | None = None,
+        time: str | None = None,
+        cutoff: str | None = None,
+        lead: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        train = kwargs.pop("train", None) if scaled else None
+        season_length = kwargs.pop("season_length", 1) if scaled else 1
+        if series is None and time is None and cutoff is None and lead is None:
+            if train is not None:
+                raise InvalidParameterError("train= needs time= (the column of target times)")
+            if scaled and season_length != 1:
+                raise InvalidParameterError("season_length= needs train= and time=")
+            return base(self, *args, by=by, validate=validate, **kwargs)
+        bound = base_sig.bind_partial(self, *args, **kwargs).arguments
+        if scaled:
+            if train is not None and bound.get("scale") is not None:
+                raise InvalidParameterError(
+                    f"{info.name} takes its scale from a scale column or from train=, not both"
+                )
+            if train is None and bound.get("scale") is None:
+                raise InvalidParameterError(
+                    f"{info.name} needs scale= (a column) or train= (the training frame)"
+                )
+            if train is not None:
+                kwargs["scale"] = SCALE
+        by_cols = normalize_by(by)
+        try:
+            frame, check = _keyed_frame(
+                self._frame,
+                by_cols=by_cols,
+                series=series,
+                time=time,
+                cutoff=cutoff,
+                lead=lead,
+                train=train,
+                season_length=season_length,
+                actual=bound.get("actual"),
+                scale_col=TRAIN_SCALED[info.name] if train is not None else None,
+                validate=validate,
+            )
+        except DataValidationError as error:
+            if isinstance(self._frame, pl.LazyFrame):
+                return _deferred(error)
+            raise
+        out = base(_Frame(frame), *args, by=by_cols or None, validate=validate, **kwargs)
+        if check is None:
+            return out
+
+        def checked(df: pl.DataFrame) -> pl.DataFrame:
+            check()
+            return df
+
+        return out.map_batches(checked, schema=out.collect_schema())
+
+    functools.update_wrapper(method, base)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = list(base_sig.parameters.values())
+    if scaled:
+        params = [p.replace(default=None) if p.name == "scale" else p for p in params]
+        params += [
+            inspect.Parameter("train", keyword, default=None),
+            inspect.Parameter("season_length", keyword, default=1),
+        ]
+    params += [
+        inspect.Parameter(k, keyword, default=None) for k in ("series", "time", "cutoff", "lead")
+    ]
+    method.__signature__ = base_sig.replace(parameters=params)  # type: ignore[attr-defined]
+    method.__doc__ = _with_keys_doc(info.fn.__doc__ or "", scaled)
+    return method
+
+
+for _info in REGISTRY.values():
+    if (
+        _info.task in KEY_TASKS
+        and _info.kind == "scalar"
+        and not hasattr(ForecastMethods, _info.name)
+    ):
+        setattr(ForecastMethods, _info.name, _keyed_method(_info))

@@ -355,8 +355,11 @@ def _make_method(
 
 
 def _ranking_methods() -> dict[str, Any]:
-    methods = {info.name: _make_method(info) for info in _registry.by_task("ranking")}
-    # MAP: the mean of AP over the whole list by default (trec_eval's map)
+    methods = {
+        info.name: _make_method(info) for info in _registry.by_task("ranking") if info.name != "map"
+    }
+    # MAP (registered for pe.metrics()): the flat engine's AP over the whole list by default
+    # (trec_eval's map)
     methods["map"] = _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
     return methods
 
@@ -443,6 +446,8 @@ def _ranking(
     only: with ``ties="average"`` its exact expectation, costly on large tie blocks, is
     computed when named in ``metrics=``); plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
+    By default (no ``metrics=``) the whole-list ``ndcg``, ``map`` and ``mrr`` come beside
+    their cutoffs whatever ``k`` holds.
     The rows of each query are sorted once; every metric is finalized from that state.
     ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``),
     each at every cutoff of ``k``; an entry with a cutoff, ``"ndcg@10"``, is that metric
@@ -480,6 +485,9 @@ def _ranking(
         rk.Options(cut, ties, min_relevance, no_relevant, unscored, gain)  # checks the options
     rk.check_number("max_relevance", max_relevance)
     chosen = _choose(metrics, ties)
+    if metrics is None:  # whole-list NDCG, MAP and MRR beside the cutoffs (SPEC §7)
+        whole = {"ndcg", "ap_at_k", "mrr"}
+        chosen = [p for m, cut in chosen for p in ([(m, None)] if m in whole else []) + [(m, cut)]]
 
     def specs_for(pairs: list[tuple[str, Any]], suffix: str) -> list[rk.Spec]:
         out: dict[str, rk.Spec] = {}

@@ -117,9 +117,9 @@ class StatsMethods:
 
     def paired_bootstrap(
         self,
-        metric: str | Callable[..., pl.Expr],
-        score_1: IntoExpr,
-        score_2: IntoExpr,
+        metric_1: pl.Expr | str | Callable[..., pl.Expr],
+        metric_2: pl.Expr | IntoExpr,
+        score_2: IntoExpr | None = None,
         *,
         label: IntoExpr | None = None,
         n_resamples: int = 1000,
@@ -133,11 +133,14 @@ class StatsMethods:
     ) -> pl.DataFrame | pl.LazyFrame:
         """Difference of a metric between two models on the same bootstrap resamples.
 
-        ``metric`` is a metric name or function; model k's metric is
-        ``metric(label, score_k, **metric_kwargs)`` (or ``metric(score_k, ...)`` when no
-        ``label`` is given, for your own function of a score column). Both models are
-        evaluated on every resample (see :meth:`bootstrap` for the resampling), so the
-        interval of the difference accounts for their correlation.
+        ``metric_1`` and ``metric_2`` are the two models' metric expressions, e.g.
+        ``pe.auc("y", "s1")`` and ``pe.auc("y", "s2")`` (any aggregation expressions; they
+        may share a name). Also accepted: a metric name or function with two score
+        columns, ``paired_bootstrap("auc", "s1", "s2", label="y")``, where model k's
+        metric is ``metric(label, score_k, **metric_kwargs)`` (or ``metric(score_k, ...)``
+        without ``label``). Both models are evaluated on every resample (see
+        :meth:`bootstrap` for the resampling), so the interval of the difference accounts
+        for their correlation.
 
         Result (one row, or one per ``by`` group): ``estimate_1``, ``estimate_2``,
         ``difference`` (1 − 2 on the original data), ``lower``/``upper`` (percentiles of the
@@ -151,14 +154,14 @@ class StatsMethods:
         >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1, 0, 1, 0] * 25,
         ...                    "a": [0.1, 0.8, 0.4, 0.5, 0.9, 0.3, 0.6, 0.7] * 25,
         ...                    "b": [0.1, 0.8, 0.9, 0.5, 0.9, 0.3, 0.6, 0.2] * 25})
-        >>> out = df.eval.paired_bootstrap("auc", "a", "b", label="y", n_resamples=200)
+        >>> out = df.eval.paired_bootstrap(pe.auc("y", "a"), pe.auc("y", "b"), n_resamples=200)
         >>> out.select("estimate_1", "estimate_2", "difference").rows()
         [(0.8125, 1.0, -0.1875)]
         """
         return _compare.paired_bootstrap(
             self._frame,
-            metric,
-            score_1,
+            metric_1,
+            metric_2,
             score_2,
             label=label,
             n_resamples=n_resamples,

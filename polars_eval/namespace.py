@@ -61,7 +61,7 @@ _CI_PARAMS = """ci : {{{methods}}}, optional
     Add a confidence interval: the result becomes ``pe.Interval(value, lower, upper)``
     (columns ``{name}``, ``{name}_lower``, ``{name}_upper`` with ``by``).
 level : float, default 0.95
-    The interval's confidence level."""
+    The interval's confidence level.{bootstrap}"""
 
 
 def method_doc(info: MetricInfo) -> str:
@@ -71,8 +71,17 @@ def method_doc(info: MetricInfo) -> str:
     summary, _, body = doc.partition("\n")
     params = _NAMESPACE_PARAMS
     if info.intervals:
+        bootstrap = (
+            '\nn_resamples, seed, method : optional\n    With ``ci="bootstrap"``: the number of'
+            ' resamples (1000), the seed (0) and\n    ``"multinomial"`` or ``"poisson"``'
+            " resampling."
+            if "bootstrap" in info.intervals
+            else ""
+        )
         params += "\n" + _CI_PARAMS.format(
-            methods=", ".join(repr(m) for m in info.intervals), name=info.name
+            methods=", ".join(repr(m) for m in info.intervals),
+            name=info.name,
+            bootstrap=bootstrap,
         )
     returns = _RETURNS[info.kind][1].format(name=info.name)
     return (
@@ -96,10 +105,23 @@ def _make_method(info: MetricInfo) -> Any:
         validate: bool = True,
         ci: str | None = None,
         level: float = 0.95,
+        n_resamples: int | None = None,
+        seed: int | None = None,
+        method: str | None = None,
         **kwargs: Any,
     ) -> Any:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
+        boot = {
+            k: v
+            for k, v in (("n_resamples", n_resamples), ("seed", seed), ("method", method))
+            if v is not None
+        }
+        if boot and ci != "bootstrap":
+            raise InvalidParameterError(
+                f"the bootstrap options ({', '.join(f'{k}=' for k in boot)}) need "
+                f"ci='bootstrap'; got ci={ci!r}"
+            )
         if ci is None:
             return run_metric(self._frame, info, dict(bound.arguments), by=by, validate=validate)
         if ci not in info.intervals:
@@ -117,6 +139,7 @@ def _make_method(info: MetricInfo) -> Any:
             validate=validate,
             method=ci,
             level=level,
+            **{"resampling" if k == "method" else k: v for k, v in boot.items()},
         )
 
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -133,7 +156,14 @@ def _make_method(info: MetricInfo) -> Any:
             inspect.Parameter("ci", keyword, default=None, annotation="str | None"),
             inspect.Parameter("level", keyword, default=0.95, annotation="float"),
         ]
-    # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and ci=, level=)
+    if "bootstrap" in info.intervals:  # ci="bootstrap" options (None: 1000, 0, "multinomial")
+        params += [
+            inspect.Parameter("n_resamples", keyword, default=None, annotation="int | None"),
+            inspect.Parameter("seed", keyword, default=None, annotation="int | None"),
+            inspect.Parameter("method", keyword, default=None, annotation="str | None"),
+        ]
+    # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and
+    # ci=, level=, with the bootstrap's n_resamples=, seed=, method=)
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=params, return_annotation=_RETURNS[info.kind][0]
     )

@@ -238,6 +238,8 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
     assert params[1 : 1 + len(want)] == want
     extra = {p.name: p for p in params[1 + len(want) :]}
     expected_extra = ["by", "validate"] + (["ci", "level"] if info.intervals else [])
+    if "bootstrap" in info.intervals:  # ci="bootstrap" options (SPEC §8)
+        expected_extra += ["n_resamples", "seed", "method"]
     assert sorted(extra) == sorted(expected_extra)
     assert extra["by"].default is None and extra["by"].kind is inspect.Parameter.KEYWORD_ONLY
     assert extra["validate"].default is True

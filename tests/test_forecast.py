@@ -241,7 +241,8 @@ def test_duplicate_keys_error() -> None:  # BAD_INPUTS 29
     train, test = make_data(seed=10)
     dup = pl.concat([test, test.head(1)])
     with pytest.raises(
-        DataValidationError, match=r"duplicate \(unique_id, ds\) rows: found 1 row.*e\.g\. \[s0\]"
+        DataValidationError,
+        match=r"duplicate \(unique_id, ds\) rows: .*found 1 row.*e\.g\. \[\(unique_id='s0', ds=24\)\]",
     ):
         dup.eval.forecast("y", "f", series="unique_id", time="ds")
     with pytest.raises(DataValidationError, match="duplicate"):

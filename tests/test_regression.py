@@ -462,7 +462,7 @@ def test_conditional_table_ties_and_options() -> None:
     with pytest.raises(InvalidParameterError, match="bins"):
         pe.conditional_table("y", "p", bins=0)
     with pytest.raises(InvalidParameterError, match="of"):
-        pe.conditional_table("y", "p", of="recall")
+        pe.conditional_table("y", "p", of="residual")
 
 
 # ---------------------------------------------------------------------------------------

@@ -84,7 +84,8 @@ def write_files(tmp_path: Path, run: pl.DataFrame, qrels: pl.DataFrame) -> tuple
 def test_per_query_agrees_with_trec_eval(seed: int) -> None:
     run, qrels = generate(seed)
     expected = oracle(run, qrels, MEASURES)
-    got = pe.trec_eval(run, qrels, MEASURES, per_query=True)
+    # pytrec_eval follows trec_eval 9.x's recall-level rounding (iprec_at_recall, 11pt_avg)
+    got = pe.trec_eval(run, qrels, MEASURES, per_query=True, convention="9")
     assert sorted(got["query"].to_list()) == sorted(expected)
     for row in got.iter_rows(named=True):
         ref = expected[row.pop("query")]
@@ -96,7 +97,9 @@ def test_means_agree_with_trec_eval_from_files(tmp_path: Path) -> None:
     run, qrels = generate(5)
     run_path, qrels_path = write_files(tmp_path, run, qrels)
     expected = oracle(run, qrels, MEASURES)
-    got = pe.trec_eval(pe.read_trec_run(run_path), pe.read_trec_qrels(qrels_path), MEASURES)
+    got = pe.trec_eval(
+        pe.read_trec_run(run_path), pe.read_trec_qrels(qrels_path), MEASURES, convention="9"
+    )
     assert got["num_q"].item() == len(expected)
     for name in got.columns:
         if name == "num_q":
@@ -107,9 +110,9 @@ def test_means_agree_with_trec_eval_from_files(tmp_path: Path) -> None:
             ref = float(np.exp(np.mean(values)))
         assert got[name].item() == pytest.approx(ref, abs=1e-9), name
     # same through the CLI entry point and through path arguments
-    cli = trec_cli(str(run_path), str(qrels_path), MEASURES, False)
+    cli = trec_cli(str(run_path), str(qrels_path), MEASURES, False, convention="9")
     assert cli.equals(got)
-    assert pe.trec_eval(run_path, qrels_path, MEASURES).equals(got)
+    assert pe.trec_eval(run_path, qrels_path, MEASURES, convention="9").equals(got)
 
 
 def test_tie_order_is_score_then_doc_descending() -> None:

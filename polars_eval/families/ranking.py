@@ -424,8 +424,10 @@ class Spec:
     gain: str = "exp2"
     denominator: str = "all"
     max_relevance: float = 4.0
-    # ap_11pt: "textbook" (recall >= level) or "trec" (trec_eval's 11pt_avg: at least
-    # floor(level * R + 0.9) relevant items above, computed in doubles as trec_eval does)
+    # ap_11pt / iprec_at_recall: "textbook" (recall >= level); "trec" (trec_eval 9.x's
+    # 11pt_avg: at least floor(level * R + 0.9) relevant items above, computed in doubles
+    # as trec_eval does); "trec10" (trec_eval 10: at least lround(level * R), half away
+    # from zero)
     flavor: str = "textbook"
 
 
@@ -733,8 +735,11 @@ def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.Lazy
         # then their mean
         levels = [f"{prefix}ip{flavor}{i}" for i in range(11)]
         for i, name in enumerate(levels):
-            if flavor == "trec":
+            if flavor == "trec":  # trec_eval 9.x: (long) (level * R + 0.9)
                 need = (pl.lit(i / 10.0) * c(NREL) + 0.9).floor()
+                reached = c("_hq") >= need
+            elif flavor == "trec10":  # trec_eval 10: lround(level * R)
+                need = (pl.lit(i / 10.0) * c(NREL)).round(0, mode="half_away_from_zero")
                 reached = c("_hq") >= need
             else:
                 reached = recall >= i / 10.0 - 1e-12
@@ -1261,6 +1266,63 @@ def ap_at_k(
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
     state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
     return finalize(state, opts, "ap_at_k", denominator=denominator).alias("ap_at_k")
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="map",
+    name="map",
+)
+@_doc
+def map_(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = None,
+    denominator: str = "all",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> pl.Expr:
+    """Mean average precision: the average precision of each query over the whole list.
+
+    Registered as ``map`` (``df.eval.map``, the mean over queries; trec_eval's ``map``);
+    per query it is :func:`ap_at_k` with ``k=None`` (a cutoff may still be given), named
+    ``"map"``. Not exported as ``pe.map``, which would shadow Python's ``map``: use
+    ``pe.ap_at_k(..., k=None)`` in expressions.
+
+    {common}
+    denominator
+        ``"all"`` (every relevant item of the query) or ``"min_k"`` (min(k, relevant)).
+
+    Examples
+    --------
+    Query 1: relevant at ranks 1 and 3, AP = (1 + 2/3) / 2; query 2: relevant at rank 2,
+    AP = 1/2. MAP = (5/6 + 1/2) / 2.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 1, 2, 2], "rel": [1, 0, 1, 0, 1],
+    ...                    "s": [0.9, 0.5, 0.1, 0.8, 0.7]})
+    >>> round(df.eval.map("rel", "s", query="q"), 6)
+    0.666667
+    """
+    return ap_at_k(
+        relevance,
+        score,
+        k=k,
+        denominator=denominator,
+        ties=ties,
+        min_relevance=min_relevance,
+        no_relevant=no_relevant,
+        unscored=unscored,
+    ).alias("map")
 
 
 @register(

@@ -933,7 +933,8 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     )
 
 
-CONDITIONAL_OF = ("actual", "pred")
+CONDITIONAL_OF = ("ground_truth", "prediction", "recall", "actual", "pred")
+CONDITIONAL_ALIASES = {"actual": "ground_truth", "pred": "prediction"}
 
 
 @register(
@@ -947,19 +948,29 @@ def conditional_table(
     actual: IntoExpr,
     pred: IntoExpr,
     *,
-    of: str = "actual",
+    of: str = "ground_truth",
     bins: int = 10,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    """Errors conditional on the actual (``of="actual"``) or on the prediction (``of="pred"``).
+    """Errors conditional on the ground truth, on the prediction, or the conditional recall.
 
-    The conditional ground-truth and conditional prediction views of YDF's regression
-    report, as a table: rows sorted by the conditioning value are cut into ``bins`` bins
-    of equal weight (quantile bins; a block of tied values is never split and goes to the
-    bin where it starts, so bins can be uneven or missing on tied data). Per bin: its
-    ``lower``/``upper`` conditioning values, weighted ``count``, ``mean_actual``,
-    ``mean_pred``, ``bias`` (mean ŷ − y), ``mae`` and ``rmse``. Plot mean_pred against
-    mean_actual for a calibration-like view.
+    The conditional views of YDF's regression report, as a table: rows sorted by the
+    conditioning value are cut into ``bins`` bins of equal weight (quantile bins; a block
+    of tied values is never split and goes to the bin where it starts, so bins can be
+    uneven or missing on tied data). Per bin: its ``lower``/``upper`` conditioning values,
+    weighted ``count``, ``mean_actual``, ``mean_pred``, ``bias`` (mean ŷ − y), ``mae`` and
+    ``rmse``. Plot mean_pred against mean_actual for a calibration-like view.
+
+    ``of`` chooses the view:
+
+    * ``"ground_truth"`` (default; alias ``"actual"``): bins of the actual value;
+    * ``"prediction"`` (alias ``"pred"``): bins of the prediction;
+    * ``"recall"``: bins of the actual value, with a ``recall`` column (after ``count``):
+      the weighted share of the bin's rows whose prediction falls in the same bin, the
+      bins read as intervals of the real line (bin b runs from its ``lower`` value to the
+      next bin's ``lower``; the first bin is open below, the last open above). It is the
+      recall of each bin when the regression is read as an ordinal classification into
+      the bins of the actual: 1 when every prediction lands in the bin of its actual.
 
     Examples
     --------
@@ -976,55 +987,84 @@ def conditional_table(
     │ 1   ┆ 2.0   ┆ 1.5         ┆ 1.5       ┆ 0.5 │
     │ 2   ┆ 2.0   ┆ 3.5         ┆ 4.0       ┆ 0.5 │
     └─────┴───────┴─────────────┴───────────┴─────┘
+
+    The recall view: bin 1 holds the actuals 1 and 2 (values below 3), bin 2 the actuals
+    3 and 4. Predictions 1.5 and 1.5 stay in bin 1; 4.0 is in bin 2 but 2.5 is not.
+
+    >>> df2 = pl.DataFrame({"y": [1.0, 2.0, 3.0, 4.0], "p": [1.5, 1.5, 2.5, 4.0]})
+    >>> df2.eval.conditional_table("y", "p", of="recall", bins=2).select("bin", "lower", "count", "recall")
+    shape: (2, 4)
+    ┌─────┬───────┬───────┬────────┐
+    │ bin ┆ lower ┆ count ┆ recall │
+    │ --- ┆ ---   ┆ ---   ┆ ---    │
+    │ i64 ┆ f64   ┆ f64   ┆ f64    │
+    ╞═════╪═══════╪═══════╪════════╡
+    │ 1   ┆ 1.0   ┆ 2.0   ┆ 1.0    │
+    │ 2   ┆ 3.0   ┆ 2.0   ┆ 0.5    │
+    └─────┴───────┴───────┴────────┘
     """
     check_choice("of", of, CONDITIONAL_OF)
     check_positive_int("bins", bins)
+    view = CONDITIONAL_ALIASES.get(of, of)
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    v = y if of == "actual" else p
-    state = (
-        pl.struct(
-            v.alias("v"),
-            w.alias("w"),
-            (w * y).alias("wy"),
-            (w * p).alias("wp"),
-            (w * (y - p).abs()).alias("wa"),
-            (w * (y - p) ** 2).alias("ws"),
-        )
-        .sort_by(v)
-        .implode()
-    )
+    v = p if view == "prediction" else y
+    fields = [
+        v.alias("v"),
+        w.alias("w"),
+        (w * y).alias("wy"),
+        (w * p).alias("wp"),
+        (w * (y - p).abs()).alias("wa"),
+        (w * (y - p) ** 2).alias("ws"),
+    ]
+    if view == "recall":
+        fields.append(p.alias("p"))
+    state = pl.struct(*fields).sort_by(v).implode()
 
     def body() -> pl.Expr:
         e = pl.element()
         val = e.struct.field("v")
         end = (val != val.shift(-1)).fill_null(True)
 
-        def cum(name: str) -> pl.Expr:
-            return e.struct.field(name).cum_sum().filter(end)
+        def cum(x: pl.Expr) -> pl.Expr:
+            return x.cum_sum().filter(end)
 
-        cw = cum("w")
+        cw = cum(e.struct.field("w"))
         total = e.struct.field("w").sum()
         before = cw.shift(1).fill_null(0.0)
         bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
         last = (bin_id != bin_id.shift(-1)).fill_null(True)
         first = (bin_id != bin_id.shift(1)).fill_null(True)
 
-        def per_bin(name: str) -> pl.Expr:
-            c = cum(name).filter(last)
+        def per_bin(x: pl.Expr) -> pl.Expr:
+            c = cum(x).filter(last)
             return c - c.shift(1).fill_null(0.0)
 
-        count = per_bin("w")
-        return pl.struct(
-            bin=bin_id.filter(last) + 1,
-            lower=val.filter(end).filter(first),
-            upper=val.filter(end).filter(last),
-            count=count,
-            mean_actual=per_bin("wy") / count,
-            mean_pred=per_bin("wp") / count,
-            bias=(per_bin("wp") - per_bin("wy")) / count,
-            mae=per_bin("wa") / count,
-            rmse=(per_bin("ws") / count).sqrt(),
+        def field(name: str) -> pl.Expr:
+            return per_bin(e.struct.field(name))
+
+        count = field("w")
+        columns: dict[str, pl.Expr] = {
+            "bin": bin_id.filter(last) + 1,
+            "lower": val.filter(end).filter(first),
+            "upper": val.filter(end).filter(last),
+            "count": count,
+        }
+        if view == "recall":
+            # the bins as intervals: a value belongs to the bin of the last lower bound
+            # at or below it (the first bin open below, the last open above)
+            cuts = val.filter(end).filter(first).slice(1)
+            pr = e.struct.field("p")
+            same = cuts.search_sorted(val, side="right") == cuts.search_sorted(pr, side="right")
+            hit = pl.when(pr.is_nan()).then(float("nan")).otherwise(same.cast(F64))
+            columns["recall"] = per_bin(e.struct.field("w") * hit) / count
+        columns.update(
+            mean_actual=field("wy") / count,
+            mean_pred=field("wp") / count,
+            bias=(field("wp") - field("wy")) / count,
+            mae=field("wa") / count,
+            rmse=(field("ws") / count).sqrt(),
         )
+        return pl.struct(**columns)
 
     return state.list.eval(body()).alias("conditional_table")
 

@@ -1,14 +1,17 @@
 """TREC interop (SPEC §7): read run and qrels files, evaluate as trec_eval does.
 
-File formats (whitespace separated, one record a line; blank lines are skipped):
+File formats (whitespace separated, one record a line; blank lines and comment lines,
+whose first non-blank character is ``#``, are skipped, as trec_eval skips them):
 
 * run: ``query  Q0  doc  rank  score  run_tag`` (6 fields; the rank is kept but, as in
-  trec_eval, never used: the order is score descending, then doc id descending);
-* qrels: ``query  iteration  doc  relevance`` (4 fields, integer relevance).
+  trec_eval, never used: the order is score descending, then doc id descending; fields
+  after the run tag are ignored, as trec_eval ignores them);
+* qrels: ``query  iteration  doc  relevance`` (4 fields, integer relevance; fields after
+  the relevance are ignored).
 
-Malformed lines (a wrong number of fields, a score or relevance that is not a number)
-raise :class:`~polars_eval.DataValidationError` naming the file and the line, at collect
-time (the readers are lazy).
+Malformed lines (too few fields, a score or relevance that is not a number) raise
+:class:`~polars_eval.DataValidationError` naming the file and the line, at collect time
+(the readers are lazy).
 
 :func:`trec_eval` follows trec_eval's conventions: only queries present in both the run
 and the qrels are evaluated and averaged; retrieved documents without a judgment are not
@@ -17,7 +20,9 @@ and ideal-DCG denominators; a query without relevant documents scores 0; a docum
 repeated within one query of the run is an error. A document is relevant when its
 relevance is >= 1 (trec_eval's default ``-l 1``); the gain of ``ndcg`` is the relevance
 itself (linear). Negative relevance grades (which trec_eval reads as judged non-relevant)
-count as 0.
+count as 0. Where trec_eval's versions differ (how ``iprec_at_recall`` and ``11pt_avg``
+turn a recall level into a number of relevant documents), trec_eval 10's rule applies by
+default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
 """
 
 from __future__ import annotations
@@ -103,9 +108,12 @@ def _scan_lines(path: PathLike, what: str) -> pl.LazyFrame:
 def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, Any]) -> Any:
     """A batch function: split each line on whitespace, cast, raise on the first bad line.
 
-    Fast path: tabs become spaces and a line with exactly ``n - 1`` single spaces is split
-    on them; any other line (runs of blanks, a wrong field count) is split again with a
-    regular expression, and is an error if it still has the wrong number of fields.
+    As trec_eval reads its files: blank lines and comment lines (``#`` as the first
+    non-blank character) are skipped, and fields after the ``n`` expected ones are ignored
+    (trec_eval ignores what follows the run tag). Fast path: tabs become spaces and a
+    line with exactly ``n - 1`` single spaces is split on them; any other line (runs of
+    blanks, extra fields, too few fields) is split again with a regular expression, and is
+    an error if it has fewer than ``n`` fields.
     """
     n = len(columns)
     layout = " ".join(columns)
@@ -113,7 +121,9 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
     def parse(df: pl.DataFrame) -> pl.DataFrame:
         line = pl.col("line")
         norm = line.str.replace_all("\t", " ", literal=True).str.strip_chars()
-        df = df.with_columns(norm.alias("norm")).filter(pl.col("norm").str.len_bytes() > 0)
+        df = df.with_columns(norm.alias("norm")).filter(
+            (pl.col("norm").str.len_bytes() > 0) & ~pl.col("norm").str.starts_with("#")
+        )
         fast = pl.col("norm").str.count_matches(" ", literal=True) == n - 1
         df = df.with_columns(fast.alias("fast"))
         parts = df.select(
@@ -122,7 +132,7 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
         if not df.get_column("fast").all():
             slow = df.get_column("norm").str.extract_all(r"\S+")
             lengths = slow.list.len()
-            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & (pl.col("n") != n))
+            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & (pl.col("n") < n))
             if bad.height:
                 row = bad.row(0, named=True)
                 raise DataValidationError(
@@ -155,9 +165,10 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
 def read_trec_run(path: PathLike) -> pl.LazyFrame:
     """Scan a TREC run file: columns query, q0, doc (str), rank (Int64), score (Float64), run.
 
-    Fields are separated by any whitespace; blank lines are skipped. Lazy: the file is
-    read, and malformed lines reported (naming the file and the line), at collect time.
-    A rank that is not an integer is read as null (trec_eval never uses it).
+    Fields are separated by any whitespace; blank lines and ``#`` comment lines are
+    skipped and fields after the sixth ignored, as trec_eval does. Lazy: the file is read,
+    and malformed lines reported (naming the file and the line), at collect time. A rank
+    that is not an integer is read as null (trec_eval never uses it).
 
     Examples
     --------
@@ -187,7 +198,8 @@ def read_trec_run(path: PathLike) -> pl.LazyFrame:
 def read_trec_qrels(path: PathLike) -> pl.LazyFrame:
     """Scan a TREC qrels file: columns query, iteration, doc (str), relevance (Int64).
 
-    Lazy, like :func:`read_trec_run`. Negative relevance grades are kept as read
+    Lazy, like :func:`read_trec_run`; ``#`` comment lines and blank lines are skipped and
+    fields after the fourth ignored. Negative relevance grades are kept as read
     (:func:`trec_eval` counts them as not relevant, with gain 0, as trec_eval).
 
     Examples
@@ -282,15 +294,30 @@ SPEC_OF = {
 """trec_eval measure -> (ranking metric, whether the cutoff applies)."""
 
 
-def _specs(measures: list[tuple[str, int | None, str]]) -> list[rk.Spec]:
+CONVENTIONS = {"10": "trec10", "9": "trec"}
+"""trec_eval version -> how recall levels become ranks (iprec_at_recall, 11pt_avg):
+10: lround(level · R); 9.x (and pytrec_eval): (long) (level · R + 0.9)."""
+
+
+def _specs(measures: list[tuple[str, int | None, str]], flavor: str) -> list[rk.Spec]:
     specs = []
     for name, cut, col in measures:
         if name in SPEC_OF:
             metric, with_cut = SPEC_OF[name]
             specs.append(
-                rk.Spec(col, metric, k=cut if with_cut else None, gain="linear", flavor="trec")
+                rk.Spec(col, metric, k=cut if with_cut else None, gain="linear", flavor=flavor)
             )
     return specs
+
+
+def _convention(convention: Any) -> str:
+    key = str(convention) if isinstance(convention, (str, int)) else None
+    if isinstance(convention, bool) or key not in CONVENTIONS:
+        raise InvalidParameterError(
+            f'convention must be "10" (trec_eval 10, the default) or "9" (trec_eval 9.x, '
+            f"as pytrec_eval); got {convention!r}"
+        )
+    return CONVENTIONS[key]
 
 
 def _set_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
@@ -338,6 +365,7 @@ def trec_eval(
     metrics: Iterable[str] = DEFAULT_MEASURES,
     *,
     per_query: bool = False,
+    convention: str = "10",
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
@@ -351,6 +379,15 @@ def trec_eval(
     geometric mean, as trec_eval) (``P.5,10`` gives two; ``P`` alone trec_eval's default
     cutoffs).
 
+    ``convention`` is the trec_eval version whose rules apply where versions differ:
+    ``"10"`` (default) or ``"9"`` (trec_eval 9.x, which pytrec_eval follows). They differ
+    in ``iprec_at_recall`` and ``11pt_avg`` only, in how a recall level p becomes a number
+    of relevant documents with R relevant in all: trec_eval 10 takes ``lround(p·R)``
+    (half away from zero), 9.x ``(long) (p·R + 0.9)``. With R = 4 at p = 0.6 (2.4): 10
+    reads the interpolated precision from the 2nd relevant document on, 9.x from the 3rd
+    (floor(3.3)); with R = 3 at p = 0.1 (0.3): 10 rounds to 0 relevant documents (the best
+    precision at any rank), 9.x to 1.
+
     Returns one row (the mean over the queries present in both inputs; ``num_ret``,
     ``num_rel``, ``num_rel_ret`` are summed, as trec_eval's ``all`` line), or with
     ``per_query=True`` one row per query, sorted by query. Columns are named as trec_eval
@@ -358,7 +395,7 @@ def trec_eval(
 
     References
     ----------
-    trec_eval, https://github.com/usnistgov/trec_eval (version 9).
+    trec_eval, https://github.com/usnistgov/trec_eval (versions 10.0 and 9.0.8).
 
     Examples
     --------
@@ -379,6 +416,7 @@ def trec_eval(
     measures = parse_measures(metrics)
     if not measures:
         raise InvalidParameterError("metrics must name at least one trec_eval measure")
+    flavor = _convention(convention)
     run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run").select(
         pl.col("query").cast(pl.String),
         pl.col("doc").cast(pl.String),
@@ -389,7 +427,7 @@ def trec_eval(
         pl.col("doc").cast(pl.String),
         pl.col("relevance").cast(F64).clip(lower_bound=0.0),
     )
-    specs = _specs(measures)
+    specs = _specs(measures, flavor)
     # Retrieved documents get their judgment from a left join (unjudged = not relevant);
     # what the unretrieved judged documents add (the relevant count, the ideal DCG) comes
     # from the qrels grouped alone. The inner join of the two per-query frames keeps the
@@ -455,6 +493,7 @@ def trec_cli(
     qrels_path: PathLike,
     metrics: Sequence[str] | None = None,
     per_query: bool = False,
+    convention: str = "10",
 ) -> pl.DataFrame:
     """The ``polars-eval trec RUN QRELS [-m measure ...] [-q]`` command: :func:`trec_eval` on two files.
 
@@ -466,7 +505,11 @@ def trec_cli(
     chosen = list(metrics) if metrics else list(DEFAULT_MEASURES)
     try:
         return trec_eval(
-            read_trec_run(run_path), read_trec_qrels(qrels_path), chosen, per_query=per_query
+            read_trec_run(run_path),
+            read_trec_qrels(qrels_path),
+            chosen,
+            per_query=per_query,
+            convention=convention,
         )
     except pl.exceptions.PolarsError as error:
         # a DataValidationError raised inside a batch function reaches us wrapped

@@ -8,14 +8,15 @@ Importing this package declares which interval methods each registered metric of
 * ``"hanley"``: ``auc`` (Hanley & McNeil 1982);
 * ``"logistic"``: ``pr_auc`` (Boyd et al. 2013);
 * ``"chi2"``: ``rmse`` (NIST; assumes centred normal residuals);
-* ``"bootstrap"``: every scalar binary, multiclass and regression metric (1000
-  multinomial resamples, seed 0 — use ``df.eval.bootstrap`` for other settings).
+* ``"bootstrap"``: every scalar binary, multiclass, regression and forecast metric (by default
+  1000 multinomial resamples, seed 0; the namespace takes ``n_resamples=``, ``seed=``
+  and ``method=`` beside ``ci="bootstrap"``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import polars as pl
 
@@ -27,6 +28,7 @@ from polars_eval.stats.compare import delong, mcnemar
 from polars_eval.stats.intervals import (
     CLOSED_FORM,
     PROPORTIONS,
+    Interval,
     check_level,
     closed_form,
     hanley_mcneil,
@@ -49,17 +51,9 @@ __all__ = [
     "wilson",
 ]
 
-BOOTSTRAP_TASKS = ("binary", "multiclass", "regression")
+BOOTSTRAP_TASKS = ("binary", "multiclass", "regression", "forecast")
 CI_RESAMPLES = 1000
 CI_SEED = 0
-
-
-class Interval(NamedTuple):
-    """A metric value with its confidence interval (``df.eval.<metric>(..., ci=...)``)."""
-
-    value: float | None
-    lower: float | None
-    upper: float | None
 
 
 def _declare_intervals() -> None:
@@ -91,16 +85,23 @@ def run_interval(
     validate: bool,
     method: str,
     level: float,
+    n_resamples: int = CI_RESAMPLES,
+    seed: int = CI_SEED,
+    resampling: str = "multinomial",
 ) -> Any:
     """A registered metric with its interval, for the namespace's ``ci=`` (SPEC §8).
 
     Without ``by``: an :class:`Interval`; with ``by``: a DataFrame with the group columns
     and ``<name>``, ``<name>_lower``, ``<name>_upper``; on a LazyFrame: a LazyFrame.
+    ``n_resamples``, ``seed`` and ``resampling`` (the namespace's ``method=``:
+    ``"multinomial"`` or ``"poisson"``) apply to ``method="bootstrap"``.
     """
     if method not in info.intervals:
         offered = list(info.intervals) or "none"
         raise InvalidParameterError(f"ci must be one of {offered} for {info.name}; got {method!r}")
     check_level(level)
+    if method == "bootstrap":
+        _boot.check_options(n_resamples, level, seed, resampling)
     by_cols = normalize_by(by)
     names = _column_names(info.name)
     undefined = {info.name: info.undefined or "no defined value"}
@@ -121,7 +122,10 @@ def run_interval(
         )
         result = execute(frame, plan)
     else:
-        result = _bootstrap_interval(frame, info, args, by_cols, validate, level, undefined)
+        options = {"n_resamples": n_resamples, "seed": seed, "method": resampling}
+        result = _bootstrap_interval(
+            frame, info, args, by_cols, validate, level, undefined, options
+        )
     if isinstance(result, pl.LazyFrame) or by_cols:
         return result
     return Interval(*result.row(0))
@@ -135,6 +139,7 @@ def _bootstrap_interval(
     validate: bool,
     level: float,
     undefined: Mapping[str, str],
+    options: Mapping[str, Any],
 ) -> pl.DataFrame | pl.LazyFrame:
     expr = info.fn(**args)
     names = _column_names(info.name)
@@ -145,11 +150,10 @@ def _bootstrap_interval(
         table = _boot.bootstrap(
             frame,
             [expr],
-            n_resamples=CI_RESAMPLES,
             level=level,
-            seed=CI_SEED,
             by=by,
             validate=False,
+            **options,
         )
         if isinstance(table, pl.LazyFrame):
             table = table.collect()

@@ -312,11 +312,44 @@ def paired_summary(
     )
 
 
+def _paired_items(
+    metric_1: pl.Expr | str | Callable[..., pl.Expr],
+    metric_2: pl.Expr | IntoExpr,
+    score_2: IntoExpr | None,
+    label: IntoExpr | None,
+    metric_kwargs: dict[str, Any],
+) -> list[tuple[str, pl.Expr]]:
+    """The two models' metric expressions: given as two expressions (SPEC §8), or built
+    from a metric name or function and two score columns."""
+    if isinstance(metric_1, pl.Expr):
+        if not isinstance(metric_2, pl.Expr):
+            raise InvalidParameterError(
+                "paired_bootstrap takes two metric expressions, e.g. pe.auc('y', 's1'), "
+                f"pe.auc('y', 's2'); got {type(metric_2).__name__} as the second"
+            )
+        extra = [n for n, v in (("score_2", score_2), ("label", label)) if v is not None] + list(
+            metric_kwargs
+        )
+        if extra:
+            raise InvalidParameterError(
+                f"{', '.join(extra)} apply when the metric is a name or function; with two "
+                "metric expressions, put the columns and options in the expressions"
+            )
+        return [("__pe_1", metric_1), ("__pe_2", metric_2)]
+    if score_2 is None:
+        raise InvalidParameterError(
+            "paired_bootstrap takes two metric expressions (pe.auc('y', 's1'), "
+            "pe.auc('y', 's2')), or a metric name with two score columns and label="
+        )
+    build = _metric_builder(metric_1, label, metric_kwargs)
+    return [("__pe_1", build(metric_2)), ("__pe_2", build(score_2))]
+
+
 def paired_bootstrap(
     frame: pl.DataFrame | pl.LazyFrame,
-    metric: str | Callable[..., pl.Expr],
-    score_1: IntoExpr,
-    score_2: IntoExpr,
+    metric_1: pl.Expr | str | Callable[..., pl.Expr],
+    metric_2: pl.Expr | IntoExpr,
+    score_2: IntoExpr | None = None,
     *,
     label: IntoExpr | None = None,
     n_resamples: int = 1000,
@@ -330,8 +363,7 @@ def paired_bootstrap(
 ) -> pl.DataFrame | pl.LazyFrame:
     """Metric of model 1 minus model 2 on shared resamples; see ``df.eval.paired_bootstrap``."""
     _boot.check_options(n_resamples, level, seed, method)
-    build = _metric_builder(metric, label, metric_kwargs)
-    items = [("__pe_1", build(score_1)), ("__pe_2", build(score_2))]
+    items = _paired_items(metric_1, metric_2, score_2, label, metric_kwargs)
     by_cols, group_cols = normalize_by(by), normalize_by(group)
 
     def compute(data: pl.DataFrame) -> pl.DataFrame:

@@ -14,8 +14,9 @@ one class present, empty group) gives a null value and null bounds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import polars as pl
@@ -33,7 +34,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._registry import REGISTRY
 from polars_eval._typing import IntoExpr
-from polars_eval.exceptions import InvalidParameterError
+from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
 from polars_eval.families import binary as _binary
 
 PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -107,33 +108,116 @@ def _wilson_parts(successes: pl.Expr, total: pl.Expr, z: float) -> tuple[pl.Expr
     return p, lower, upper
 
 
-def wilson(successes: IntoExpr, total: IntoExpr, *, level: float = 0.95) -> pl.Expr:
+class Interval(NamedTuple):
+    """A metric value with its confidence interval (``df.eval.<metric>(..., ci=...)``)."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _wilson_counts(successes: Any, total: Any, level: float) -> Interval:
+    """:func:`wilson` of two numbers: checked, then the same formula on one row."""
+    k, n = float(successes), float(total)
+    if not (math.isfinite(k) and math.isfinite(n)):
+        raise InvalidParameterError(
+            f"wilson needs finite counts; got successes={successes!r}, n={total!r}"
+        )
+    if k < 0 or n < 0 or k > n:
+        raise InvalidParameterError(
+            f"wilson needs counts with 0 <= successes <= n; got successes={successes!r}, "
+            f"n={total!r}"
+        )
+    if n == 0:
+        raise UndefinedMetricError("the wilson interval is undefined for n = 0 trials")
+    z = z_quantile(level)
+    parts = [pl.lit(k, dtype=F64), pl.lit(n, dtype=F64)]
+    row = pl.select(finish(parts, lambda a, b: _wilson_parts(a, b, z), "wilson")).item()
+    return Interval(row["value"], row["lower"], row["upper"])
+
+
+def _wilson_hits(hits: IntoExpr, weight: IntoExpr | None, z: float) -> pl.Expr:
+    """The Wilson interval of the share of 1s (or ``True``) in a column, weighted."""
+    h = to_float(hits)
+    h, w = drop_null_rows(h, weight=weight_expr(weight))
+    k = (w * h).sum()
+    # a value other than 0/1 has no share to estimate: NaN, never a number (SPEC §2)
+    other = (h.is_not_null() & (h != 0.0) & (h != 1.0)).any()
+    k = pl.when(other).then(float("nan")).otherwise(k)
+    return finish([k, w.sum()], lambda a, b: _wilson_parts(a, b, z), "wilson")
+
+
+@overload
+def wilson(
+    successes: int | float, total: int | float, *, level: float = 0.95, weight: None = None
+) -> Interval: ...
+
+
+@overload
+def wilson(
+    successes: IntoExpr,
+    total: IntoExpr | int | float | None = None,
+    *,
+    level: float = 0.95,
+    weight: IntoExpr | None = None,
+) -> pl.Expr: ...
+
+
+def wilson(
+    successes: Any,
+    total: Any = None,
+    *,
+    level: float = 0.95,
+    weight: IntoExpr | None = None,
+) -> Any:
     """Wilson score interval of a proportion ``successes / total``.
 
     With p̂ = k/n and z = Φ⁻¹(1 − α/2):
     centre = (p̂ + z²/2n) / (1 + z²/n),
     half-width = z / (1 + z²/n) · sqrt(p̂(1 − p̂)/n + z²/4n²).
     Unlike the Wald interval it stays inside [0, 1] and is not degenerate at k = 0 or
-    k = n. Works row-wise on count columns and on aggregations alike (e.g.
-    ``pl.col("y").sum()``, ``pl.len()``); ``n`` may be a non-integer weight total.
-    Null where ``total`` is 0.
+    k = n. Three forms:
 
-    Returns a struct ``{value, lower, upper}`` named ``"wilson"``.
+    * ``pe.wilson(37, 120)``: two numbers (k successes in n trials) give a
+      :class:`Interval` ``(value, lower, upper)`` at once; ``n`` may be a non-integer
+      weight total. An error for counts outside 0 ≤ k ≤ n; n = 0 is undefined (an error).
+    * ``pe.wilson("hit")``: one column of 0/1 or booleans gives an aggregation, the share
+      of 1s with its interval (``weight=`` weighs the rows; nulls are ignored; a value
+      other than 0/1 gives NaN).
+    * ``pe.wilson("k", "n")``: two count columns or expressions (e.g.
+      ``pl.col("y").sum()``, ``pl.len()``), row-wise or inside an aggregation. Null where
+      ``total`` is 0.
+
+    The expressions return a struct ``{value, lower, upper}`` named ``"wilson"``.
 
     References
     ----------
     Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
-    inference. JASA 22(158), 209-212. Brown, Cai, DasGupta (2001), Interval estimation
-    for a binomial proportion. Statistical Science 16(2).
+    inference. JASA 22(158), 209-212. Newcombe, R. G. (1998). Two-sided confidence
+    intervals for the single proportion: comparison of seven methods. Statistics in
+    Medicine 17(8), 857-872. Brown, Cai, DasGupta (2001), Interval estimation for a
+    binomial proportion. Statistical Science 16(2).
 
     Examples
     --------
-    8 successes in 10 trials, 95 %: centre 0.7102, half-width 0.2267 (Brown, Cai and
-    DasGupta's formula by hand; scipy's ``binomtest(8, 10).proportion_ci("wilson")``
-    agrees):
+    Newcombe's (1998) first example, 81 successes in 263 trials: 0.2553 to 0.3662.
 
     >>> import polars as pl
     >>> import polars_eval as pe
+    >>> ci = pe.wilson(81, 263)
+    >>> round(ci.lower, 4), round(ci.upper, 4)
+    (0.2553, 0.3662)
+
+    8 successes in 10 trials, 95 %: centre 0.7102, half-width 0.2267 (Brown, Cai and
+    DasGupta's formula by hand; scipy's ``binomtest(8, 10).proportion_ci("wilson")``
+    agrees), from count columns and from a column of hits:
+
     >>> df = pl.DataFrame({"k": [8], "n": [10]})
     >>> df.select(pe.wilson("k", "n").struct.unnest().round(4))
     shape: (1, 3)
@@ -144,11 +228,26 @@ def wilson(successes: IntoExpr, total: IntoExpr, *, level: float = 0.95) -> pl.E
     ╞═══════╪════════╪════════╡
     │ 0.8   ┆ 0.4902 ┆ 0.9433 │
     └───────┴────────┴────────┘
+    >>> hits = pl.DataFrame({"hit": [True] * 8 + [False] * 2})
+    >>> hits.select(pe.wilson("hit").struct.unnest().round(4)).row(0)
+    (0.8, 0.4902, 0.9433)
     """
+    if _is_number(successes) and _is_number(total):
+        if weight is not None:
+            raise InvalidParameterError("weight= applies to a column of hits, not to counts")
+        return _wilson_counts(successes, total, level)
+    if _is_number(successes) or isinstance(successes, bool):
+        raise InvalidParameterError(
+            "wilson takes two counts (successes, n), a column of 0/1 hits, or two count "
+            f"columns; got successes={successes!r}, n={total!r}"
+        )
     z = z_quantile(level)
-    return finish(
-        [to_float(successes), to_float(total)], lambda k, n: _wilson_parts(k, n, z), "wilson"
-    )
+    if total is None:
+        return _wilson_hits(successes, weight, z)
+    if weight is not None:
+        raise InvalidParameterError("weight= applies to a column of hits, not to count columns")
+    n = pl.lit(float(total), dtype=F64) if _is_number(total) else to_float(total)
+    return finish([to_float(successes), n], lambda k, n: _wilson_parts(k, n, z), "wilson")
 
 
 def _confusion_counts(
