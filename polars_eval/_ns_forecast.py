@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -463,8 +464,10 @@ TRAIN_DOC = """ ``train=`` (a frame with the same series, time and actual column
 
 def _with_keys_doc(doc: str, scaled: bool) -> str:
     """The metric's docstring with the paragraph on the forecast keys before its sections."""
-    note = KEYS_DOC.format(train=TRAIN_DOC if scaled else "")
-    at = [doc.find(f"\n    {h}\n") for h in ("References", "Examples")]
+    note = textwrap.dedent(KEYS_DOC.format(train=TRAIN_DOC if scaled else ""))
+    note = note.replace("\n    ", "\n")  # the train paragraph's continuation lines
+    doc = inspect.cleandoc(doc)
+    at = [doc.find(f"\n{h}\n") for h in ("References", "Examples")]
     at = [i for i in at if i >= 0]
     if not at:
         return doc.rstrip() + "\n\n" + note
@@ -671,7 +674,7 @@ def _keyed_method(info: MetricInfo) -> Any:
         inspect.Parameter(k, keyword, default=None) for k in ("series", "time", "cutoff", "lead")
     ]
     method.__signature__ = base_sig.replace(parameters=params)  # type: ignore[attr-defined]
-    method.__doc__ = _with_keys_doc(info.fn.__doc__ or "", scaled)
+    method.__doc__ = _with_keys_doc(base.__doc__ or "", scaled)
     return method
 
 
