@@ -468,18 +468,49 @@ def test_bad_options(kwargs: dict, match: str) -> None:
         frame.eval.report(**kwargs)
 
 
-def test_tables_without_altair(monkeypatch: pytest.MonkeyPatch) -> None:
-    frame = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.7, 0.4, 0.5]})
-    rep = frame.eval.report("binary", label="y", score="p")
-    monkeypatch.setitem(sys.modules, "altair", None)
-    assert rep.tables["summary"]["auc"].item() == 0.75
+@pytest.mark.parametrize("missing", ["altair", "vl_convert"])
+def test_report_without_the_plot_extra(
+    missing: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    frame = pl.DataFrame(
+        {"y": [0, 1, 1, 0, 1, 0], "p": [0.2, 0.7, 0.4, 0.5, 0.9, 0.1], "g": list("aabbab")}
+    )
+    # the package is not importable: Python raises ModuleNotFoundError on import
+    monkeypatch.setitem(sys.modules, missing, None)
+    rep = frame.eval.report("binary", label="y", score="p", by="g")
+    assert rep.tables["summary"]["auc"].item() == pytest.approx(8 / 9)
+    if missing == "altair":
+        with pytest.raises(ModuleNotFoundError, match=r"pip install 'polars-eval\[plot\]'"):
+            _ = rep.charts
     with pytest.raises(ModuleNotFoundError, match="plot"):
-        _ = rep.charts
-    with pytest.raises(ModuleNotFoundError, match="plot"):
-        rep.html()
-    # a notebook still shows the tables, and says how to get the charts
+        rep.svgs()
+    # the page still comes out: every table, and one line saying how to add the charts
+    path = rep.to_html(tmp_path / "r.html")
+    page = path.read_text(encoding="utf-8")
+    assert "<svg" not in page
+    assert page.count("pip install &#x27;polars-eval[plot]&#x27;") == 1
+    for section in ("pe-counts", "pe-summary", "pe-segments", "pe-tables"):
+        assert f'id="{section}"' in page, section
+    assert "Gain and lift table" in page
     fragment = rep._repr_html_()
-    assert "pip install" in fragment and 'id="pe-summary"' in fragment
+    assert "polars-eval[plot]" in fragment and 'id="pe-summary"' in fragment
+
+
+def test_cli_report_without_the_plot_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from polars_eval import cli
+
+    data = tmp_path / "scores.parquet"
+    binary_frame(80).write_parquet(data)
+    monkeypatch.setitem(sys.modules, "altair", None)
+    target = tmp_path / "out.html"
+    argv = ["binary", str(data), "--label", "y", "--score", "p", "--by", "seg"]
+    code = cli.main([*argv, "--report", str(target)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    page = target.read_text(encoding="utf-8")
+    assert 'id="pe-segments"' in page and "polars-eval[plot]" in page
 
 
 # ---------------------------------------------------------------------------------------

@@ -44,8 +44,10 @@ class Report:
 
     Methods: ``to_html(path)`` writes one self-contained HTML file (charts inlined as SVG,
     no script and no network fetch when it is opened), ``html()`` returns it as a string,
-    ``svgs()`` the rendered charts, and ``_repr_html_`` shows the report in a notebook
-    (without the ``plot`` extra: the tables, and a line saying how to get the charts).
+    ``svgs()`` the rendered charts, and ``_repr_html_`` shows the report in a notebook.
+    Without the ``plot`` extra (altair, vl-convert-python) the page and the notebook view
+    still come out, with every table and a line saying how to add the charts;
+    ``charts`` and ``svgs()`` raise :class:`ModuleNotFoundError` saying the same.
 
     Examples
     --------

@@ -44,15 +44,27 @@ PALETTE = (
 )  # fmt: skip
 
 
+PLOT_EXTRA = (
+    "charts need the optional extra 'plot' (altair and vl-convert-python): "
+    "pip install 'polars-eval[plot]'"
+)
+
+
+class PlotExtraMissing(ModuleNotFoundError):
+    """The ``plot`` extra (altair, vl-convert-python) is not installed.
+
+    A :class:`ModuleNotFoundError`, so ``except ModuleNotFoundError`` still catches it; the
+    HTML report catches exactly this one and writes its tables with a line saying how to
+    add the charts.
+    """
+
+
 def require_altair() -> Any:
     """Import Altair, or say how to install the ``plot`` extra."""
     try:
         import altair as alt
-    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-        raise ModuleNotFoundError(
-            "charts need the optional extra 'plot' (altair and vl-convert-python): "
-            "pip install 'polars-eval[plot]'"
-        ) from error
+    except ModuleNotFoundError as error:
+        raise PlotExtraMissing(PLOT_EXTRA) from error
     return alt
 
 
@@ -930,10 +942,7 @@ def to_svg(chart: Any) -> str:
     """Render one chart to an SVG string with vl-convert (no browser, no network)."""
     try:
         import vl_convert as vlc
-    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-        raise ModuleNotFoundError(
-            "rendering charts needs the optional extra 'plot' (vl-convert-python): "
-            "pip install 'polars-eval[plot]'"
-        ) from error
+    except ModuleNotFoundError as error:
+        raise PlotExtraMissing(PLOT_EXTRA) from error
     # the spec is checked against the Vega-Lite schema in the tests; not again at each render
     return str(vlc.vegalite_to_svg(chart.to_dict(validate=False)))

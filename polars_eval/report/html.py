@@ -263,14 +263,16 @@ def scope_svg(svg: str, prefix: str) -> str:
     return svg
 
 
-def _charts_html(report: Report, *, required: bool) -> str:
+def _charts_html(report: Report) -> str:
+    from polars_eval.report.charts import PlotExtraMissing
+
     try:
         svgs = report.svgs()
-    except ModuleNotFoundError as error:
-        if required:
-            raise
+    except PlotExtraMissing as error:
+        # without the plot extra the report still comes out: its tables, and this line
         return (
-            f'<section id="pe-charts"><h2>Charts</h2><p class="pe-meta">{_e(error)}</p></section>'
+            '<section id="pe-charts"><h2>Charts</h2><p class="pe-meta pe-no-charts">'
+            f"Charts left out: {_e(error)}.</p></section>"
         )
     if not svgs:
         return ""
@@ -361,18 +363,18 @@ def _meta(report: Report) -> str:
     return '<p class="pe-meta">' + " · ".join(bits) + "</p>"
 
 
-def body(report: Report, *, charts_required: bool = True) -> str:
+def body(report: Report) -> str:
     """The report's markup, inside one ``div.pe-report`` with its scoped style.
 
-    Without the ``plot`` extra the charts are replaced by a line saying how to install it
-    when ``charts_required`` is false (the notebook view); otherwise the error is raised.
+    Without the ``plot`` extra (altair, vl-convert-python) the charts are replaced by one
+    line saying how to install it; the tables are all there.
     """
     from polars_eval import __version__
 
     return (
         f'<div class="pe-report"><style>{CSS}</style>'
         f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
-        f"{_summary_html(report)}{_charts_html(report, required=charts_required)}"
+        f"{_summary_html(report)}{_charts_html(report)}"
         f"{_segments_html(report)}"
         f"{_tables_html(report)}{_notes_html(report)}"
         f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "
@@ -382,7 +384,7 @@ def body(report: Report, *, charts_required: bool = True) -> str:
 
 def render(report: Report, *, full: bool) -> str:
     """A full HTML document (``full``) or the fragment a notebook shows."""
-    fragment = body(report, charts_required=full)
+    fragment = body(report)
     if not full:
         return fragment
     return (
