@@ -273,7 +273,12 @@ def seg_frame(n_segments: int, n: int, seed: int = 0) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def many() -> pe.Report:
-    return seg_frame(100, 12_000).eval.report("binary", label="y", score="p", by="segment")
+    return seg_frame(100, 6_000).eval.report("binary", label="y", score="p", by="segment")
+
+
+@pytest.fixture(scope="module")
+def many_page(many: pe.Report) -> str:
+    return many.html()
 
 
 def test_many_segments_dots_scaled_to_the_data(many: pe.Report) -> None:
@@ -296,8 +301,8 @@ def test_many_segments_dots_scaled_to_the_data(many: pe.Report) -> None:
     assert chart.data.height == C.MAX_BARS
 
 
-def test_many_segments_table_fits(many: pe.Report) -> None:
-    page = many.html()
+def test_many_segments_table_fits(many: pe.Report, many_page: str) -> None:
+    page = many_page
     section = page.split('id="pe-segments"')[1].split("</section>")[0]
     compact, full = section.split("<details>")
     rows = re.findall(r"<tr>(.*?)</tr>", compact.split("<tbody>")[1])
@@ -956,3 +961,101 @@ def test_report_in_headless_chromium(
     shot = out / "report.png"
     assert shot.exists() and shot.stat().st_size > 10_000
     print(f"screenshot of the report: {shot}")
+
+
+# the measurements a page makes of itself in the browser (run at the end of <body>, with
+# every <details> opened): its width, each table's box and each chart's drawn marks
+MEASURE = """<script>
+for (const d of document.querySelectorAll("details")) d.open = true;
+const out = {page: document.documentElement.scrollWidth, tables: [], charts: []};
+for (const t of document.querySelectorAll("table")) {
+  const box = t.parentElement, r = box.getBoundingClientRect();
+  out.tables.push({section: (t.closest("section") || {}).id || "", scroll:
+    box.classList.contains("pe-scroll"), table: t.getBoundingClientRect().width,
+    box: r.width, left: r.left, right: r.right});
+}
+for (const f of document.querySelectorAll("figure[data-chart]")) {
+  const svg = f.querySelector("svg");
+  let drawn = 0;
+  if (svg) for (const m of svg.querySelectorAll(
+      ".role-mark path, .role-mark rect, .role-mark circle, .role-mark line, .role-mark text")) {
+    const b = m.getBBox();
+    if (b.width > 0 || b.height > 0) drawn++;
+  }
+  const inner = f.clientWidth - parseFloat(getComputedStyle(f).paddingLeft)
+    - parseFloat(getComputedStyle(f).paddingRight);
+  out.charts.push({name: f.dataset.chart, marks: drawn, inner: inner,
+    svg: svg ? svg.getBoundingClientRect().width : 0});
+}
+const pre = document.createElement("pre");
+pre.id = "pe-measure";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def _layout_pages() -> dict[str, pe.Report]:
+    """One small report of each task but binary."""
+    from polars_eval import _demo
+
+    pages = {}
+    if _has_task("regression"):
+        pages["regression"] = _demo.property_valuations(600).eval.report(
+            "regression", actual="sale_price", pred="predicted_price", by="region"
+        )
+    if _has_task("multiclass"):
+        pages["multiclass"] = _demo.rating_grades(600).eval.report(
+            "multiclass", label="grade", pred="predicted_grade", by="sector",
+            proba=[f"p_{g}" for g in _demo.GRADES], classes=list(_demo.GRADES),
+        )  # fmt: skip
+    if _has_task("forecast"):
+        history, forecasts = _demo.branch_demand(7)
+        pages["forecast"] = forecasts.eval.report(
+            "forecast", actual="applications", forecast="forecast", series="branch",
+            time="month", cutoff="cutoff", train=history, interval=("lo80", "hi80"),
+            by="region",
+        )  # fmt: skip
+    if _has_task("ranking"):
+        pages["ranking"] = _demo.search_log(60, 10).eval.report(
+            "ranking", relevance="relevance", score="score", query="query_id", by="market"
+        )
+    return pages
+
+
+def test_layout_in_headless_chromium(many: pe.Report, many_page: str, tmp_path: Path) -> None:
+    """At 1280 pixels no table widens the page and every chart fills its card with marks:
+    a binary report of 100 long-named segments and a report of each other task."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip(
+            "chromium is not installed (apt-get install chromium): the browser layout test "
+            "of the HTML reports did not run"
+        )
+
+    def measure(name: str, page: str) -> dict:
+        html = tmp_path / f"{name}.html"
+        html.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+        dom, console, _ = _open(browser, html, tmp_path / name)
+        assert console == [], (name, console)
+        found = re.search(r'<pre id="pe-measure">(.*?)</pre>', dom, re.S)
+        assert found is not None, f"{name}: the page did not measure itself"
+        return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+    # a control proves the width check can fail: the full segment table (50 columns)
+    # outside its scroll box widens the page
+    control = measure("control", many_page.replace('class="pe-scroll"', 'class="pe-x"'))
+    assert control["page"] > 1280
+    pages = {"binary-100": (many, many_page)}
+    pages.update((name, (rep, rep.html())) for name, rep in _layout_pages().items())
+    for name, (rep, page) in pages.items():
+        m = measure(name, page)
+        assert m["page"] <= 1280, f"{name}: the page is {m['page']} pixels wide"
+        assert len(m["tables"]) >= 3
+        for t in m["tables"]:
+            assert t["left"] >= 0 and t["right"] <= 1280, (name, t)
+            if not t["scroll"]:  # outside a scroll box a table fits its box, all columns seen
+                assert t["table"] <= t["box"] + 1, (name, t)
+        assert [c["name"] for c in m["charts"]] == list(rep.charts), name
+        for c in m["charts"]:
+            assert c["marks"] > 0, f"{name}: chart {c['name']} has no drawn mark"
+            assert abs(c["svg"] - c["inner"]) <= 2, (name, c)  # it fills its card
