@@ -1226,7 +1226,14 @@ def build_charts(report: Report) -> tuple[dict[str, Any], dict[str, str]]:
         made = spec.build(report)
         if made is None:
             continue
-        charts[spec.name], captions[spec.name] = made
+        chart, captions[spec.name] = made
+        # type sizes that read next to the page's text (Vega-Lite's defaults are 10-11 px)
+        charts[spec.name] = (
+            chart.configure_axis(labelFontSize=11, titleFontSize=12)
+            .configure_legend(labelFontSize=11, titleFontSize=11)
+            .configure_title(fontSize=14, subtitleFontSize=12)
+            .configure_header(labelFontSize=12)
+        )
     return charts, captions
 
 
