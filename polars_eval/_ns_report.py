@@ -68,11 +68,13 @@ class ReportMethods:
             ``classes``, ``k``, ``baseline``; ranking ``query`` (required), ``k``
             (cutoffs, default 1, 2, 3, 5, 10, 20) and the options of
             ``df.eval.ranking``; forecast ``series``, ``time`` (required), ``cutoff``
-            (adds errors by lead), ``train``, ``season_length`` ... as
-            ``df.eval.forecast``. ``ci="closed"`` (or True) adds the closed-form
-            confidence intervals of the summary and segment metrics (Wilson, Hanley–McNeil,
-            logistic, chi-square; ``level=0.95``); ``ci="bootstrap"`` also bootstraps the
-            primary metric when it has no closed form.
+            (adds errors by lead, and ``by="lead"``), ``interval`` (adds coverage),
+            ``train``, ``season_length`` ... as ``df.eval.forecast``. Intervals: by default
+            (``ci="closed"``, also ``ci=True``) the summary and segment metrics of a
+            binary or regression report carry their closed-form confidence intervals
+            (Wilson, Hanley–McNeil, logistic, chi-square; ``level=0.95``), one more pass
+            over the data; ``ci=None`` leaves them out; ``ci="bootstrap"`` also
+            bootstraps the primary metric when it has no closed form.
 
         Returns
         -------

@@ -71,7 +71,10 @@ def page(report: pe.Report) -> str:
 def test_tables_are_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> None:
     ev, kw = df.eval, {"weight": "w"}
     t = report.tables
-    assert_frame_equal(t["summary"], ev.binary("y", "p", **kw))
+    summary = ev.binary("y", "p", **kw)
+    # the report adds the intervals (by default) after the metric layer's columns
+    assert t["summary"].columns[: summary.width] == summary.columns
+    assert_frame_equal(t["summary"].select(summary.columns), summary)
     assert_frame_equal(t["roc_curve"], ev.roc_curve("y", "p", **kw))
     assert_frame_equal(t["pr_curve"], ev.pr_curve("y", "p", **kw))
     assert_frame_equal(t["lorenz_curve"], ev.lorenz_curve("y", "p", **kw))
@@ -81,6 +84,7 @@ def test_tables_are_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> Non
     assert_frame_equal(t["roc_curve_by"], ev.roc_curve("y", "p", by="seg", **kw))
     assert_frame_equal(t["pr_curve_by"], ev.pr_curve("y", "p", by="seg", **kw))
     by_seg = ev.binary("y", "p", by="seg", **kw)
+    assert t["segments"]["auc_lower"].null_count() == 0
     assert_frame_equal(
         t["segments"].select(by_seg.columns), by_seg.sort("auc"), check_row_order=True
     )
@@ -235,7 +239,11 @@ def test_downsample_properties(n: int, max_points: int, seed: int, by_rank: bool
             assert kept.height == part.height
 
 
-def test_segment_bars_draw_intervals(report: pe.Report) -> None:
+def _layer_marks(chart) -> list[str]:
+    return [layer.mark if isinstance(layer.mark, str) else layer.mark.type for layer in chart.layer]
+
+
+def test_segment_dots_draw_intervals(report: pe.Report) -> None:
     seg = report.tables["segments"]
     with_ci = seg.with_columns(
         (pl.col("auc") - 0.05).alias("auc_lower"), (pl.col("auc") + 0.05).alias("auc_upper")
@@ -244,12 +252,134 @@ def test_segment_bars_draw_intervals(report: pe.Report) -> None:
     clone = object.__new__(type(report))
     clone.__dict__.update(report.__dict__, tables=tables, _charts=None, _svgs=None)
     chart, caption = C.segments_chart(clone)
-    marks = [
-        layer.mark if isinstance(layer.mark, str) else layer.mark.type for layer in chart.layer
-    ]
-    assert "errorbar" in marks
+    spec = chart.to_dict()
+    whiskers = [layer for layer in spec["layer"] if "x2" in layer["encoding"]]
+    assert [w["encoding"]["x"]["field"] for w in whiskers] == ["auc_lower"]
+    assert whiskers[0]["encoding"]["x2"]["field"] == "auc_upper"
     assert "confidence interval" in caption
     assert "<svg" in C.to_svg(chart)
+
+
+def seg_frame(n_segments: int, n: int, seed: int = 0) -> pl.DataFrame:
+    """A binary frame with ``n_segments`` segments of different model quality."""
+    rng = np.random.default_rng(seed)
+    seg = rng.integers(0, n_segments, n)
+    quality = rng.uniform(0.3, 1.5, n_segments)[seg]
+    y = (rng.random(n) < 0.25).astype(np.int8)
+    p = 1 / (1 + np.exp(-(-1.0 + quality * (2 * y - 1) + rng.normal(size=n))))
+    names = np.array([f"region {i:03d} / a long segment name" for i in range(n_segments)])
+    return pl.DataFrame({"y": y, "p": np.round(p, 3), "segment": names[seg]})
+
+
+@pytest.fixture(scope="module")
+def many() -> pe.Report:
+    return seg_frame(100, 6_000).eval.report("binary", label="y", score="p", by="segment")
+
+
+@pytest.fixture(scope="module")
+def many_page(many: pe.Report) -> str:
+    return many.html()
+
+
+def test_many_segments_dots_scaled_to_the_data(many: pe.Report) -> None:
+    seg = many.tables["segments"]
+    chart, caption = C.segments_chart(many)
+    spec = chart.to_dict()
+    assert _layer_marks(chart) == ["rule", "point", "rule"]  # interval, value, all rows
+    x = spec["layer"][1]["encoding"]["x"]
+    low, high = x["scale"]["domain"]
+    shown = seg.head(C.MAX_BARS)
+    values = shown.select(pl.concat_list("auc", "auc_lower", "auc_upper")).explode("auc")
+    lo, hi = values["auc"].min(), values["auc"].max()
+    # the axis spans the values drawn, with a small margin, inside AUC's range [0, 1]
+    assert max(0.0, lo - 0.06 * (hi - lo)) <= low <= lo and hi <= high <= min(
+        1.0, hi + 0.06 * (hi - lo)
+    )
+    assert low > 0.2  # not from 0: a hundred AUCs of 0.5-0.9 must not look alike
+    assert x["scale"]["zero"] is False
+    assert f"the {C.MAX_BARS} worst of 100" in caption
+    assert chart.data.height == C.MAX_BARS
+
+
+def test_many_segments_table_fits(many: pe.Report, many_page: str) -> None:
+    page = many_page
+    section = page.split('id="pe-segments"')[1].split("</section>")[0]
+    compact, full = section.split("<details>")
+    rows = re.findall(r"<tr>(.*?)</tr>", compact.split("<tbody>")[1])
+    assert len(rows) == 20
+    seg = many.tables["segments"]
+    # worst first, each key metric with its interval
+    for row_html, row in zip(rows, seg.head(20).iter_rows(named=True), strict=True):
+        assert row["segment"] in row_html
+        assert f"{row['auc']:.4g}" in row_html
+        assert f"{row['auc_lower']:.4g}–{row['auc_upper']:.4g}" in row_html
+    head = re.findall(r"<th(?: [^>]*)?>(.*?)</th>", compact)
+    assert head == ["segment", "rows_used", "positives", "auc", "pr_auc", "ks", "logloss", "brier"]
+    assert "The 20 worst of 100 segments" in compact
+    # the rest one click away: every column, the first 200 rows
+    assert f"({seg.height} rows × {seg.width} columns)" in full
+    assert full.count("<tr>") == seg.height + 1
+
+
+def test_curve_legends_give_each_segment_its_value(report: pe.Report) -> None:
+    svgs, seg = report.svgs(), report.tables["segments"]
+    summary = report.tables["summary"]
+    for name, metric, short in (("roc", "auc", "AUC"), ("pr", "average_precision", "AP")):
+        assert f"all rows · {short} {summary[metric].item():.4g}" in svgs[name]
+        for row in seg.iter_rows(named=True):
+            assert f"{row['seg']} · {short} {row[metric]:.4g}" in svgs[name], (name, row)
+
+
+def test_gain_starts_at_origin_and_short_labels_are_flat(report: pe.Report) -> None:
+    gain = report.charts["gain"].to_dict()
+    path = [layer for layer in gain["layer"] if layer["mark"]["type"] == "line"][1]
+    values = gain["datasets"][path["data"]["name"]]
+    table = report.tables["gain_table"]
+    assert (values[0]["cum_pct_population"], values[0]["cum_pct_positives"]) == (0.0, 0.0)
+    assert [v["cum_pct_positives"] for v in values[1:]] == table["cum_pct_positives"].to_list()
+    lift = report.charts["lift"].to_dict()
+    assert lift["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
+    for chart in report.charts.values():  # every chart is sized to fill its card
+        spec = chart.to_dict()
+        assert spec["autosize"] == {"type": "fit", "contains": "padding"}
+        assert spec["width"] in (C.WIDTH, C.WIDE)
+
+
+def test_notes_merge_repeated_reasons() -> None:
+    from polars_eval.report.html import merge_notes
+
+    why = "the query has no relevant item"
+    cuts = (1, 2, 3, 5, 10, 20)
+    names = [f"{m}@{k}" for m in ("ndcg", "dcg", "precision", "recall", "map") for k in cuts]
+    note = "; ".join(f"{n} is null for 2 of 600 groups ({why})" for n in names)
+    merged = merge_notes([note, "threshold table unavailable", "threshold table unavailable"])
+    assert merged == [
+        "30 metrics are null for 2 of 600 groups (the query has no relevant item): ndcg@1, "
+        "ndcg@2, ndcg@3, ndcg@5, ndcg@10, ndcg@20, dcg@1, dcg@2 and 22 more",
+        "threshold table unavailable (×2)",
+    ]
+    three = "; ".join(f"{n} is null for 2 of 600 groups ({why})" for n in names[:3])
+    assert merge_notes([three]) == [
+        "ndcg@1, ndcg@2 and ndcg@3 are null for 2 of 600 groups (the query has no relevant item)"
+    ]
+    # different counts are different facts
+    assert merge_notes(["a is null for 1 of 3 groups (x); b is null for 2 of 3 groups (x)"]) == [
+        "a is null for 1 of 3 groups (x)",
+        "b is null for 2 of 3 groups (x)",
+    ]
+    many = "; ".join(f"m{i} is undefined on this data: one class" for i in range(20))
+    assert merge_notes([many + " (reported as null)"]) == [
+        "20 metrics are undefined on this data (one class), reported as null: "
+        "m0, m1, m2, m3, m4, m5, m6, m7 and 12 more"
+    ]
+
+
+def test_descriptions_render_rst_literals() -> None:
+    from polars_eval.report.html import desc_html
+
+    assert desc_html("over ``bins`` bins, see :func:`pe.auc` & <x>") == (
+        "over <code>bins</code> bins, see <code>pe.auc</code> &amp; &lt;x&gt;"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -325,9 +455,12 @@ def test_intervals_and_baselines(df: pl.DataFrame) -> None:
     from polars_eval._registry import REGISTRY
     from polars_eval.stats import run_interval
 
-    rep = df.eval.report(
+    # the closed-form intervals are on by default
+    rep = df.eval.report("binary", label="y", score="p", by="seg", weight="w", baseline=True)
+    explicit = df.eval.report(
         "binary", label="y", score="p", by="seg", weight="w", ci=True, baseline=True
     )
+    assert_frame_equal(explicit.tables["segments"], rep.tables["segments"])
     summary, seg = rep.tables["summary"], rep.tables["segments"]
     base = df.eval.binary("y", "p", weight="w", baseline=True)
     assert_frame_equal(summary.select(base.columns), base)
@@ -359,13 +492,14 @@ def test_intervals_and_baselines(df: pl.DataFrame) -> None:
     )
     assert summary["accuracy_lower"].item() == pytest.approx(accuracy.lower, abs=1e-12)
     assert seg.columns.index("auc_lower") == seg.columns.index("auc") + 1
-    marks = [
-        layer.mark if isinstance(layer.mark, str) else layer.mark.type
-        for layer in rep.charts["segments"].layer
-    ]
-    assert "errorbar" in marks
+    whisker = rep.charts["segments"].to_dict()["layer"][0]["encoding"]
+    assert (whisker["x"]["field"], whisker["x2"]["field"]) == ("auc_lower", "auc_upper")
     page = rep.html()
     assert "<th>baseline</th>" in page and "<th>lower</th>" in page
+    # ci=None leaves them out
+    bare = df.eval.report("binary", label="y", score="p", by="seg", weight="w", ci=None)
+    assert not [c for c in bare.tables["segments"].columns if c.endswith(("_lower", "_upper"))]
+    assert "<th>lower</th>" not in bare.html().split('id="pe-summary"')[1].split("</section>")[0]
     with pytest.raises(InvalidParameterError, match="ci must be one of"):
         df.eval.report("binary", label="y", score="p", ci="astrology")
 
@@ -381,7 +515,9 @@ def test_one_class_gives_a_report_without_roc() -> None:
     assert rep.tables["summary"]["auc"].item() is None
     assert "roc" not in rep.charts and "pr" not in rep.charts
     assert any("auc is undefined" in n for n in rep.notes)
-    assert "auc is undefined" in rep.html()
+    # one merged note for the metrics undefined for the same reason
+    merged = r"<li>auc, gini, pr_auc, [^<]* are undefined on this data \([^<]*\), reported as null"
+    assert len(re.findall(merged, rep.html())) == 1
 
 
 def test_undefined_segment_is_counted() -> None:
@@ -466,18 +602,49 @@ def test_bad_options(kwargs: dict, match: str) -> None:
         frame.eval.report(**kwargs)
 
 
-def test_tables_without_altair(monkeypatch: pytest.MonkeyPatch) -> None:
-    frame = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.7, 0.4, 0.5]})
-    rep = frame.eval.report("binary", label="y", score="p")
-    monkeypatch.setitem(sys.modules, "altair", None)
-    assert rep.tables["summary"]["auc"].item() == 0.75
+@pytest.mark.parametrize("missing", ["altair", "vl_convert"])
+def test_report_without_the_plot_extra(
+    missing: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    frame = pl.DataFrame(
+        {"y": [0, 1, 1, 0, 1, 0], "p": [0.2, 0.7, 0.4, 0.5, 0.9, 0.1], "g": list("aabbab")}
+    )
+    # the package is not importable: Python raises ModuleNotFoundError on import
+    monkeypatch.setitem(sys.modules, missing, None)
+    rep = frame.eval.report("binary", label="y", score="p", by="g")
+    assert rep.tables["summary"]["auc"].item() == pytest.approx(8 / 9)
+    if missing == "altair":
+        with pytest.raises(ModuleNotFoundError, match=r"pip install 'polars-eval\[plot\]'"):
+            _ = rep.charts
     with pytest.raises(ModuleNotFoundError, match="plot"):
-        _ = rep.charts
-    with pytest.raises(ModuleNotFoundError, match="plot"):
-        rep.html()
-    # a notebook still shows the tables, and says how to get the charts
+        rep.svgs()
+    # the page still comes out: every table, and one line saying how to add the charts
+    path = rep.to_html(tmp_path / "r.html")
+    page = path.read_text(encoding="utf-8")
+    assert "<svg" not in page
+    assert page.count("pip install &#x27;polars-eval[plot]&#x27;") == 1
+    for section in ("pe-counts", "pe-summary", "pe-segments", "pe-tables"):
+        assert f'id="{section}"' in page, section
+    assert "Gain and lift table" in page
     fragment = rep._repr_html_()
-    assert "pip install" in fragment and 'id="pe-summary"' in fragment
+    assert "polars-eval[plot]" in fragment and 'id="pe-summary"' in fragment
+
+
+def test_cli_report_without_the_plot_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from polars_eval import cli
+
+    data = tmp_path / "scores.parquet"
+    binary_frame(80).write_parquet(data)
+    monkeypatch.setitem(sys.modules, "altair", None)
+    target = tmp_path / "out.html"
+    argv = ["binary", str(data), "--label", "y", "--score", "p", "--by", "seg"]
+    code = cli.main([*argv, "--report", str(target)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    page = target.read_text(encoding="utf-8")
+    assert 'id="pe-segments"' in page and "polars-eval[plot]" in page
 
 
 # ---------------------------------------------------------------------------------------
@@ -495,7 +662,22 @@ def test_regression_report() -> None:
     )
     rep = frame.eval.report("regression", actual="y", pred="p", by="g", max_points=100)
     t = rep.tables
-    assert_frame_equal(t["summary"], frame.eval.regression("y", "p"))
+    summary = frame.eval.regression("y", "p")
+    assert_frame_equal(t["summary"].select(summary.columns), summary)
+    # on by default: the chi-square interval of RMSE, as polars_eval.stats gives it
+    from polars_eval._registry import REGISTRY
+    from polars_eval.stats import run_interval
+
+    rmse = run_interval(
+        frame,
+        REGISTRY["rmse"],
+        {"actual": "y", "pred": "p", "weight": None},
+        by=None,
+        validate=False,
+        method=REGISTRY["rmse"].intervals[0],
+        level=0.95,
+    )
+    assert t["summary"]["rmse_lower"].item() == pytest.approx(rmse.lower, rel=1e-12)
     assert_frame_equal(t["residual_qq"], frame.eval.residual_qq("y", "p"))
     assert_frame_equal(
         t["conditional_pred"], frame.eval.conditional_table("y", "p", of="pred", bins=10)
@@ -512,6 +694,26 @@ def test_regression_report() -> None:
     qq = charts["residual_qq"].data
     assert qq.height == 100
     assert qq.join(t["residual_qq"], on=qq.columns).height == 100
+    # QQ: both axes the same interval, symmetric around 0, every point inside
+    enc = charts["residual_qq"].to_dict()["layer"][1]["encoding"]
+    assert enc["x"]["scale"]["domain"] == enc["y"]["scale"]["domain"]
+    low, high = enc["x"]["scale"]["domain"]
+    assert (
+        low == -high
+        and high
+        >= t["residual_qq"]
+        .select(pl.max_horizontal(pl.col("theoretical", "sample").abs().max()))
+        .item()
+    )
+    # the histogram counts every row (not the 100 drawn QQ points), by prediction − actual
+    hist = charts["residual_hist"].data
+    error = (frame["p"] - frame["y"]).to_numpy()
+    assert hist["rows"].sum() == n
+    for start, end, rows in hist.iter_rows():
+        assert rows == int(((error >= start) & (error < end)).sum()), (start, end)
+    step = hist["end"][0] - hist["start"][0]
+    middle = ((hist["start"] + hist["end"]) / 2 * hist["rows"]).sum() / n
+    assert abs(middle - t["summary"]["bias"].item()) <= step / 2  # the sign of bias
     assert_frame_equal(charts["conditional_actual"].data, t["conditional_actual"])
     # the generic names work too
     same = frame.eval.report("regression", label="y", score="p")
@@ -599,13 +801,15 @@ def test_ranking_report() -> None:
 def test_forecast_report() -> None:
     rng = np.random.default_rng(4)
     rows = []
-    for sid in range(6):
+    for sid in range(8):
         for cutoff in range(3):
             for h in range(1, 5):
                 t_ = cutoff + h
                 y = 10.0 + sid + np.sin(t_)
-                rows.append((f"s{sid}", cutoff, t_, y, y + rng.normal(0, 0.3 * h), sid % 2))
-    frame = pl.DataFrame(rows, schema=["id", "cutoff", "t", "y", "f", "grp"], orient="row")
+                f = y + rng.normal(0, 0.3 * h * (1 + sid % 3))
+                rows.append((f"s{sid}", cutoff, t_, y, f, f - 0.5 * h, f + 0.5 * h, sid % 2))
+    schema = ["id", "cutoff", "t", "y", "f", "lo", "hi", "grp"]
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
     opts = {"series": "id", "time": "t", "cutoff": "cutoff"}
     rep = frame.eval.report("forecast", actual="y", forecast="f", by="grp", **opts)
     t = rep.tables
@@ -613,12 +817,61 @@ def test_forecast_report() -> None:
     assert_frame_equal(t["by_lead"], frame.eval.forecast("y", "f", by="lead", **opts))
     assert t["by_lead"]["lead"].to_list() == [1, 2, 3, 4]
     assert t["per_series"]["mae"].is_sorted(descending=True)
-    assert list(rep.charts) == ["lead", "segments"]
+    assert list(rep.charts) == ["series", "lead", "segments"]
     assert_frame_equal(rep.charts["lead"].data, t["by_lead"])
+    # the sample: the 3 series of worst and the 3 of best MAE (brute force), all their rows
+    mae = sorted(
+        (float(np.mean(np.abs(part["y"].to_numpy() - part["f"].to_numpy()))), sid)
+        for (sid,), part in frame.group_by("id")
+    )
+    chosen = [sid for _, sid in mae[-3:][::-1]] + [sid for _, sid in mae[:3][::-1]]
+    sample = t["series_sample"]
+    assert sample["id"].unique(maintain_order=True).to_list() == chosen
+    expected = frame.filter(pl.col("id").is_in(chosen)).select(
+        "id", pl.col("t").alias("time"), "cutoff", pl.col("y").alias("actual"),
+        pl.col("f").alias("forecast"),
+    )  # fmt: skip
+    assert_frame_equal(sample.drop("part"), expected, check_row_order=False)
     page = rep.html()
-    assert not EXTERNAL.search(page) and page.count("<svg") == 2
+    assert not EXTERNAL.search(page) and page.count("<svg") == 3
+    assert page.count("<code>&lt;metric&gt;_pooled</code> is the metric over all rows") == 2
+    assert 'class="pe-chart pe-wide" id="pe-chart-series"' in page
     with pytest.raises(InvalidParameterError, match="series="):
         frame.eval.report("forecast", actual="y", forecast="f", time="t")
+
+
+def test_forecast_report_intervals_and_leads() -> None:
+    rows = []
+    for sid in range(3):
+        for cutoff in range(2):
+            for h in range(1, 4):
+                y = 10.0 + sid + h
+                # inside the interval [f - 1, f + 1] at lead 1 only
+                f = y + (0.5 if h == 1 else 2.0)
+                rows.append((f"s{sid}", cutoff, cutoff + h, y, f, f - 1.0, f + 1.0))
+    frame = pl.DataFrame(rows, schema=["id", "cutoff", "t", "y", "f", "lo", "hi"], orient="row")
+    opts = {"series": "id", "time": "t", "cutoff": "cutoff", "interval": ("lo", "hi")}
+    rep = frame.eval.report("forecast", actual="y", forecast="f", **opts)
+    assert list(rep.charts) == ["series", "lead", "coverage"]
+    cover = rep.charts["coverage"].to_dict()
+    values = cover["datasets"][cover["layer"][0]["data"]["name"]]
+    assert [(v["lead"], v["coverage"]) for v in values] == [(1, 1.0), (2, 0.0), (3, 0.0)]
+    assert rep.tables["summary"]["coverage"].item() == pytest.approx(1 / 3)
+    sample = rep.tables["series_sample"]
+    assert_frame_equal(
+        sample.select("lower", "upper"),
+        sample.select(
+            (pl.col("forecast") - 1).alias("lower"), (pl.col("forecast") + 1).alias("upper")
+        ),
+    )
+    assert "band: the forecast interval" in rep.captions["series"]
+    # by="lead": the lead the metric layer adds with cutoff=
+    by_lead = frame.eval.report("forecast", actual="y", forecast="f", by="lead", **opts)
+    seg = by_lead.tables["segments"]
+    assert seg["lead"].to_list() == [2, 3, 1] or seg["lead"].to_list() == [3, 2, 1]
+    assert seg.filter(pl.col("lead") == 1)["mae"].item() == pytest.approx(0.5)
+    assert seg.filter(pl.col("lead") == 2)["coverage"].item() == 0.0
+    assert "lead" not in frame.columns
 
 
 # ---------------------------------------------------------------------------------------
@@ -705,3 +958,101 @@ def test_report_in_headless_chromium(
     shot = out / "report.png"
     assert shot.exists() and shot.stat().st_size > 10_000
     print(f"screenshot of the report: {shot}")
+
+
+# the measurements a page makes of itself in the browser (run at the end of <body>, with
+# every <details> opened): its width, each table's box and each chart's drawn marks
+MEASURE = """<script>
+for (const d of document.querySelectorAll("details")) d.open = true;
+const out = {page: document.documentElement.scrollWidth, tables: [], charts: []};
+for (const t of document.querySelectorAll("table")) {
+  const box = t.parentElement, r = box.getBoundingClientRect();
+  out.tables.push({section: (t.closest("section") || {}).id || "", scroll:
+    box.classList.contains("pe-scroll"), table: t.getBoundingClientRect().width,
+    box: r.width, left: r.left, right: r.right});
+}
+for (const f of document.querySelectorAll("figure[data-chart]")) {
+  const svg = f.querySelector("svg");
+  let drawn = 0;
+  if (svg) for (const m of svg.querySelectorAll(
+      ".role-mark path, .role-mark rect, .role-mark circle, .role-mark line, .role-mark text")) {
+    const b = m.getBBox();
+    if (b.width > 0 || b.height > 0) drawn++;
+  }
+  const inner = f.clientWidth - parseFloat(getComputedStyle(f).paddingLeft)
+    - parseFloat(getComputedStyle(f).paddingRight);
+  out.charts.push({name: f.dataset.chart, marks: drawn, inner: inner,
+    svg: svg ? svg.getBoundingClientRect().width : 0});
+}
+const pre = document.createElement("pre");
+pre.id = "pe-measure";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def _layout_pages() -> dict[str, pe.Report]:
+    """One small report of each task but binary."""
+    from polars_eval import _demo
+
+    pages = {}
+    if _has_task("regression"):
+        pages["regression"] = _demo.property_valuations(600).eval.report(
+            "regression", actual="sale_price", pred="predicted_price", by="region"
+        )
+    if _has_task("multiclass"):
+        pages["multiclass"] = _demo.rating_grades(600).eval.report(
+            "multiclass", label="grade", pred="predicted_grade", by="sector",
+            proba=[f"p_{g}" for g in _demo.GRADES], classes=list(_demo.GRADES),
+        )  # fmt: skip
+    if _has_task("forecast"):
+        history, forecasts = _demo.branch_demand(7)
+        pages["forecast"] = forecasts.eval.report(
+            "forecast", actual="applications", forecast="forecast", series="branch",
+            time="month", cutoff="cutoff", train=history, interval=("lo80", "hi80"),
+            by="region",
+        )  # fmt: skip
+    if _has_task("ranking"):
+        pages["ranking"] = _demo.search_log(60, 10).eval.report(
+            "ranking", relevance="relevance", score="score", query="query_id", by="market"
+        )
+    return pages
+
+
+def test_layout_in_headless_chromium(many: pe.Report, many_page: str, tmp_path: Path) -> None:
+    """At 1280 pixels no table widens the page and every chart fills its card with marks:
+    a binary report of 100 long-named segments and a report of each other task."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip(
+            "chromium is not installed (apt-get install chromium): the browser layout test "
+            "of the HTML reports did not run"
+        )
+
+    def measure(name: str, page: str) -> dict:
+        html = tmp_path / f"{name}.html"
+        html.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+        dom, console, _ = _open(browser, html, tmp_path / name)
+        assert console == [], (name, console)
+        found = re.search(r'<pre id="pe-measure">(.*?)</pre>', dom, re.S)
+        assert found is not None, f"{name}: the page did not measure itself"
+        return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+    # a control proves the width check can fail: the full segment table (50 columns)
+    # outside its scroll box widens the page
+    control = measure("control", many_page.replace('class="pe-scroll"', 'class="pe-x"'))
+    assert control["page"] > 1280
+    pages = {"binary-100": (many, many_page)}
+    pages.update((name, (rep, rep.html())) for name, rep in _layout_pages().items())
+    for name, (rep, page) in pages.items():
+        m = measure(name, page)
+        assert m["page"] <= 1280, f"{name}: the page is {m['page']} pixels wide"
+        assert len(m["tables"]) >= 3
+        for t in m["tables"]:
+            assert t["left"] >= 0 and t["right"] <= 1280, (name, t)
+            if not t["scroll"]:  # outside a scroll box a table fits its box, all columns seen
+                assert t["table"] <= t["box"] + 1, (name, t)
+        assert [c["name"] for c in m["charts"]] == list(rep.charts), name
+        for c in m["charts"]:
+            assert c["marks"] > 0, f"{name}: chart {c['name']} has no drawn mark"
+            assert abs(c["svg"] - c["inner"]) <= 2, (name, c)  # it fills its card

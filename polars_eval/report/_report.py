@@ -11,6 +11,9 @@ import polars as pl
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.report import tables as _tables
 
+DEFAULT_CI: Any = object()
+"""``ci=`` not given: the closed-form intervals where the task has them, else none."""
+
 
 def _check_count(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -44,8 +47,10 @@ class Report:
 
     Methods: ``to_html(path)`` writes one self-contained HTML file (charts inlined as SVG,
     no script and no network fetch when it is opened), ``html()`` returns it as a string,
-    ``svgs()`` the rendered charts, and ``_repr_html_`` shows the report in a notebook
-    (without the ``plot`` extra: the tables, and a line saying how to get the charts).
+    ``svgs()`` the rendered charts, and ``_repr_html_`` shows the report in a notebook.
+    Without the ``plot`` extra (altair, vl-convert-python) the page and the notebook view
+    still come out, with every table and a line saying how to add the charts;
+    ``charts`` and ``svgs()`` raise :class:`ModuleNotFoundError` saying the same.
 
     Examples
     --------
@@ -76,6 +81,8 @@ class Report:
         self.inputs = built.inputs
         self.options = built.options
         self.notes: list[str] = list(built.notes)
+        self.key_metrics: list[str] = list(built.key_metrics)
+        self.key_counts: list[str] = list(built.key_counts)
         self.by = by
         self.title = title or f"{_tables.TASKS[task].description.capitalize()} evaluation"
         self.max_points = max_points
@@ -153,7 +160,8 @@ def make_report(
         )
     data = [arguments[name] for name in spec.data_args]
     options = dict(options)
-    ci = options.pop("ci", None)
+    # intervals are on by default where the task has closed forms (binary, regression)
+    ci = options.pop("ci", DEFAULT_CI)
     level = options.pop("level", 0.95)
     if ci is True:
         ci = "closed"
@@ -166,6 +174,8 @@ def make_report(
         max_points=max_points,
         options=options,
     )
+    if ci is DEFAULT_CI:
+        ci = "closed" if built.metric_args else None
     if ci:
         _tables.add_intervals(frame, built, by_cols, ci, level)
     return Report(

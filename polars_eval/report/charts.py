@@ -16,6 +16,7 @@ An overlay of several curves keeps at most 5,000 rows in all (Altair's default l
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval import _registry
-from polars_eval.report.tables import ALL, SEGMENT, segment_label
+from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
 
 if TYPE_CHECKING:
     import altair as alt
@@ -34,8 +35,13 @@ if TYPE_CHECKING:
 ORDER = "order"
 PRE_THIN = 16
 MAX_ROWS = 5000
-WIDTH = 380
-HEIGHT = 300
+WIDTH = 560
+"""Width of a chart in pixels, axes and legend included: a card of the report's grid."""
+WIDE = 1160
+"""Width of a chart that spans the page (the per-segment chart, the series sample)."""
+HEIGHT = 380
+WIDE_CHARTS = ("segments", "series")
+"""The charts drawn across the page (``WIDE`` pixels), not in a card of the grid."""
 INK = "#222222"
 REFERENCE = "#9a9a9a"
 PALETTE = (
@@ -44,15 +50,27 @@ PALETTE = (
 )  # fmt: skip
 
 
+PLOT_EXTRA = (
+    "charts need the optional extra 'plot' (altair and vl-convert-python): "
+    "pip install 'polars-eval[plot]'"
+)
+
+
+class PlotExtraMissing(ModuleNotFoundError):
+    """The ``plot`` extra (altair, vl-convert-python) is not installed.
+
+    A :class:`ModuleNotFoundError`, so ``except ModuleNotFoundError`` still catches it; the
+    HTML report catches exactly this one and writes its tables with a line saying how to
+    add the charts.
+    """
+
+
 def require_altair() -> Any:
     """Import Altair, or say how to install the ``plot`` extra."""
     try:
         import altair as alt
-    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-        raise ModuleNotFoundError(
-            "charts need the optional extra 'plot' (altair and vl-convert-python): "
-            "pip install 'polars-eval[plot]'"
-        ) from error
+    except ModuleNotFoundError as error:
+        raise PlotExtraMissing(PLOT_EXTRA) from error
     return alt
 
 
@@ -200,6 +218,10 @@ class ChartSpec:
 def _fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "undefined"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if isinstance(value, float) and 1e4 <= abs(value) < 1e15:
+        return f"{value:,.0f}"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
@@ -217,14 +239,41 @@ def _diagonal(alt: Any, x: str, y: str) -> Any:
     )
 
 
-def _color(alt: Any, shown: list[str]) -> Any:
+def _color(alt: Any, shown: list[str], labels: dict[str, str] | None = None) -> Any:
     domain = [ALL, *shown]
     colors = [INK, *(PALETTE[i % len(PALETTE)] for i in range(len(shown)))]
-    return alt.Color(
-        f"{SEGMENT}:N",
-        scale=alt.Scale(domain=domain, range=colors),
-        legend=alt.Legend(title=None, orient="bottom", columns=3) if shown else None,
+    legend = None
+    if shown:
+        legend = alt.Legend(
+            title=None,
+            orient="bottom",
+            columns=3,
+            labelLimit=WIDTH // 3 - 24,
+            **({"labelExpr": label_expr(labels)} if labels else {}),
+        )
+    return alt.Color(f"{SEGMENT}:N", scale=alt.Scale(domain=domain, range=colors), legend=legend)
+
+
+def label_expr(labels: dict[str, str]) -> str:
+    """A Vega expression that shows ``labels[datum.label]`` (the label itself if absent)."""
+    expr = "datum.label"
+    for key, text in reversed(labels.items()):
+        expr = f"datum.label === {json.dumps(key)} ? {json.dumps(text)} : ({expr})"
+    return expr
+
+
+def _segment_values(report: Report, shown: list[str], metric: str, name: str) -> dict[str, str]:
+    """Legend labels "segment · AUC 0.81": each curve's own value of ``metric``."""
+    labels = {ALL: f"{ALL} · {name} {_fmt(_summary_value(report, metric))}"}
+    segments = report.tables.get("segments")
+    if not shown or segments is None or metric not in segments.columns:
+        return labels
+    values = dict(
+        segments.select(segment_label(report.by), pl.col(metric)).iter_rows()  # type: ignore[arg-type]
     )
+    for seg in shown:
+        labels[seg] = f"{seg} · {name} {_fmt(values.get(seg))}"
+    return labels
 
 
 def _unit_axis(alt: Any, field: str, title: str) -> Any:
@@ -235,11 +284,22 @@ def _unit_y(alt: Any, field: str, title: str) -> Any:
     return alt.Y(field, type="quantitative", title=title, scale=alt.Scale(domain=[0, 1]))
 
 
-def _props(chart: Any, title: str, subtitle: str = "") -> Any:
+def _props(
+    chart: Any, title: str, subtitle: str = "", *, width: int = WIDTH, height: int = HEIGHT
+) -> Any:
+    """Title and size: ``width`` x ``height`` pixels in all (axes, title and legend inside,
+    Vega-Lite's ``autosize="fit"``), so every chart fills its card at the same scale."""
     head: dict[str, Any] = {"text": title, "anchor": "start"}
     if subtitle:
         head["subtitle"] = subtitle
-    return chart.properties(width=WIDTH, height=HEIGHT, title=head)
+    return chart.properties(
+        width=width, height=height, title=head, autosize={"type": "fit", "contains": "padding"}
+    )
+
+
+def _label_angle(labels: Sequence[Any]) -> int:
+    """Horizontal tick labels when they are short (a bin number, a class letter)."""
+    return 0 if all(len(str(v)) <= 4 for v in labels) else -40
 
 
 def _defined(table: pl.DataFrame, columns: Sequence[str]) -> bool:
@@ -267,7 +327,7 @@ def roc_chart(report: Report) -> tuple[Any, str] | None:
         .encode(
             x=_unit_axis(alt, "fpr", "false positive rate"),
             y=_unit_y(alt, "tpr", "true positive rate"),
-            color=_color(alt, shown),
+            color=_color(alt, shown, _segment_values(report, shown, "auc", "AUC")),
             order=f"{ORDER}:Q",
         )
     )
@@ -290,7 +350,7 @@ def _segments_note(shown: list[str], report: Report) -> str:
     which = (
         "every segment" if len(shown) == total else f"the {len(shown)} largest of {total} segments"
     )
-    return f" Thin lines: {which}; black: all rows."
+    return f" Coloured lines: {which}, each with its own value in the legend; black: all rows."
 
 
 def pr_chart(report: Report) -> tuple[Any, str] | None:
@@ -305,7 +365,7 @@ def pr_chart(report: Report) -> tuple[Any, str] | None:
         .encode(
             x=_unit_axis(alt, "recall", "recall"),
             y=_unit_y(alt, "precision", "precision"),
-            color=_color(alt, shown),
+            color=_color(alt, shown, _segment_values(report, shown, "average_precision", "AP")),
             order=f"{ORDER}:Q",
         )
     )
@@ -344,19 +404,25 @@ def gain_chart(report: Report) -> tuple[Any, str] | None:
     table = report.tables["gain_table"]
     if not _defined(table, ["cum_pct_positives"]):
         return None
-    line = (
-        alt.Chart()
-        .mark_line(point=True, color=INK)
-        .encode(
-            x=_unit_axis(alt, "cum_pct_population", "share of rows (highest scores first)"),
-            y=_unit_y(alt, "cum_pct_positives", "share of positives captured"),
-            order="bin:Q",
-        )
+    x = _unit_axis(alt, "cum_pct_population", "share of rows (highest scores first)")
+    y = _unit_y(alt, "cum_pct_positives", "share of positives captured")
+    # the curve starts at (0, 0): no row taken, no positive captured
+    origin = pl.DataFrame(
+        {"bin": [0], "cum_pct_population": [0.0], "cum_pct_positives": [0.0]},
+        schema={"bin": table.schema["bin"], "cum_pct_population": pl.Float64,
+                "cum_pct_positives": pl.Float64},
+    )  # fmt: skip
+    path = pl.concat(
+        [origin, table.select(origin.columns).cast(origin.schema)]  # type: ignore[arg-type]
     )
-    chart = alt.layer(_diagonal(alt, "cum_pct_population", "cum_pct_positives"), line, data=table)
+    line = alt.Chart(path).mark_line(color=INK).encode(x=x, y=y, order="bin:Q")
+    points = alt.Chart().mark_point(filled=True, color=INK, size=30).encode(x=x, y=y)
+    chart = alt.layer(
+        _diagonal(alt, "cum_pct_population", "cum_pct_positives"), line, points, data=table
+    )
     caption = (
-        f"Rows sorted by score, cut into {table.height} bins of equal size; the dashed "
-        "diagonal is a random score."
+        f"Rows sorted by score, cut into {table.height} bins of equal size; the curve starts "
+        "at (0, 0) and the dashed diagonal is a random score."
     )
     return _props(chart, "Cumulative gain"), caption
 
@@ -367,13 +433,17 @@ def lift_chart(report: Report) -> tuple[Any, str] | None:
     table = report.tables["gain_table"]
     if not _defined(table, ["lift"]):
         return None
-    x = alt.X("bin:O", title="bin (highest scores first)")
+    x = alt.X(
+        "bin:O",
+        title="bin (highest scores first)",
+        axis=alt.Axis(labelAngle=_label_angle(table.get_column("bin").to_list())),
+    )
     bars = (
         alt.Chart()
         .mark_bar(color=PALETTE[0], opacity=0.8)
         .encode(x=x, y=alt.Y("lift:Q", title="lift"))
     )
-    line = alt.Chart().mark_line(point=True, color=INK).encode(x=x, y="cum_lift:Q")
+    line = alt.Chart().mark_line(point={"color": INK}, color=INK).encode(x=x, y="cum_lift:Q")
     one = (
         alt.Chart(alt.Data(values=[{"lift": 1.0}]))
         .mark_rule(color=REFERENCE, strokeDash=[4, 4])
@@ -462,7 +532,7 @@ def calibration_chart(report: Report) -> tuple[Any, str] | None:
         return None
     points = (
         alt.Chart()
-        .mark_line(point=True, color=INK)
+        .mark_line(point={"color": INK}, color=INK)
         .encode(
             x=_unit_axis(alt, "mean_score", "mean predicted probability"),
             y=_unit_y(alt, "positive_rate", "observed positive rate"),
@@ -532,10 +602,15 @@ def threshold_chart(report: Report) -> tuple[Any, str] | None:
 # ---------------------------------------------------------------------------------------
 
 MAX_BARS = 40
+"""Most segments drawn in the per-segment chart (the worst ones)."""
 
 
 def segments_chart(report: Report) -> tuple[Any, str] | None:
-    """The primary metric per segment, worst first, with its interval when the table has one."""
+    """The primary metric per segment, worst first: a dot per segment with its interval.
+
+    Dots, not bars: the axis is scaled to the values and their intervals (a bar would
+    have to start at 0 and a hundred bars of AUC 0.7-0.9 would all look alike).
+    """
     alt = require_altair()
     table = report.tables.get("segments")
     metric = report.primary
@@ -544,30 +619,53 @@ def segments_chart(report: Report) -> tuple[Any, str] | None:
     data = table.head(MAX_BARS).with_columns(segment_label(report.by))
     if data.get_column(metric).drop_nulls().len() == 0:
         return None
-    info = _registry.REGISTRY.get(metric)
+    info = _registry.REGISTRY.get(metric) or _registry.REGISTRY.get(metric.split("@")[0])
     order = data.get_column(SEGMENT).to_list()
-    y = alt.Y(f"{SEGMENT}:N", sort=order, title=" / ".join(report.by))
-    x = alt.X(f"{metric}:Q", title=metric, scale=alt.Scale(zero=False))
-    layers = [alt.Chart().mark_bar(color=PALETTE[0], opacity=0.8).encode(x=x, y=y)]
     lower, upper = f"{metric}_lower", f"{metric}_upper"
     has_ci = lower in data.columns and upper in data.columns
+    overall = _summary_value(report, metric)
+    spread = [metric, *([lower, upper] if has_ci else [])]
+    values = data.select(pl.concat_list(spread).alias("v")).explode("v").get_column("v")
+    values = values.filter(values.is_finite())
+    if overall is not None and math.isfinite(overall):
+        values = values.append(pl.Series([float(overall)]))
+    lo, hi = float(values.min()), float(values.max())  # type: ignore[arg-type]
+    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 0.05
+    domain = [lo - pad, hi + pad]
+    if info is not None and info.lower is not None:  # e.g. AUC never leaves [0, 1]
+        domain[0] = max(domain[0], info.lower)
+    if info is not None and info.upper is not None:
+        domain[1] = min(domain[1], info.upper)
+    y = alt.Y(
+        f"{SEGMENT}:N",
+        sort=order,
+        title=" / ".join(report.by),
+        axis=alt.Axis(labelLimit=220, grid=True, gridColor="#f0f0f0"),
+    )
+    x = alt.X(f"{metric}:Q", title=metric, scale=alt.Scale(domain=domain, zero=False, nice=False))
+    layers = []
     if has_ci:
         layers.append(
             alt.Chart()
-            .mark_errorbar(color=INK, ticks=True)
+            .mark_rule(color=PALETTE[0], strokeWidth=2, opacity=0.55)
             .encode(x=alt.X(f"{lower}:Q", title=metric), x2=f"{upper}:Q", y=y)
         )
-    overall = _summary_value(report, metric)
+    layers.append(
+        alt.Chart()
+        .mark_point(filled=True, color=PALETTE[0], size=60, opacity=1)
+        .encode(x=x, y=y, tooltip=[f"{SEGMENT}:N", f"{metric}:Q", "rows_used:Q"])
+    )
     if overall is not None:
         layers.append(
             alt.Chart(alt.Data(values=[{metric: overall}]))
             .mark_rule(color=INK, strokeDash=[4, 4])
             .encode(x=f"{metric}:Q")
         )
-    chart = alt.layer(*layers, data=data).properties(
-        width=WIDTH,
-        height=max(120, 18 * data.height),
-        title={"text": f"{metric} by segment", "anchor": "start"},
+    chart = _props(
+        alt.layer(*layers, data=data),
+        f"{metric} by segment",
+        width=WIDE,
+        height=max(160, 18 * data.height + 80),
     )
     direction = (
         ""
@@ -577,8 +675,8 @@ def segments_chart(report: Report) -> tuple[Any, str] | None:
     caption = (
         f"{metric}{direction} of each segment, worst first"
         + (f" (the {MAX_BARS} worst of {table.height})" if table.height > MAX_BARS else "")
-        + ("; whiskers: confidence interval" if has_ci else "")
-        + "; the dashed line is the value on all rows."
+        + ("; lines: confidence interval" if has_ci else "")
+        + "; the dashed line is the value on all rows. The axis spans the values shown."
     )
     return chart, caption
 
@@ -600,54 +698,111 @@ def _qq_sample(report: Report) -> pl.DataFrame:
     return downsample(table, ["theoretical", "sample"], report.max_points, by_rank=True)
 
 
+HIST_BINS = 40
+
+
+def _nice_step(span: float, bins: int) -> float:
+    """A round bin width (1, 2 or 5 times a power of ten) giving about ``bins`` bins."""
+    raw = span / bins
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw)
+
+
+def error_histogram(residuals: pl.Series, bins: int = HIST_BINS) -> pl.DataFrame:
+    """Counts of the errors ``prediction − actual`` (minus the residual) in round bins.
+
+    Every row is counted once: columns ``start``, ``end`` (the bin ``[start, end)``, of
+    a round width) and ``rows``; empty bins are left out.
+    """
+    error = (-residuals.cast(pl.Float64)).filter(residuals.is_finite())
+    schema = {"start": pl.Float64, "end": pl.Float64, "rows": pl.Int64}
+    if error.len() == 0:
+        return pl.DataFrame(schema=schema)
+    lo, hi = float(error.min()), float(error.max())  # type: ignore[arg-type]
+    if hi == lo:
+        return pl.DataFrame({"start": [lo - 0.5], "end": [lo + 0.5], "rows": [error.len()]})
+    step = _nice_step(hi - lo, bins)
+    index = (error / step).floor().cast(pl.Int64)
+    counts = index.value_counts(sort=False, name="rows").sort(index.name)
+    k = counts.get_column(index.name).cast(pl.Float64)
+    return pl.DataFrame(
+        {"start": k * step, "end": (k + 1) * step, "rows": counts.get_column("rows")},
+        schema=schema,
+    )
+
+
 def residual_hist_chart(report: Report) -> tuple[Any, str] | None:
-    """Histogram of the residuals of ``residual_qq`` (an evenly spaced quantile sample)."""
+    """Histogram of the errors (prediction − actual, the sign of ``bias``) of every row."""
     alt = require_altair()
     table = report.tables["residual_qq"]
     if not _defined(table, ["residual"]):
         return None
-    data = _qq_sample(report)
-    chart = (
-        alt.Chart(data)
-        .mark_bar(color=PALETTE[0], opacity=0.85)
+    data = error_histogram(table.get_column("residual"))
+    title = "error: prediction − actual"
+    bars = (
+        alt.Chart()
+        .mark_rect(color=PALETTE[0], opacity=0.85, stroke="white", strokeWidth=0.5)
         .encode(
-            x=alt.X("residual:Q", bin=alt.Bin(maxbins=40), title="residual (actual − prediction)"),
-            y=alt.Y("count():Q", title="points"),
+            x=alt.X("start:Q", title=title, scale=alt.Scale(zero=False)),
+            x2="end:Q",
+            y=alt.Y("rows:Q", title="rows"),
         )
     )
-    caption = "Distribution of the residuals." + (
-        f" Drawn from {data.height:,} evenly spaced quantiles of the {table.height:,} residuals."
-        if data.height < table.height
-        else ""
+    zero = (
+        alt.Chart(alt.Data(values=[{"start": 0.0}]))
+        .mark_rule(color=INK, strokeDash=[4, 4])
+        .encode(x="start:Q")
     )
-    return _props(chart, "Residuals"), caption
+    chart = alt.layer(bars, zero, data=data)
+    n = int(data.get_column("rows").sum())
+    step = float(data.get_column("end")[0] - data.get_column("start")[0]) if n else 0.0
+    caption = (
+        f"Errors of all {n:,} rows, in bins of width {_fmt(step)}; right of the dashed line "
+        f"(0) the model over-predicts, as a positive bias ({_fmt(_summary_value(report, 'bias'))})."
+    )
+    return _props(chart, "Errors (prediction − actual)"), caption
 
 
 def residual_qq_chart(report: Report) -> tuple[Any, str] | None:
-    """Normal QQ plot of the variance-normalised residuals (``residual_qq``)."""
+    """Normal QQ plot of the variance-normalised residuals (``residual_qq``).
+
+    Both axes span the same interval, symmetric around 0 and wide enough for every point,
+    so the diagonal is at 45 degrees and a skew shows as a bend to one side.
+    """
     alt = require_altair()
     table = report.tables["residual_qq"]
     if not _defined(table, ["sample"]):
         return None
     data = _qq_sample(report)
-    lo, hi = _span(data, ["theoretical", "sample"])
+    lo, hi = _span(table, ["theoretical", "sample"])
+    reach = max(abs(lo), abs(hi)) or 1.0
+    reach = math.ceil(reach * 1.05 * 2) / 2  # to the next half unit
+    scale = alt.Scale(domain=[-reach, reach], nice=False, zero=False)
     ref = alt.Chart(
-        alt.Data(values=[{"theoretical": lo, "sample": lo}, {"theoretical": hi, "sample": hi}])
+        alt.Data(
+            values=[
+                {"theoretical": -reach, "sample": -reach},
+                {"theoretical": reach, "sample": reach},
+            ]
+        )
     )
     chart = alt.layer(
-        ref.mark_line(color=REFERENCE, strokeDash=[4, 4]).encode(x="theoretical:Q", y="sample:Q"),
+        ref.mark_line(color=REFERENCE, strokeDash=[4, 4]).encode(
+            x=alt.X("theoretical:Q", scale=scale), y=alt.Y("sample:Q", scale=scale)
+        ),
         alt.Chart()
         .mark_circle(color=INK, size=14)
         .encode(
-            x=alt.X("theoretical:Q", title="normal quantile"),
-            y=alt.Y("sample:Q", title="standardised residual"),
+            x=alt.X("theoretical:Q", title="normal quantile", scale=scale),
+            y=alt.Y("sample:Q", title="standardised residual (actual − prediction)", scale=scale),
         ),
         data=data,
     )
-    caption = "Points on the diagonal: normally distributed residuals." + _thin_note(
-        table.height, data.height
+    caption = (
+        "Points on the diagonal: normally distributed residuals; both axes span the same "
+        "range." + _thin_note(table.height, data.height)
     )
-    return _props(chart, "Normal QQ plot of residuals"), caption
+    return _props(chart, "Normal QQ plot of residuals", height=WIDTH), caption
 
 
 def _conditional_chart(
@@ -668,7 +823,7 @@ def _conditional_chart(
             x="mean_actual:Q", y="mean_pred:Q"
         ),
         alt.Chart()
-        .mark_line(point=True, color=INK)
+        .mark_line(point={"color": INK}, color=INK)
         .encode(
             x=alt.X("mean_actual:Q", title="mean actual", scale=alt.Scale(zero=False)),
             y=alt.Y("mean_pred:Q", title="mean prediction", scale=alt.Scale(zero=False)),
@@ -793,8 +948,145 @@ def lead_chart(report: Report) -> tuple[Any, str] | None:
             ),
         )
     )
-    caption = "Mean over series of each error at each lead time; bias > 0 means over-forecasting."
+    caption = (
+        "Mean over series of each error at each lead time (steps after the forecast was "
+        "made); bias > 0 means over-forecasting."
+    )
     return _props(chart, "Error by lead time"), caption
+
+
+SAMPLE_COLUMNS = 3
+
+
+def series_chart(report: Report) -> tuple[Any, str] | None:
+    """Actual and forecast over time for a sample of series (``series_sample``).
+
+    One small panel per series (the worst and the best by MAE); the actual in black (its
+    ``train=`` history in grey), one orange line per forecast origin (cutoff), and the
+    interval as a band when ``interval=`` is given.
+    """
+    alt = require_altair()
+    table = report.tables.get("series_sample")
+    if table is None or table.height == 0 or "forecast" not in table.columns:
+        return None
+    series = [c for c in table.columns if c not in SAMPLE_FIXED]
+    data = table.with_columns(
+        pl.concat_str(
+            [pl.col(c).cast(pl.String).fill_null("null") for c in series], separator=" / "
+        ).alias(SEGMENT)
+    )
+    order = data.get_column(SEGMENT).unique(maintain_order=True).to_list()
+    n = len(order)
+    columns = min(SAMPLE_COLUMNS, n)
+    panel_w = (WIDE - 40) // columns - 70
+    x = alt.X("time:T" if data.schema["time"].is_temporal() else "time:Q", title=None)
+    lines = [
+        alt.Chart()
+        .transform_filter("datum.part == 'history'")
+        .mark_line(color=REFERENCE, strokeWidth=1.4)
+        .encode(x=x, y=alt.Y("actual:Q", title=None, scale=alt.Scale(zero=False))),
+    ]
+    detail = {"detail": "cutoff:N"} if "cutoff" in data.columns else {}
+    forecast_rows = alt.Chart().transform_filter("datum.part == 'forecast'")
+    if "lower" in data.columns:
+        lines.append(
+            forecast_rows.mark_area(color=PALETTE[1], opacity=0.18).encode(
+                x=x, y="lower:Q", y2="upper:Q", **detail
+            )
+        )
+    lines += [
+        forecast_rows.mark_line(color=INK, strokeWidth=1.6, point={"size": 14, "color": INK})
+        .transform_aggregate(actual="mean(actual)", groupby=["time"])
+        .encode(x=x, y="actual:Q"),
+        forecast_rows.mark_line(color=PALETTE[1], strokeWidth=1.6).encode(
+            x=x, y="forecast:Q", **detail
+        ),
+    ]
+    chart = (
+        alt.layer(*lines)
+        .properties(width=panel_w, height=150)
+        .facet(
+            facet=alt.Facet(f"{SEGMENT}:N", sort=order, title=None),
+            columns=columns,
+            data=data,
+        )
+        .resolve_scale(y="independent", x="independent")
+        .properties(title={"text": "Actual and forecast, a sample of series", "anchor": "start"})
+    )
+    worst = min(n, SERIES_SAMPLE // 2)
+    caption = (
+        f"{n} series: "
+        + (
+            "every one"
+            if n < SERIES_SAMPLE
+            else f"the {worst} of worst MAE (first) and the {n - worst} of best"
+        )
+        + ". Black: actual; orange: forecast"
+        + (", one line per forecast origin" if detail else "")
+        + ("; band: the forecast interval" if "lower" in data.columns else "")
+        + ("; grey: the end of the training history" if (data["part"] == "history").any() else "")
+        + "."
+    )
+    return chart, caption
+
+
+def coverage_chart(report: Report) -> tuple[Any, str] | None:
+    """Share of actuals inside the forecast interval: by lead time, or per series."""
+    alt = require_altair()
+    overall = _summary_value(report, "coverage")
+    by_lead = report.tables.get("by_lead")
+    per_series = report.tables.get("per_series")
+    rule = []
+    if overall is not None:
+        rule = [
+            alt.Chart(alt.Data(values=[{"coverage": overall}]))
+            .mark_rule(color=INK, strokeDash=[4, 4])
+            .encode(y="coverage:Q")
+        ]
+    if by_lead is not None and "coverage" in by_lead.columns and "lead" in by_lead.columns:
+        if by_lead.get_column("coverage").drop_nulls().len() == 0:
+            return None
+        line = (
+            alt.Chart(by_lead)
+            .mark_line(point=True, color=PALETTE[0], strokeWidth=1.8)
+            .encode(
+                x=alt.X(
+                    "lead:Q", title="lead (steps after the cutoff)", axis=alt.Axis(tickMinStep=1)
+                ),
+                y=_unit_y(alt, "coverage:Q", "share of actuals inside the interval"),
+            )
+        )
+        chart = alt.layer(line, *rule)
+        caption = (
+            "Share of actuals inside the forecast interval at each lead time (mean over "
+            f"series); the dashed line is the overall coverage ({_fmt(overall)}, mean over "
+            "series). Compare with the interval's nominal level."
+        )
+        return _props(chart, "Interval coverage by lead time"), caption
+    if per_series is None or "coverage" not in per_series.columns:
+        return None
+    if per_series.get_column("coverage").drop_nulls().len() == 0:
+        return None
+    bars = (
+        alt.Chart(per_series)
+        .mark_bar(color=PALETTE[0], opacity=0.85)
+        .encode(
+            x=alt.X("coverage:Q", bin=alt.Bin(maxbins=20, extent=[0, 1]), title="coverage"),
+            y=alt.Y("count():Q", title="series"),
+        )
+    )
+    caption = (
+        f"How the interval's coverage spreads over the {per_series.height:,} series; "
+        f"the dashed line is their mean ({_fmt(overall)}). Compare with the interval's "
+        "nominal level."
+    )
+    rule = [
+        alt.Chart(alt.Data(values=[{"coverage": overall}]))
+        .mark_rule(color=INK, strokeDash=[4, 4])
+        .encode(x="coverage:Q")
+        for _ in rule
+    ]
+    return _props(alt.layer(bars, *rule), "Interval coverage per series"), caption
 
 
 # ---------------------------------------------------------------------------------------
@@ -821,7 +1113,12 @@ def confusion_chart(report: Report) -> tuple[Any, str] | None:
         .transform_joinaggregate(row_total="sum(weight)", groupby=["truth"])
         .transform_calculate(share="datum.row_total > 0 ? datum.weight / datum.row_total : 0")
     )
-    x = alt.X("predicted:N", sort=order, title="predicted class")
+    x = alt.X(
+        "predicted:N",
+        sort=order,
+        title="predicted class",
+        axis=alt.Axis(labelAngle=_label_angle(order)),
+    )
     y = alt.Y("truth:N", sort=order, title="true class")
     rect = base.mark_rect().encode(
         x=x,
@@ -838,10 +1135,7 @@ def confusion_chart(report: Report) -> tuple[Any, str] | None:
         text=alt.Text("weight:Q", format=",.4~g"),
         color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value(INK)),
     )
-    side = max(WIDTH // 2, min(WIDTH, 34 * table.height))
-    chart = alt.layer(rect, text, data=data).properties(
-        width=side, height=side, title={"text": "Confusion matrix", "anchor": "start"}
-    )
+    chart = _props(alt.layer(rect, text, data=data), "Confusion matrix", height=WIDTH)
     caption = (
         "Weighted counts; rows are the true class, columns the prediction. The shade is the "
         "share of the true class (the recall on the diagonal)."
@@ -862,7 +1156,12 @@ def per_class_chart(report: Report) -> tuple[Any, str] | None:
         .transform_fold(metrics, as_=["metric", "value"])
         .mark_bar()
         .encode(
-            x=alt.X("class:N", title="class", sort=data.get_column("class").to_list()),
+            x=alt.X(
+                "class:N",
+                title="class",
+                sort=data.get_column("class").to_list(),
+                axis=alt.Axis(labelAngle=_label_angle(data.get_column("class").to_list())),
+            ),
             xOffset=alt.XOffset("metric:N", sort=metrics),
             y=_unit_y(alt, "value:Q", "value"),
             color=alt.Color(
@@ -875,6 +1174,9 @@ def per_class_chart(report: Report) -> tuple[Any, str] | None:
     caption = "One-vs-rest precision, recall and F1 of each class (undefined ones left out)."
     return _props(chart, "Per class"), caption
 
+
+SAMPLE_FIXED = ("time", "cutoff", "actual", "forecast", "lower", "upper", "part")
+"""The columns of ``series_sample`` that are not series keys."""
 
 CHARTS: dict[str, list[ChartSpec]] = {
     "binary": [
@@ -906,7 +1208,9 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("segments", "By segment", segments_chart),
     ],
     "forecast": [
+        ChartSpec("series", "Actual and forecast", series_chart),
         ChartSpec("lead", "Error by lead time", lead_chart),
+        ChartSpec("coverage", "Interval coverage", coverage_chart),
         ChartSpec("segments", "By segment", segments_chart),
     ],
 }
@@ -922,7 +1226,14 @@ def build_charts(report: Report) -> tuple[dict[str, Any], dict[str, str]]:
         made = spec.build(report)
         if made is None:
             continue
-        charts[spec.name], captions[spec.name] = made
+        chart, captions[spec.name] = made
+        # type sizes that read next to the page's text (Vega-Lite's defaults are 10-11 px)
+        charts[spec.name] = (
+            chart.configure_axis(labelFontSize=11, titleFontSize=12)
+            .configure_legend(labelFontSize=11, titleFontSize=11)
+            .configure_title(fontSize=14, subtitleFontSize=12)
+            .configure_header(labelFontSize=12)
+        )
     return charts, captions
 
 
@@ -930,10 +1241,7 @@ def to_svg(chart: Any) -> str:
     """Render one chart to an SVG string with vl-convert (no browser, no network)."""
     try:
         import vl_convert as vlc
-    except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-        raise ModuleNotFoundError(
-            "rendering charts needs the optional extra 'plot' (vl-convert-python): "
-            "pip install 'polars-eval[plot]'"
-        ) from error
+    except ModuleNotFoundError as error:
+        raise PlotExtraMissing(PLOT_EXTRA) from error
     # the spec is checked against the Vega-Lite schema in the tests; not again at each render
     return str(vlc.vegalite_to_svg(chart.to_dict(validate=False)))

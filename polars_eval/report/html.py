@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -46,11 +47,17 @@ CSS = """
 .pe-report td.pe-desc { text-align: left; white-space: normal; color: #57606a; }
 .pe-report td.pe-null { color: #8c959f; }
 .pe-report .pe-scroll { overflow: auto; max-height: 560px; max-width: 100%; }
+.pe-report .pe-fit { overflow-x: auto; max-width: 100%; }
+.pe-report td.pe-key { text-align: left; white-space: normal; overflow-wrap: anywhere;
+  max-width: 18em; }
+.pe-report .pe-ci { color: #6e7781; font-size: 0.85em; margin-left: 6px; }
+.pe-report code { font-size: 0.92em; }
+.pe-report td.pe-desc code { background: #f3f4f6; padding: 0 4px; border-radius: 3px; }
 .pe-report .pe-grid { display: grid; gap: 18px;
-  grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); }
+  grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); }
 .pe-report figure.pe-chart { margin: 0; border: 1px solid #eaeef2; border-radius: 8px;
-  padding: 10px; }
-.pe-report figure.pe-chart svg { max-width: 100%; height: auto; display: block; }
+  padding: 10px; min-width: 0; }
+.pe-report figure.pe-chart svg { width: 100%; height: auto; display: block; }
 .pe-report figure.pe-wide { grid-column: 1 / -1; }
 .pe-report figcaption { color: #57606a; font-size: 0.85em; margin-top: 6px; }
 .pe-report ul.pe-notes li { margin: 4px 0; }
@@ -62,6 +69,22 @@ CSS = """
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+_LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+_ROLE = re.compile(r":(?:func|class|meth|attr|mod|data|obj):`~?([^`]+)`")
+
+
+def desc_html(text: str) -> str:
+    """A docstring sentence as HTML: ``literal`` and :func:`x` as <code>, the rest escaped."""
+    text = _ROLE.sub(lambda m: f"``{m.group(1)}``", text or "")
+    out, last = [], 0
+    for match in _LITERAL.finditer(text):
+        out.append(_e(text[last : match.start()]))
+        out.append(f"<code>{_e(match.group(1) or match.group(2))}</code>")
+        last = match.end()
+    out.append(_e(text[last:]))
+    return "".join(out)
 
 
 def fmt(value: Any) -> str:
@@ -116,7 +139,9 @@ AVERAGES = ("_micro", "_macro", "_weighted", "_pooled")
 
 
 def registry_info(name: str) -> Any:
-    """The registry entry of a summary column (``multiclass_f1_macro`` -> multiclass_f1)."""
+    """The registry entry of a summary column (``multiclass_f1_macro`` -> multiclass_f1,
+    ``ndcg@10`` -> ndcg)."""
+    name = name.split("@")[0]
     info = _registry.REGISTRY.get(name)
     if info is None:
         for suffix in AVERAGES:
@@ -196,7 +221,7 @@ def _summary_html(report: Report) -> str:
             if c == "metric":
                 cells.append(f'<td class="pe-text"><b>{_e(v)}</b></td>')
             elif c == "description":
-                cells.append(f'<td class="pe-desc">{_e(v or "")}</td>')
+                cells.append(f'<td class="pe-desc">{desc_html(v or "")}</td>')
             elif c == "better":
                 arrow = {"higher": "↑ higher", "lower": "↓ lower"}.get(v or "", "")
                 cells.append(f'<td class="pe-text">{arrow}</td>')
@@ -204,12 +229,32 @@ def _summary_html(report: Report) -> str:
                 cls = ' class="pe-null"' if v is None else ""
                 cells.append(f"<td{cls}>{_e(fmt(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
+    intervals = ""
+    if "lower" in long.columns:
+        level = report.options.get("level", 0.95)
+        intervals = (
+            f" lower, upper: the {fmt(100 * float(level))} % confidence interval "
+            f"(closed form{', or bootstrap' if report.options.get('ci') == 'bootstrap' else ''}"
+            "; — where the metric has none)."
+        )
     return (
         '<section id="pe-summary"><h2>Summary</h2>'
         '<p class="pe-meta">Every summary metric of the task on all rows used '
-        "(— : undefined on this data, see the notes).</p>"
-        f"{pivot}<table><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></section>"
+        f"(— : undefined on this data, see the notes).{intervals}{_pooled_note(summary)}</p>"
+        f'{pivot}<div class="pe-fit"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div></section>"
+    )
+
+
+def _pooled_note(table: pl.DataFrame) -> str:
+    """One sentence on the forecast's ``<metric>_pooled`` columns, when the table has any."""
+    if not any(c.endswith("_pooled") for c in table.columns):
+        return ""
+    return (
+        " A metric without a suffix is the mean of its per-series values (every series "
+        "counts once); <code>&lt;metric&gt;_pooled</code> is the metric over all rows "
+        "pooled, so long or large series weigh more (for MASE and RMSSE: the mean of every "
+        "row's scaled error)."
     )
 
 
@@ -263,20 +308,22 @@ def scope_svg(svg: str, prefix: str) -> str:
     return svg
 
 
-def _charts_html(report: Report, *, required: bool) -> str:
+def _charts_html(report: Report) -> str:
+    from polars_eval.report.charts import WIDE_CHARTS, PlotExtraMissing
+
     try:
         svgs = report.svgs()
-    except ModuleNotFoundError as error:
-        if required:
-            raise
+    except PlotExtraMissing as error:
+        # without the plot extra the report still comes out: its tables, and this line
         return (
-            f'<section id="pe-charts"><h2>Charts</h2><p class="pe-meta">{_e(error)}</p></section>'
+            '<section id="pe-charts"><h2>Charts</h2><p class="pe-meta pe-no-charts">'
+            f"Charts left out: {_e(error)}.</p></section>"
         )
     if not svgs:
         return ""
     figures = []
     for name, svg in svgs.items():
-        wide = " pe-wide" if name == "segments" else ""
+        wide = " pe-wide" if name in WIDE_CHARTS else ""
         caption = report.captions.get(name, "")
         figures.append(
             f'<figure class="pe-chart{wide}" id="pe-chart-{_e(name)}" data-chart="{_e(name)}">'
@@ -288,20 +335,100 @@ def _charts_html(report: Report, *, required: bool) -> str:
     )
 
 
+SEGMENT_ROWS = 20
+"""Segments shown in the page's compact per-segment table when there are more than
+:data:`SEGMENT_ROWS_ALL` (the worst ones); the full table is one click away."""
+
+SEGMENT_ROWS_ALL = 25
+
+KEY_COLUMNS = 6
+"""Most metric columns of the compact per-segment table (the task's key metrics)."""
+
+
+def _metric_cell(row: dict[str, Any], name: str) -> str:
+    value = row.get(name)
+    lower, upper = row.get(f"{name}_lower"), row.get(f"{name}_upper")
+    ci = ""
+    if lower is not None and upper is not None:
+        ci = f'<span class="pe-ci">{_e(fmt(lower))}–{_e(fmt(upper))}</span>'
+    cls = ' class="pe-null"' if value is None else ""
+    return f"<td{cls}>{_e(fmt(value))}{ci}</td>"
+
+
+def key_columns(report: Report, segments: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """The count and metric columns of the compact per-segment table (primary first)."""
+    keys = report.key_metrics
+    metrics = [report.primary, *keys] if report.primary else list(keys)
+    present = []
+    for name in metrics:
+        if name and name in segments.columns and name not in present:
+            present.append(name)
+    if not present:  # a task without a list: the first metric columns
+        skip = set(report.by) | {"rows", "rows_null", "rows_zero_weight", "rows_used"}
+        present = [
+            c
+            for c in segments.columns
+            if c not in skip
+            and not c.endswith(("_lower", "_upper", "_baseline"))
+            and segments.schema[c].is_float()
+        ]
+    counts = [c for c in report.key_counts or ["rows_used"] if c in segments.columns]
+    if "rows_null" in segments.columns and segments.get_column("rows_null").sum():
+        counts.append("rows_null")
+    return counts, present[:KEY_COLUMNS]
+
+
 def _segments_html(report: Report) -> str:
     segments = report.tables.get("segments")
     if segments is None:
         return ""
-    info = _registry.REGISTRY.get(report.primary or "")
+    info = registry_info(report.primary or "")
     direction = ""
     if info is not None and info.higher_is_better is not None:
-        direction = "lowest" if info.higher_is_better else "highest"
+        direction = "lowest " if info.higher_is_better else "highest "
+    counts, metrics = key_columns(report, segments)
+    n = segments.height
+    shown = segments if n <= SEGMENT_ROWS_ALL else segments.head(SEGMENT_ROWS)
+    text_cols = set(report.by)
+    head = "".join(
+        f'<th class="pe-text">{_e(c)}</th>' if c in text_cols else f"<th>{_e(c)}</th>"
+        for c in [*report.by, *counts, *metrics]
+    )
+    rows = []
+    for row in shown.iter_rows(named=True):
+        cells = [f'<td class="pe-key">{_e(fmt(row[c]))}</td>' for c in report.by]
+        for c in counts:
+            value = row[c]
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            cells.append(f"<td>{_e(fmt(value))}</td>")
+        cells += [_metric_cell(row, c) for c in metrics]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    has_ci = any(f"{c}_lower" in segments.columns for c in metrics)
+    which = (
+        f"All {n:,} segments"
+        if shown.height == n
+        else f"The {shown.height} worst of {n:,} segments"
+    )
+    level = report.options.get("level", 0.95)
+    meta = (
+        f"{which}, one row per value of <code>{_e(', '.join(report.by))}</code>, worst first "
+        f"({direction}<code>{_e(report.primary)}</code>; undefined last), with the key "
+        "metrics"
+        + (f" and their {fmt(100 * float(level))} % confidence intervals (grey)" if has_ci else "")
+        + "."
+        + (" rows_null: rows skipped for a null input." if "rows_null" in counts else "")
+        + _pooled_note(segments)
+    )
+    full = (
+        f"<details><summary>Every metric of every segment ({n:,} rows × "
+        f"{segments.width} columns)</summary>{table_html(segments)}</details>"
+    )
     return (
         '<section id="pe-segments"><h2>By segment</h2>'
-        f'<p class="pe-meta">One row per value of <code>{_e(", ".join(report.by))}</code>, '
-        f"worst first ({direction} <code>{_e(report.primary)}</code>; undefined last). "
-        "rows_null: rows skipped for a null input.</p>"
-        f"{table_html(segments)}</section>"
+        f'<p class="pe-meta">{meta}</p>'
+        f'<div class="pe-fit"><table class="pe-key-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{full}</section>"
     )
 
 
@@ -333,7 +460,7 @@ def _tables_html(report: Report) -> str:
         if k not in SMALL_TABLES and k not in ("summary", "segments", "data")
     ]
     more = (
-        '<p class="pe-meta">Full curves in <code>report.tables</code>: '
+        '<p class="pe-meta">Full curves and chart data in <code>report.tables</code>: '
         + ", ".join(f"<code>{_e(k)}</code>" for k in curves)
         + ".</p>"
         if curves
@@ -342,10 +469,76 @@ def _tables_html(report: Report) -> str:
     return '<section id="pe-tables"><h2>Tables</h2>' + "".join(parts) + more + "</section>"
 
 
+_NULL_GROUPS = re.compile(
+    r"^(?P<name>.+?) is null for (?P<n>\d+) of (?P<m>\d+) groups \((?P<why>.*)\)$"
+)
+_UNDEFINED = re.compile(r"^(?P<name>\S+) is undefined on this data: (?P<why>.*)$")
+_AS_NULL = " (reported as null)"
+NOTE_NAMES = 12
+"""Most metric names spelled out in a merged note (past that, the first 8 and a count)."""
+
+
+def _names(names: list[str]) -> str:
+    if len(names) > NOTE_NAMES:
+        return ", ".join(names[:8]) + f" and {len(names) - 8} more"
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def merge_notes(notes: Sequence[str]) -> list[str]:
+    """The notes with repeats merged, in order of first appearance.
+
+    The metric layer's warnings list one clause per metric ("ndcg@1 is null for 2 of 600
+    groups (why); ndcg@2 is null for ..."); clauses with the same count and reason become
+    one ("54 metrics are null for 2 of 600 groups (why): ndcg@1, ndcg@2, ... and 46
+    more"). Any other note given more than once is shown once, with a count.
+    """
+    merged: dict[tuple[str, ...], list[str]] = {}
+    repeats: dict[tuple[str, ...], int] = {}
+    for note in notes:
+        suffix = _AS_NULL if note.endswith(_AS_NULL) else ""
+        clauses = note.removesuffix(suffix).split("; ")
+        matches = [_NULL_GROUPS.match(c) or _UNDEFINED.match(c) for c in clauses]
+        if not all(matches):
+            key: tuple[str, ...] = ("text", note)
+            repeats[key] = repeats.get(key, 0) + 1
+            merged.setdefault(key, [])
+            continue
+        for match in matches:
+            assert match is not None
+            groups = match.groupdict()
+            if "n" in groups:
+                key = ("null", groups["n"], groups["m"], groups["why"])
+            else:
+                key = ("undefined", groups["why"], suffix)
+            names = merged.setdefault(key, [])
+            if groups["name"] not in names:  # the same fact twice is said once
+                names.append(groups["name"])
+    out = []
+    for key, names in merged.items():
+        count = repeats.get(key, 1)
+        times = f" (×{count})" if count > 1 else ""
+        if key[0] == "text":
+            out.append(key[1] + times)
+            continue
+        many = len(names) > 1
+        who = f"{len(names)} metrics" if len(names) > NOTE_NAMES else _names(names)
+        listed = f": {_names(names)}" if len(names) > NOTE_NAMES else ""
+        if key[0] == "null":
+            _, n, m, why = key
+            verb = "are" if many else "is"
+            out.append(f"{who} {verb} null for {n} of {m} groups ({why}){listed}{times}")
+        else:
+            _, why, suffix = key
+            verb = "are" if many else "is"
+            null = ", reported as null" if suffix else ""
+            out.append(f"{who} {verb} undefined on this data ({why}){null}{listed}{times}")
+    return out
+
+
 def _notes_html(report: Report) -> str:
     if not report.notes:
         return ""
-    items = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    items = "".join(f"<li>{_e(n)}</li>" for n in merge_notes(report.notes))
     return f'<section id="pe-notes"><h2>Notes</h2><ul class="pe-notes">{items}</ul></section>'
 
 
@@ -361,18 +554,18 @@ def _meta(report: Report) -> str:
     return '<p class="pe-meta">' + " · ".join(bits) + "</p>"
 
 
-def body(report: Report, *, charts_required: bool = True) -> str:
+def body(report: Report) -> str:
     """The report's markup, inside one ``div.pe-report`` with its scoped style.
 
-    Without the ``plot`` extra the charts are replaced by a line saying how to install it
-    when ``charts_required`` is false (the notebook view); otherwise the error is raised.
+    Without the ``plot`` extra (altair, vl-convert-python) the charts are replaced by one
+    line saying how to install it; the tables are all there.
     """
     from polars_eval import __version__
 
     return (
         f'<div class="pe-report"><style>{CSS}</style>'
         f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
-        f"{_summary_html(report)}{_charts_html(report, required=charts_required)}"
+        f"{_summary_html(report)}{_charts_html(report)}"
         f"{_segments_html(report)}"
         f"{_tables_html(report)}{_notes_html(report)}"
         f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "
@@ -382,7 +575,7 @@ def body(report: Report, *, charts_required: bool = True) -> str:
 
 def render(report: Report, *, full: bool) -> str:
     """A full HTML document (``full``) or the fragment a notebook shows."""
-    fragment = body(report, charts_required=full)
+    fragment = body(report)
     if not full:
         return fragment
     return (

@@ -31,6 +31,7 @@ from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
+    UndefinedMetricError,
     UndefinedMetricWarning,
 )
 from polars_eval.families import binary as binary_family
@@ -54,6 +55,11 @@ class Built:
     notes: list[str] = field(default_factory=list)
     # the arguments of the task's registered metric functions, for their intervals
     metric_args: dict[str, Any] = field(default_factory=dict)
+    # the metrics the page's per-segment table shows (the primary first); the full table
+    # with every metric is one click away
+    key_metrics: list[str] = field(default_factory=list)
+    # the count columns of the per-segment table shown next to the key metrics
+    key_counts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -256,7 +262,9 @@ def build_binary(
             validate=False,
             **common,
         )
-        queries["segment_rows"] = _row_counts(lf, [label, score], weight, by)
+        queries["segment_rows"] = _row_counts(
+            lf, [label, score], weight, by, binary_label(label, pos_label)
+        )
         queries["curves_by"] = lf.group_by(by).agg(
             binary_family.roc_curve(label, score, **common).alias("roc_curve_by"),
             binary_family.pr_curve(label, score, **common).alias("pr_curve_by"),
@@ -299,6 +307,8 @@ def build_binary(
             "pos_label": pos_label,
             "threshold": threshold,
         },
+        key_metrics=["auc", "pr_auc", "ks", "logloss", "brier"],
+        key_counts=["rows_used", "positives"],
     )
 
 
@@ -377,6 +387,8 @@ def build_regression(
         options={"bins": bins, **passed},
         notes=notes,
         metric_args={"actual": actual, "pred": pred, "weight": weight},
+        key_metrics=["rmse", "mae", "bias", "r2", "mape"],
+        key_counts=["rows_used"],
     )
 
 
@@ -507,6 +519,11 @@ def build_ranking(
         },
         options={key: value for key, value in options.items() if key != "query"},
         notes=notes,
+        key_metrics=[
+            f"{m}{AT}{primary_cut}" if primary_cut is not None else m
+            for m in ("ndcg", "map", "mrr", "recall", "precision")
+        ],
+        key_counts=["n_queries", "rows_used"],
     )
 
 
@@ -531,6 +548,13 @@ def _forecast_available() -> bool:
     return _has_method("forecast", "series")
 
 
+SERIES_SAMPLE = 6
+"""Series drawn in the forecast report's actual-vs-forecast chart (half worst, half best)."""
+
+HISTORY_POINTS = 24
+"""Most points of each sampled series' training history drawn before its forecasts."""
+
+
 def build_forecast(
     frame: pl.DataFrame | pl.LazyFrame,
     actual: IntoExpr,
@@ -546,19 +570,32 @@ def build_forecast(
 
     Tables: ``data``, ``summary`` (``df.eval.forecast``), ``by_lead``
     (``df.eval.forecast(..., cutoff=..., by="lead")``, only with ``cutoff=``),
-    ``per_series`` (worst MAE first) and ``segments``.
+    ``per_series`` (worst MAE first), ``segments`` and ``series_sample``: the rows of a
+    few series (the worst and the best by MAE, :data:`SERIES_SAMPLE` in all) with their
+    actual, forecast and interval columns, and the end of their ``train=`` history
+    (``part`` = ``"history"``), for the actual-vs-forecast chart. ``by="lead"`` with
+    ``cutoff=`` gives segments by lead time (the lead is added as the metric layer does).
     """
     _check_options("forecast", options, FORECAST_OPTIONS)
     for required in ("series", "time"):
         if options.get(required) is None:
             raise InvalidParameterError(f"report(task='forecast') needs {required}=")
-    keys = by_columns(options["series"]) + [options["time"]]
+    series = by_columns(options["series"])
+    keys = [*series, options["time"]]
+    cutoff = options.get("cutoff")
     lf = frame.lazy()
+    if cutoff is not None and "lead" in by and "lead" not in lf.collect_schema():
+        # by="lead": the lead column the metric layer adds with cutoff= (with_lead)
+        from polars_eval.families.forecast import with_lead
+
+        if isinstance(cutoff, str) and cutoff in lf.collect_schema():
+            lf = with_lead(lf, series=series, time=options["time"], cutoff=cutoff)
+    interval = options.get("interval")
     check_columns(
         lf,
         {"actual": actual, "forecast": forecast, "weight": weight},
         {"actual": "numeric", "forecast": "numeric", "weight": "weight"},
-        [*by, *keys, *([options["cutoff"]] if options.get("cutoff") else [])],
+        [*by, *keys, *([cutoff] if cutoff else [])],
     )
     ev: Any = lf.eval  # type: ignore[attr-defined]
     common = {"weight": weight, **options}
@@ -567,7 +604,7 @@ def build_forecast(
         "data": _row_counts(lf, [actual, forecast, *keys], weight, []),
         "per_series": ev.forecast(actual, forecast, per_series=True, validate=False, **common),
     }
-    if options.get("cutoff") is not None and options.get("lead") is None:
+    if cutoff is not None and options.get("lead") is None:
         queries["by_lead"] = ev.forecast(actual, forecast, by="lead", validate=False, **common)
     if by:
         queries["segments"] = ev.forecast(actual, forecast, by=by, validate=False, **common)
@@ -580,6 +617,12 @@ def build_forecast(
         tables["segments"] = sort_worst_first(
             rows.join(tables["segments"], on=by, how="left", nulls_equal=True), "mae"
         )
+    sample = _series_sample(lf, tables["per_series"], series, actual, forecast, options)
+    if sample is not None:
+        tables["series_sample"] = sample
+    key_metrics = ["mae", "rmse", "bias", "mase", "wape"]
+    if interval is not None:
+        key_metrics.append("coverage")
     return Built(
         tables=tables,
         counts=tables["data"].row(0, named=True),
@@ -587,7 +630,68 @@ def build_forecast(
         inputs={"actual": _name(actual), "forecast": _name(forecast), "weight": _name(weight)},
         options={k: v for k, v in options.items() if k != "train" and v is not None},
         notes=notes,
+        key_metrics=key_metrics,
+        key_counts=["n_series", "rows_used"],
     )
+
+
+def _series_sample(
+    lf: pl.LazyFrame,
+    per_series: pl.DataFrame,
+    series: list[str],
+    actual: IntoExpr,
+    forecast: IntoExpr,
+    options: dict[str, Any],
+) -> pl.DataFrame | None:
+    """The rows of a few series for the actual-vs-forecast chart (one small query).
+
+    The ``SERIES_SAMPLE // 2`` series of worst MAE and as many of best (all of them when
+    there are few), in that order; columns: the series keys, ``time`` (as given),
+    [``cutoff``,] ``actual``, ``forecast``, [``lower``, ``upper``,] ``part``
+    (``"forecast"``, or ``"history"`` for the last :data:`HISTORY_POINTS` rows of each
+    series in ``train=``).
+    """
+    if not all(isinstance(c, str) for c in (actual, forecast)) or per_series.height == 0:
+        return None
+    ranked = per_series.select(series).unique(maintain_order=True)
+    if ranked.height > SERIES_SAMPLE:
+        half = SERIES_SAMPLE // 2
+        ranked = pl.concat([ranked.head(half), ranked.tail(half)])
+    chosen = ranked.with_row_index("rank")
+    time, cutoff, interval = options["time"], options.get("cutoff"), options.get("interval")
+    cols = [
+        *series,
+        pl.col(time).alias("time"),
+        *([pl.col(cutoff).alias("cutoff")] if cutoff else []),
+        to_float(actual).alias("actual"),
+        to_float(forecast).alias("forecast"),
+    ]
+    if interval is not None:
+        cols += [to_float(interval[0]).alias("lower"), to_float(interval[1]).alias("upper")]
+    if len(series) == 1 and chosen.get_column(series[0]).null_count() == 0:
+        # a filter the scan can push down (a lake is not read whole again)
+        lf = lf.filter(pl.col(series[0]).is_in(chosen.get_column(series[0]).implode()))
+    rows = (
+        lf.join(chosen.lazy(), on=series, how="inner", nulls_equal=True)
+        .select("rank", *cols)
+        .with_columns(pl.lit("forecast").alias("part"))
+    )
+    parts = [rows]
+    train = options.get("train")
+    if isinstance(train, (pl.DataFrame, pl.LazyFrame)):
+        history = (
+            train.lazy()
+            .join(chosen.lazy(), on=series, how="inner", nulls_equal=True)
+            .sort(time)
+            .group_by(series, maintain_order=True)
+            .tail(HISTORY_POINTS)
+            .select("rank", *series, pl.col(time).alias("time"), to_float(actual).alias("actual"))
+            .with_columns(pl.lit("history").alias("part"))
+        )
+        parts.append(history)
+    sample = pl.concat(parts, how="diagonal_relaxed").collect()
+    order = ["rank", "time", *(["cutoff"] if cutoff else [])]
+    return sample.sort(order).drop("rank")
 
 
 # ---------------------------------------------------------------------------------------
@@ -688,6 +792,13 @@ def build_multiclass(
         },
         options={"classes": ", ".join(map(str, classes)), **summary_opts},
         notes=notes,
+        key_metrics=[
+            "multiclass_accuracy",
+            "multiclass_balanced_accuracy",
+            "multiclass_f1_macro",
+            "multiclass_logloss",
+        ],
+        key_counts=["rows_used"],
     )
 
 
@@ -813,8 +924,11 @@ def add_intervals(
         args = {k: v for k, v in built.metric_args.items() if k in params}
         bound = info.signature.bind_partial(**args)
         bound.apply_defaults()
+        undefined = summary.height == 0 or summary.get_column(name)[0] is None
         for key, group in (("", []), ("by:", by)):
             if key and "segments" not in built.tables:
+                continue
+            if not key and undefined:  # no value, no interval (the notes say why)
                 continue
             queries[f"{key}{name}"] = run_interval(
                 lf,
@@ -825,7 +939,11 @@ def add_intervals(
                 method=method,
                 level=level,
             )
-    found = collect_quietly(queries, built.notes)
+    try:
+        found = collect_quietly(queries, built.notes)
+    except UndefinedMetricError as error:  # the report goes on without them
+        built.notes.append(f"confidence intervals left out: {error}")
+        found = {}
     for key, table in found.items():
         name = key.removeprefix("by:")
         bounds = table.select(
