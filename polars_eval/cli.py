@@ -6,6 +6,10 @@ plus ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) a
 lazily and evaluated through the ``.eval`` namespace of the LazyFrame, so the command line
 gives exactly the numbers of the Python API.
 
+Input files are checked before any work (:func:`polars_eval.io.files.scan`): a CSV line
+with too few or too many fields, a repeated column name, files that disagree on a
+column (missing, or another type: numeric types may differ, they are read as their
+common type), and output paths that cannot be written are errors naming the file.
 Bad input never shows a traceback: the command prints one line starting with
 ``polars-eval: error:`` on stderr and exits with status 2.
 """
@@ -14,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import inspect
 import io
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -32,20 +36,21 @@ import polars as pl
 import polars_eval as pe
 from polars_eval import _registry
 from polars_eval.exceptions import PolarsEvalError
+from polars_eval.io import files
 
 PROG = "polars-eval"
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 FORMATS = ("table", "json", "csv", "parquet")
-INPUT_FORMATS = {
+INPUT_FORMATS = files.INPUT_FORMATS
+OUTPUT_FORMATS = {
+    ".json": "json",
+    ".csv": "csv",
     ".parquet": "parquet",
     ".pq": "parquet",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".ndjson": "ndjson",
-    ".jsonl": "ndjson",
+    ".txt": "table",
 }
-OUTPUT_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+REPORT_SUFFIXES = (".html", ".htm")
 PROGRESS_AFTER_S = 2.0
 
 
@@ -84,7 +89,9 @@ def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -
         nargs="+",
         metavar="PATH",
         help="input files, globs ('lake/**/*.parquet') or directories; "
-        "parquet, CSV/TSV or NDJSON by extension",
+        "parquet, CSV/TSV or NDJSON by extension. The files must have the same columns "
+        "with the same types; numeric types may differ (Int32/Int64/Float32 ...: read as "
+        "their common type)",
     )
     if weight:
         p.add_argument("--weight", metavar="COL", help="column of row weights (>= 0)")
@@ -188,60 +195,46 @@ Bad input prints one line 'polars-eval: error: ...' on stderr and exits with sta
 
 def _expand(pattern: str) -> list[str]:
     """The files one command-line path names (a file, a glob or a directory)."""
-    if any(ch in pattern for ch in "*?["):
-        files = sorted(f for f in glob.glob(pattern, recursive=True) if os.path.isfile(f))
-        if not files:
-            raise CliError(f"no file matches {pattern!r}")
-        return files
-    path = Path(pattern)
-    if path.is_dir():
-        files = sorted(
-            str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_FORMATS
-        )
-        if not files:
-            raise CliError(f"directory {pattern!r} holds no parquet, CSV or NDJSON file")
-        return files
-    if not path.exists():
-        raise CliError(f"file not found: {pattern!r}")
-    return [pattern]
+    try:
+        return files.expand(pattern)
+    except FileNotFoundError as error:
+        raise CliError(str(error)) from None
 
 
 def _format_of(path: str, forced: str | None) -> str:
-    if forced:
-        return forced
-    fmt = INPUT_FORMATS.get(Path(path).suffix.lower())
-    if fmt is None:
+    try:
+        return files.format_of(path, forced)
+    except PolarsEvalError:
         known = ", ".join(INPUT_FORMATS)
         raise CliError(
             f"cannot tell the format of {path!r} from its extension (known: {known}); "
             "use --input-format"
-        )
-    return fmt
+        ) from None
 
 
-def scan(paths: Sequence[str], input_format: str | None = None) -> pl.LazyFrame:
-    """One LazyFrame over every input file; nothing is read until it is collected.
+def scan(
+    paths: Sequence[str], input_format: str | None = None, columns: Sequence[str] | None = None
+) -> pl.LazyFrame:
+    """One LazyFrame over every input file; only the files' structure is read here.
 
-    Parquet files are scanned with hive partitioning (``key=value`` directories become
-    columns); files of different formats are concatenated, and must share one schema.
+    :func:`polars_eval.io.files.scan` checks the files before the query is built: a CSV
+    line with too few or too many fields, a repeated CSV column name, a column that some
+    files lack or whose type changes between files (Float64 here, String there) are
+    errors naming the file and the line or the column. Numeric types that differ
+    between files (Int32 and Int64, Float32 and Float64, integers and floats) are read
+    as their common type. Parquet files are scanned with hive partitioning (``key=value``
+    directories become columns). ``columns``: the columns the evaluation needs; other
+    columns that drift between files are left out instead of being an error.
     """
-    groups: dict[str, list[str]] = {}
+    names: list[str] = []
     for pattern in paths:
         for file in _expand(pattern):
-            groups.setdefault(_format_of(file, input_format), []).append(file)
-    frames: list[pl.LazyFrame] = []
-    for fmt, files in groups.items():
-        if fmt == "parquet":
-            frames.append(pl.scan_parquet(files, hive_partitioning=True))
-        elif fmt in ("csv", "tsv"):
-            frames.append(
-                pl.scan_csv(
-                    files, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000
-                )
-            )
-        else:
-            frames.append(pl.scan_ndjson(files, infer_schema_length=10_000))
-    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+            _format_of(file, input_format)
+            names.append(file)
+    try:
+        return files.scan(names, input_format=input_format, columns=columns)
+    except FileNotFoundError as error:  # a file removed meanwhile: not "file: file not found"
+        raise CliError(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -804,12 +797,77 @@ def _json_ready(table: pl.DataFrame) -> pl.DataFrame:
     return table.select(exprs)
 
 
-def write_output(table: pl.DataFrame, by: list[str], fmt: str | None, output: str | None) -> None:
-    """Print or write the result in the requested format."""
-    if fmt is None:
-        fmt = OUTPUT_FORMATS.get(Path(output).suffix.lower(), "table") if output else "table"
+def output_format(fmt: str | None, output: str | None) -> str:
+    """The output format: ``--format``, else from the ``--output`` extension, else table.
+
+    An ``--output`` extension that names no format is an error listing the formats, not
+    a text table in ``out.xlsx``.
+    """
+    if fmt is None and output:
+        fmt = OUTPUT_FORMATS.get(Path(output).suffix.lower())
+        if fmt is None:
+            known = ", ".join(f"{ext} ({name})" for ext, name in OUTPUT_FORMATS.items())
+            raise CliError(
+                f"cannot tell the output format of {output!r} from its extension; known: "
+                f"{known}; or give --format {'|'.join(FORMATS)}"
+            )
+    fmt = fmt or "table"
     if fmt == "parquet" and not output:
         raise CliError("--format parquet needs --output FILE")
+    return fmt
+
+
+def _check_writable(option: str, path: str, inputs: Sequence[str]) -> None:
+    """An output file the command can create or replace; an error naming it otherwise."""
+    target = Path(path)
+    where = f"cannot write {option} {path!r}"
+    if target.is_dir():
+        raise CliError(f"{where}: it is a directory; expected a file name")
+    parent = target.parent
+    if not parent.exists():
+        raise CliError(f"{where}: directory {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise CliError(f"{where}: {str(parent)!r} is not a directory")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise CliError(f"{where}: the file is not writable (permission denied)")
+        for name in inputs:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(name, target):
+                    raise CliError(f"{where}: it is an input file and would be overwritten")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise CliError(f"{where}: directory {str(parent)!r} is not writable (permission denied)")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Check the output options before any work: format, and that each path is writable.
+
+    ``-o/--output`` and ``--report`` must name a file in an existing, writable directory
+    (not an input file); the output extension must name a format (or give ``--format``)
+    and the report's must be ``.html``, so that a long evaluation never fails at the end.
+    """
+    output = getattr(args, "output", None)
+    report = getattr(args, "report", None)
+    if getattr(args, "no_report", False):
+        report = None
+    inputs = [*getattr(args, "paths", []), *(getattr(args, "train", None) or [])]
+    inputs += [getattr(args, name) for name in ("run", "qrels") if getattr(args, name, None)]
+    if report is not None and Path(report).suffix.lower() not in REPORT_SUFFIXES:
+        raise CliError(
+            f"--report writes HTML: expected a file name ending in .html, got {report!r}"
+        )
+    for option, path in (("-o/--output", output), ("--report", report)):
+        if path:
+            _check_writable(option, path, inputs)
+    if hasattr(args, "format"):
+        output_format(args.format, output)
+    if output and report and os.path.abspath(output) == os.path.abspath(report):
+        raise CliError(f"-o/--output and --report name the same file {output!r}")
+
+
+def write_output(table: pl.DataFrame, by: list[str], fmt: str | None, output: str | None) -> None:
+    """Print or write the result in the requested format."""
+    fmt = output_format(fmt, output)
     if fmt == "json":
         text = _json_ready(table).write_json() + "\n"
     elif fmt == "csv":
@@ -955,7 +1013,7 @@ def evaluate(
         if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
     ][: len(inputs)]
     with reading(args.paths):
-        lf = scan(args.paths, args.input_format)
+        lf = scan(args.paths, args.input_format, _needed(*inputs, *extra_columns, by))
         opts = options(lf)
         needed = _needed(*inputs, *extra_columns, by)
         schema = lf.collect_schema()
@@ -1807,7 +1865,7 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
-    with warnings.catch_warnings(record=True) as caught:
+    with native_stderr_filtered(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             parser = build_parser()
@@ -1815,6 +1873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command is None:
                 parser.print_help(sys.stderr)
                 return EXIT_BAD_INPUT
+            check_outputs(args)
             status: int = args.handler(args)
         except BrokenPipeError:
             # the reader (e.g. `head`) closed the pipe: not an error of ours
@@ -1839,8 +1898,85 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_INTERNAL
-    _warn(caught)
+        _warn(caught)
     return status
+
+
+_PANIC = re.compile(r"^thread '.*' (\(\d+\) )?panicked at ")
+
+
+def _without_panics(text: str) -> str:
+    """Native stderr output less Rust's panic reports (``thread '...' panicked at`` up to
+    its closing ``note: ...`` line or the next report)."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if _PANIC.match(line):
+            skipping = True
+            while kept and not kept[-1].strip():
+                kept.pop()  # the blank line Rust puts before the report
+            continue
+        if skipping:
+            if line.startswith("note: "):
+                skipping = False
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
+@contextlib.contextmanager
+def native_stderr_filtered() -> Iterator[None]:
+    """Keep panic reports that native code writes to stderr off the user's screen.
+
+    When a streaming query fails (say, a CSV line with an extra field), a worker thread of
+    Polars' engine now and then (about 2 runs in 150) prints a Rust panic with a backtrace
+    ("joined on cancelled task") to file descriptor 2 while the error itself still comes
+    back to Python as an exception. The command's output must be its one error line, so
+    while it runs, file descriptor 2 is a temporary file and ``sys.stderr`` writes to a
+    copy of the real stderr; afterwards, what native code wrote is passed on, less the
+    panic reports. A panic that is the error itself still reaches the user as the
+    one-line message of its ``PanicException``. ``POLARS_EVAL_DEBUG=1`` turns this off.
+    """
+    if os.environ.get("POLARS_EVAL_DEBUG"):
+        yield
+        return
+    python_stderr = sys.stderr
+    try:
+        python_stderr.flush()
+        writes_fd2 = python_stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # captured (pytest), closed ...
+        writes_fd2 = False
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    sink = tempfile.TemporaryFile()
+    if writes_fd2:
+        sys.stderr = open(  # noqa: SIM115 - closed below
+            os.dup(saved),
+            "w",
+            encoding=getattr(python_stderr, "encoding", None) or "utf-8",
+            errors="backslashreplace",
+            buffering=1,
+        )
+    os.dup2(sink.fileno(), 2)
+    try:
+        yield
+    finally:
+        if writes_fd2:
+            sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        if writes_fd2:
+            sys.stderr.close()
+            sys.stderr = python_stderr
+        sink.seek(0)
+        native = _without_panics(sink.read().decode("utf-8", errors="replace"))
+        sink.close()
+        if native.strip():
+            python_stderr.write(native)
+            python_stderr.flush()
 
 
 _NULL_GROUPS = re.compile(
