@@ -117,3 +117,12 @@ from polars_eval import _families  # noqa: E402,F401  (imports every family modu
 __all__ += _families.EXPORTS
 
 EvalNamespace = _namespace.install()
+
+
+def __getattr__(name: str) -> object:
+    # ``pe.spark`` (``pe.spark.evaluate``) is loaded on first use; pyspark only when it runs
+    if name == "spark":
+        from polars_eval.scale import spark
+
+        return spark
+    raise AttributeError(f"module 'polars_eval' has no attribute {name!r}")
