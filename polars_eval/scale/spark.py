@@ -9,11 +9,17 @@ The same state model as :class:`polars_eval.Evaluation` (SPEC §10), run by Spar
    within the partition and returned as Arrow. Rows are validated here, as
    ``Evaluation.update`` validates them.
 2. **Merge.** Spark shuffles the state rows by the ``by`` columns (one partition when
-   there is no ``by``), so that every state row of a group lands in one partition, where
-   they are merged by their merge rule (the value columns summed per key).
-3. **Finalize on the executors.** Each partition runs the task method on its merged
-   state, one row per group, and sends back that small table (as Arrow IPC bytes, so
-   that its columns and types are those of the one-machine result).
+   there is no ``by``), so that the partial states of a group, from every input
+   partition, land in one partition.
+3. **Finalize on the executors.** Each partition runs the task method on the partial
+   states of its groups (the summed weight as the weight: equal keys of different
+   partitions add up there, as their merge rule says), one row per group, and sends back
+   that small table (as Arrow IPC bytes, so that its columns and types are those of the
+   one-machine result).
+
+Spark's own ``groupBy(by + keys).agg(sum(...))`` is not used for the merge: with
+continuous scores the partial states are as many as the rows and that aggregation
+(a shuffle by every key) cost more than it saved; see ``benchmarks/RESULTS.md``.
 
 Only the final per-group results reach the driver; no input row or state row does. The
 result equals ``pe.Evaluation(task, ...)`` on the same rows (exact mode: to rounding,
@@ -276,7 +282,9 @@ def _partition_results(
     frame = pl.from_arrow(pa.Table.from_batches(received))
     assert isinstance(frame, pl.DataFrame)
     local = copy.copy(ev)
-    local._rows = ev._merge_rows([frame])
+    # the partial states of every input partition that holds these groups: the task method
+    # sums equal keys itself (as merging first would), so they are not re-aggregated here
+    local._rows = frame
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = local.compute()
