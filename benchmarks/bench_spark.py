@@ -10,6 +10,8 @@ On one local Spark cluster (``local[N]``), on the same parquet data in the same 
    down-sampled curve).
 
 Run:  python benchmarks/bench_spark.py [--rows 1e7] [--segments 1000] [--repeat 3]
+      [--decimals 4] [--cores 2]
+(with this checkout installed, or ``PYTHONPATH=.``: the executors import it too).
 
 Prints the machine line, median seconds, ratios (peer / ours: > 1 means we are faster)
 and the largest difference between the results. Needs the ``spark`` and ``bench`` extras
@@ -43,8 +45,11 @@ def median_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def write_data(path: Path, n: int, segments: int, files: int, seed: int = 0) -> None:
-    """``n`` rows in ``files`` parquet files: segment, 0/1 label, continuous probability."""
+def write_data(
+    path: Path, n: int, segments: int, files: int, decimals: int | None = None, seed: int = 0
+) -> None:
+    """``n`` rows in ``files`` parquet files: segment, 0/1 label, probability (continuous,
+    or rounded to ``decimals``)."""
     rng = np.random.default_rng(seed)
     path.mkdir(parents=True, exist_ok=True)
     per = -(-n // files)
@@ -52,6 +57,8 @@ def write_data(path: Path, n: int, segments: int, files: int, seed: int = 0) -> 
         m = min(per, n - i * per)
         y = rng.integers(0, 2, m)
         p = 1.0 / (1.0 + np.exp(-rng.normal(-0.5 + 1.0 * y, 1.0)))  # continuous, in (0, 1)
+        if decimals is not None:
+            p = np.round(p, decimals)
         pl.DataFrame({"seg": rng.integers(0, segments, m), "y": y, "p": p}).write_parquet(
             path / f"part-{i:03d}.parquet"
         )
@@ -81,6 +88,7 @@ def main() -> None:
     parser.add_argument("--ml-repeat", type=int, default=1, help="runs of Spark ML (slow)")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--decimals", type=int, default=None, help="round the scores")
     parser.add_argument("--driver-memory", default="8g")
     args = parser.parse_args()
     n = int(args.rows)
@@ -110,9 +118,13 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "scores"
-        write_data(data, n, args.segments, args.files)
+        write_data(data, n, args.segments, args.files, args.decimals)
         sdf = spark.read.parquet(str(data))
-        print(f"data: {n:,} rows, {args.segments:,} segments, {args.files} parquet files")
+        scores = "continuous" if args.decimals is None else f"at {args.decimals} decimals"
+        print(
+            f"data: {n:,} rows, {args.segments:,} segments, {args.files} parquet files, "
+            f"scores {scores}"
+        )
 
         # 1. per segment: exact AUC, logloss, KS
         metrics = ["auc", "logloss", "ks"]
