@@ -124,3 +124,12 @@ del annotations  # bound by `from __future__ import annotations`; not part of th
 def __dir__() -> list[str]:
     """The public names (``dir(pe)``): functions, classes, constants and subpackages."""
     return sorted({name for name in globals() if not name.startswith("_")} | {"__version__"})
+
+
+def __getattr__(name: str) -> object:
+    # ``pe.spark`` (``pe.spark.evaluate``) is loaded on first use; pyspark only when it runs
+    if name == "spark":
+        from polars_eval.scale import spark
+
+        return spark
+    raise AttributeError(f"module 'polars_eval' has no attribute {name!r}")

@@ -396,6 +396,11 @@ class Evaluation:
         here in binned mode); a bad batch raises and leaves the state unchanged.
         Returns ``self``.
         """
+        self._add(self._state_rows(data))
+        return self
+
+    def _state_rows(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.DataFrame:
+        """The validated state rows of one batch (what :meth:`update` adds)."""
         if isinstance(data, pa.Table):
             data = pl.from_arrow(data)  # type: ignore[assignment]
         if not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
@@ -411,19 +416,22 @@ class Evaluation:
             raise_for_checks(bad, self._checks, per_row=False, source=lf)
         else:
             rows = rows_q.collect(engine="streaming")
-        self._add(rows)
-        return self
+        return rows
 
     def _add(self, rows: pl.DataFrame) -> None:
         if self._rows is None or self._rows.height == 0:
-            merged = rows
+            self._rows = rows
         else:
-            merged = pl.concat([self._rows, rows], how="vertical_relaxed")
+            self._rows = self._merge_rows([self._rows, rows])
+
+    def _merge_rows(self, parts: Sequence[pl.DataFrame]) -> pl.DataFrame:
+        """State rows of disjoint rows merged: value columns summed per key (or kept)."""
+        merged = pl.concat(parts, how="vertical_relaxed")
         values = self._value_columns()
-        if values and self._rows is not None:
+        if values:
             keys = [c for c in merged.columns if c not in values]
             merged = merged.group_by(keys, maintain_order=True).agg(pl.col(values).sum())
-        self._rows = merged
+        return merged
 
     def merge(self, other: Evaluation) -> Evaluation:
         """Add the state of ``other`` (the same definition, disjoint rows). Returns ``self``."""

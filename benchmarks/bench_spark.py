@@ -1,0 +1,187 @@
+"""Spark benchmark: ``pe.spark.evaluate`` against what a Spark user does today (issue 12).
+
+On one local Spark cluster (``local[N]``), on the same parquet data in the same run:
+
+1. exact per-segment AUC, logloss and KS: ``pe.spark.evaluate(..., by="seg")`` against
+   ``groupBy("seg").applyInPandas`` with scikit-learn's ``roc_auc_score`` and
+   ``log_loss`` and a KS by hand (the largest TPR − FPR over ``roc_curve``'s thresholds);
+2. global AUC: ``pe.spark.evaluate`` (exact, and binned with 1,000 bins) against Spark
+   ML's ``BinaryClassificationEvaluator`` (``numBins=0``: exact; default 1,000: its
+   down-sampled curve).
+
+Run:  python benchmarks/bench_spark.py [--rows 1e7] [--segments 1000] [--repeat 3]
+      [--decimals 4] [--cores 2]
+(with this checkout installed, or ``PYTHONPATH=.``: the executors import it too).
+
+Prints the machine line, median seconds, ratios (peer / ours: > 1 means we are faster)
+and the largest difference between the results. Needs the ``spark`` and ``bench`` extras
+and a Java runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+import polars_eval as pe
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def write_data(
+    path: Path, n: int, segments: int, files: int, decimals: int | None = None, seed: int = 0
+) -> None:
+    """``n`` rows in ``files`` parquet files: segment, 0/1 label, probability (continuous,
+    or rounded to ``decimals``)."""
+    rng = np.random.default_rng(seed)
+    path.mkdir(parents=True, exist_ok=True)
+    per = -(-n // files)
+    for i in range(files):
+        m = min(per, n - i * per)
+        y = rng.integers(0, 2, m)
+        p = 1.0 / (1.0 + np.exp(-rng.normal(-0.5 + 1.0 * y, 1.0)))  # continuous, in (0, 1)
+        if decimals is not None:
+            p = np.round(p, decimals)
+        pl.DataFrame({"seg": rng.integers(0, segments, m), "y": y, "p": p}).write_parquet(
+            path / f"part-{i:03d}.parquet"
+        )
+
+
+def sklearn_by_segment(pdf):  # the applyInPandas function a Spark user writes today
+    import pandas as pd
+    from sklearn.metrics import log_loss, roc_auc_score, roc_curve
+
+    y, p = pdf["y"].to_numpy(), pdf["p"].to_numpy()
+    fpr, tpr, _ = roc_curve(y, p)
+    return pd.DataFrame(
+        {
+            "seg": [pdf["seg"].iloc[0]],
+            "auc": [roc_auc_score(y, p)],
+            "logloss": [log_loss(y, p, labels=[0, 1])],
+            "ks": [float(np.max(tpr - fpr))],
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each tool (median)")
+    parser.add_argument("--ml-repeat", type=int, default=1, help="runs of Spark ML (slow)")
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--decimals", type=int, default=None, help="round the scores")
+    parser.add_argument("--driver-memory", default="8g")
+    args = parser.parse_args()
+    n = int(args.rows)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parents[1])  # the executors import this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    import pyspark
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = (
+        SparkSession.builder.master(f"local[{args.cores}]")
+        .appName("bench_spark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.sql.shuffle.partitions", str(2 * args.cores))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, local[{args.cores}], "
+        f"Python {platform.python_version()}, Polars {pl.__version__}, "
+        f"PySpark {pyspark.__version__}, load average {os.getloadavg()[0]:.1f}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "scores"
+        write_data(data, n, args.segments, args.files, args.decimals)
+        sdf = spark.read.parquet(str(data))
+        scores = "continuous" if args.decimals is None else f"at {args.decimals} decimals"
+        print(
+            f"data: {n:,} rows, {args.segments:,} segments, {args.files} parquet files, "
+            f"scores {scores}"
+        )
+
+        # 1. per segment: exact AUC, logloss, KS
+        metrics = ["auc", "logloss", "ks"]
+
+        def ours_by():
+            return pe.spark.evaluate(sdf, "binary", label="y", score="p", by="seg", metrics=metrics)
+
+        def peer_by():
+            schema = "seg long, auc double, logloss double, ks double"
+            out = sdf.groupBy("seg").applyInPandas(sklearn_by_segment, schema).toPandas()
+            return pl.from_pandas(out).sort("seg")
+
+        t_ours, got = median_time(ours_by, args.repeat)
+        t_peer, want = median_time(peer_by, args.repeat)
+        assert isinstance(got, pl.DataFrame) and isinstance(want, pl.DataFrame)
+        assert got["seg"].to_list() == want["seg"].to_list()
+        diff = {m: float((got[m] - want[m]).abs().max()) for m in metrics}
+        print(f"\n## per segment: exact {', '.join(metrics)} ({args.segments:,} segments)")
+        print("| tool | median s | vs ours |")
+        print("|---|---|---|")
+        print(f"| pe.spark.evaluate(by='seg') | {t_ours:.2f} | 1.00 |")
+        print(f"| groupBy().applyInPandas + scikit-learn | {t_peer:.2f} | {t_peer / t_ours:.2f}x |")
+        print("largest difference: " + ", ".join(f"{m} {d:.1e}" for m, d in diff.items()))
+
+        # 2. global AUC
+        labelled = sdf.withColumn("label", F.col("y").cast("double"))
+
+        def ml(num_bins: int) -> Callable[[], float]:
+            evaluator = BinaryClassificationEvaluator(
+                rawPredictionCol="p", labelCol="label", metricName="areaUnderROC"
+            ).setNumBins(num_bins)
+            return lambda: evaluator.evaluate(labelled)
+
+        def ours_global(bins: int | None) -> Callable[[], float]:
+            return lambda: pe.spark.evaluate(
+                sdf, "binary", label="y", score="p", metrics=["auc"], bins=bins
+            )["auc"].item()
+
+        rows = [
+            ("pe.spark.evaluate, exact", ours_global(None), args.repeat),
+            ("pe.spark.evaluate, bins=1000", ours_global(1000), args.repeat),
+            ("Spark ML BinaryClassificationEvaluator, numBins=0 (exact)", ml(0), args.ml_repeat),
+            (
+                "Spark ML BinaryClassificationEvaluator, numBins=1000 (default)",
+                ml(1000),
+                args.ml_repeat,
+            ),
+        ]
+        results = [(name, *median_time(fn, repeat)) for name, fn, repeat in rows]
+        base, exact = results[0][1], results[0][2]
+        print("\n## global AUC")
+        print("| tool | median s | vs ours exact | AUC | − ours exact |")
+        print("|---|---|---|---|---|")
+        for name, t, auc in results:
+            print(f"| {name} | {t:.2f} | {t / base:.2f}x | {auc:.12f} | {auc - exact:+.1e} |")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

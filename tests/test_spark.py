@@ -1,0 +1,365 @@
+"""pe.spark.evaluate (SPEC §10): inside Spark (local mode), the one-machine numbers.
+
+Every task is run through Spark on data whose rows are dealt round-robin across
+partitions (so a group, a query and a series are split), and compared with
+``pe.Evaluation`` and the task method on the same rows (exact mode: to 1e-12).
+
+Spark needs a Java runtime; without pyspark or Java these tests skip on a developer's
+machine, and fail in CI (CI=true), where .ci/run installs both.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import polars_eval as pe
+from polars_eval.scale import spark as pe_spark
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+if not IN_CI:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (the extra 'spark')")
+
+pytestmark = pytest.mark.filterwarnings(
+    # pyspark's own notice about pandas 3 (our code does not use pandas)
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
+    # the executors' Python is this one, importing this checkout's polars_eval
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
+    try:
+        from pyspark.sql import SparkSession
+
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("polars_eval-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "3")
+            .config("spark.default.parallelism", "2")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+    except Exception as err:  # no Java, or Spark cannot start
+        message = f"Spark cannot start in local mode: {type(err).__name__}: {err}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    yield session
+    session.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def to_spark(session, df: pl.DataFrame, partitions: int = 3):
+    """``df`` as a Spark DataFrame, its rows dealt round-robin across ``partitions``."""
+    return session.createDataFrame(df.to_arrow()).repartition(partitions)
+
+
+def assert_same(got: pl.DataFrame, want: pl.DataFrame, tol: float = 1e-12) -> None:
+    """Same columns and types, same groups in order, floats equal to ``tol``, same nulls."""
+    assert got.columns == want.columns
+    assert got.dtypes == want.dtypes
+    assert got.height == want.height
+    for name in want.columns:
+        a, b = got[name], want[name]
+        if b.dtype.is_float():
+            x, y = a.to_numpy(), b.to_numpy()
+            assert np.array_equal(np.isnan(x), np.isnan(y)), name
+            ok = np.isnan(x) | (np.abs(x - y) <= tol * np.maximum(1.0, np.abs(y)))
+            assert ok.all(), (name, x[~ok], y[~ok])
+        else:
+            assert a.to_list() == b.to_list(), name
+
+
+def one_machine(df: pl.DataFrame, task: str, **kw) -> pl.DataFrame:
+    return pe.Evaluation(task, **kw).update(df).compute()
+
+
+def binary_frame(seed: int, n: int = 2000) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pl.DataFrame(
+        {
+            "seg": rng.choice(["a", "b", "c", "d"], n),
+            "y": y,
+            "p": np.round(np.clip(0.3 * y + rng.random(n) * 0.7, 0, 1), 2),  # ties
+            "w": rng.integers(0, 4, n).astype(float),  # zero weights too
+        }
+    )
+
+
+# -- every task equals one machine ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("weight", "by"), [(None, None), ("w", "seg")])
+def test_binary_exact_equals_one_machine(spark, weight, by):
+    df = binary_frame(1)
+    kw = {"label": "y", "score": "p", "weight": weight, "by": by}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+    # and the task method on all rows, independently of pe.Evaluation
+    assert_same(got, df.eval.binary("y", "p", weight=weight, by=by))
+
+
+def test_binary_metrics_selection_equals_sklearn(spark):
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    df = binary_frame(2)
+    got = pe.spark.evaluate(
+        to_spark(spark, df),
+        "binary",
+        label="y",
+        score="p",
+        weight="w",
+        by="seg",
+        metrics=["auc", "logloss"],
+    )
+    assert got.columns == ["seg", "auc", "logloss"]
+    for seg, auc, ll in got.iter_rows():
+        part = df.filter(pl.col("seg") == seg)
+        w = part["w"].to_numpy()
+        assert auc == pytest.approx(roc_auc_score(part["y"], part["p"], sample_weight=w), abs=1e-12)
+        assert ll == pytest.approx(log_loss(part["y"], part["p"], sample_weight=w), abs=1e-12)
+
+
+def test_binary_binned_equals_one_machine(spark):
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pl.DataFrame(
+        {"seg": rng.integers(0, 3, n), "y": rng.integers(0, 2, n), "s": rng.normal(size=n)}
+    )
+    kw = {"label": "y", "score": "s", "by": "seg", "bins": 16, "probability": False}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_regression_equals_one_machine(spark):
+    rng = np.random.default_rng(4)
+    n = 1500
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 3, n),
+            "y": np.round(rng.normal(50, 8, n), 1),
+            "p": np.round(rng.normal(50, 8, n), 1),
+            "w": rng.random(n),
+        }
+    )
+    kw = {"actual": "y", "pred": "p", "weight": "w", "by": "g"}
+    got = pe.spark.evaluate(to_spark(spark, df), "regression", **kw)
+    assert_same(got, one_machine(df, "regression", **kw))
+    assert_same(got, df.eval.regression("y", "p", weight="w", by="g"))
+
+
+def test_multiclass_equals_one_machine(spark):
+    rng = np.random.default_rng(5)
+    n = 1200
+    proba = np.round(rng.dirichlet(np.ones(3), n), 6)
+    proba[:, 2] = 1.0 - proba[:, 0] - proba[:, 1]
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 2, n),
+            "y": rng.choice(["a", "b", "c"], n),
+            "pa": proba[:, 0],
+            "pb": proba[:, 1],
+            "pc": proba[:, 2],
+            "w": rng.random(n),
+        }
+    ).with_columns(
+        pred=pl.concat_list("pa", "pb", "pc")
+        .list.arg_max()
+        .replace_strict({0: "a", 1: "b", 2: "c"})
+    )
+    kw = {
+        "label": "y",
+        "pred": "pred",
+        "proba": ["pa", "pb", "pc"],
+        "classes": ["a", "b", "c"],
+        "weight": "w",
+        "by": "g",
+    }
+    got = pe.spark.evaluate(to_spark(spark, df), "multiclass", **kw)
+    assert_same(got, one_machine(df, "multiclass", **kw))
+
+
+def test_forecast_series_split_across_partitions(spark):
+    rng = np.random.default_rng(6)
+    n_series, length = 10, 30
+    frame = pl.DataFrame(
+        {
+            "sid": np.repeat(np.arange(n_series), length),
+            "t": np.tile(np.arange(length), n_series),
+            "y": rng.normal(20, 3, n_series * length),
+            "f": rng.normal(20, 3, n_series * length),
+            "w": rng.random(n_series * length),
+        }
+    ).with_columns(region=pl.col("sid") % 2)
+    train = frame.filter(pl.col("t") < 20).select("sid", "t", "y")
+    test = frame.filter(pl.col("t") >= 20)
+    kw = {
+        "actual": "y",
+        "forecast": "f",
+        "series": "sid",
+        "time": "t",
+        "train": train,
+        "season_length": 3,
+        "weight": "w",
+        "by": "region",
+    }
+    got = pe.spark.evaluate(to_spark(spark, test, partitions=4), "forecast", **kw)
+    assert_same(got, one_machine(test, "forecast", **kw))
+    kw.pop("by")
+    want = test.eval.forecast(
+        "y", "f", **{k: v for k, v in kw.items() if k not in ("actual", "forecast")}
+    )
+    assert_same(pe.spark.evaluate(to_spark(spark, test, partitions=4), "forecast", **kw), want)
+
+
+@pytest.mark.parametrize("item", [None, "doc"])
+def test_ranking_queries_split_across_partitions(spark, item):
+    rng = np.random.default_rng(7)
+    n = 2000
+    q = rng.integers(0, 120, n)
+    df = pl.DataFrame(
+        {
+            "mkt": q % 3,
+            "q": q,
+            "rel": rng.integers(0, 4, n),
+            "s": rng.integers(0, 6, n).astype(float),  # many ties within a query
+        }
+    ).with_row_index("doc")
+    df = df.with_columns(pl.col("doc").cast(pl.Int64))
+    kw = {"relevance": "rel", "score": "s", "query": "q", "item": item, "by": "mkt", "k": [3, None]}
+    got = pe.spark.evaluate(to_spark(spark, df, partitions=4), "ranking", **kw)
+    assert_same(got, one_machine(df, "ranking", **kw))
+    want = df.eval.ranking("rel", "s", query="q", item=item, by="mkt", k=[3, None])
+    assert_same(got, want)
+
+
+# -- warnings, empty data --------------------------------------------------------------
+
+
+def test_undefined_values_warn_as_one_machine(spark):
+    df = binary_frame(8).with_columns(
+        # segments "a" and "c" hold one class only: their AUC is undefined
+        y=pl.when(pl.col("seg").is_in(["a", "c"])).then(0).otherwise(pl.col("y"))
+    )
+    kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss"]}
+    with pytest.warns(pe.UndefinedMetricWarning) as want_warnings:
+        want = one_machine(df, "binary", **kw)
+    with pytest.warns(pe.UndefinedMetricWarning) as got_warnings:
+        got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert_same(got, want)
+    ours = [str(w.message) for w in got_warnings if w.category is pe.UndefinedMetricWarning]
+    assert ours == [str(w.message) for w in want_warnings]
+    assert ours == ["auc is null for 2 of 4 groups (needs both classes present)"]
+
+
+def test_empty_dataframe_is_what_one_machine_says(spark):
+    df = binary_frame(9).head(0)
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="p", by="seg")
+    assert_same(got, pe.Evaluation("binary", label="y", score="p", by="seg").compute())
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
+        pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="p")
+
+
+# -- bad input: our errors, not a JVM stack trace ------------------------------------------
+
+
+def test_wrong_spark_type_is_our_validation_error(spark):
+    df = binary_frame(10).with_columns(pl.col("p").cast(pl.String))
+    with pytest.raises(pe.DataValidationError, match='"p"'):
+        pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="p")
+    with pytest.raises(pe.DataValidationError, match='"score_x"'):
+        pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="score_x")
+    with pytest.raises(pe.DataValidationError, match='"seg"'):
+        pe.spark.evaluate(
+            to_spark(spark, df.drop("seg")), "regression", actual="y", pred="w", by="seg"
+        )
+
+
+def test_bad_rows_inside_executors_are_our_errors(spark):
+    df = binary_frame(11)
+    negative = df.with_columns(w=pl.when(pl.col("seg") == "b").then(-1.0).otherwise(pl.col("w")))
+    with pytest.raises(pe.DataValidationError, match='"w"') as raised:
+        pe.spark.evaluate(to_spark(spark, negative), "binary", label="y", score="p", weight="w")
+    assert "Traceback" not in str(raised.value) and "java" not in str(raised.value).lower()
+    # a label outside {0, 1}: found at finalize (exact mode), on the executors
+    three = df.with_columns(y=pl.when(pl.col("p") > 0.9).then(2).otherwise(pl.col("y")))
+    with pytest.raises(pe.DataValidationError, match='"y"'):
+        pe.spark.evaluate(to_spark(spark, three), "binary", label="y", score="p", by="seg")
+
+
+def test_arguments_refused_by_name(spark):
+    with pytest.raises(pe.InvalidParameterError, match="pyspark DataFrame"):
+        pe.spark.evaluate(binary_frame(12), "binary", label="y", score="p")
+    sdf = to_spark(spark, binary_frame(12))
+    with pytest.raises(pe.InvalidParameterError, match="scor"):
+        pe.spark.evaluate(sdf, "binary", label="y", scor="p")
+    with pytest.raises(pe.InvalidParameterError, match="train="):
+        pe.spark.evaluate(
+            sdf, "forecast", actual="y", forecast="p", series="seg", time="w", train=sdf
+        )
+
+
+# -- without Spark: the executor functions and the lazy import ------------------------------
+
+
+def test_partition_states_gather_batches_in_chunks(monkeypatch):
+    df = binary_frame(13)
+    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg")
+    rows = ev._batch_rows(df.head(0).lazy()).collect_schema()
+    arrow = pl.DataFrame(schema=rows).to_arrow(compat_level=pl.CompatLevel.oldest()).schema
+    monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks, merged once
+    batches = df.to_arrow().to_batches(max_chunksize=128)
+    state = pl.from_arrow(
+        pa.Table.from_batches(list(pe_spark._partition_states(ev, arrow, batches)))
+    )
+    ev._rows = state
+    assert_same(ev.compute(), df.eval.binary("y", "p", weight="w", by="seg"))
+
+
+def test_importing_polars_eval_does_not_import_pyspark():
+    import subprocess
+
+    code = (
+        "import sys, polars_eval as pe; assert 'pyspark' not in sys.modules; "
+        "pe.spark.evaluate; assert 'pyspark' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_executor_errors_are_found_in_the_spark_message():
+    def failing(_):
+        raise pe.DataValidationError('column "w" must hold weights >= 0;\nfound -1')
+        yield  # pragma: no cover
+
+    wrapped = pe_spark._ours(failing)
+    with pytest.raises(RuntimeError) as raised:
+        list(wrapped(None))
+    text = f"org.apache.spark.api.python.PythonException: Traceback ...\n{raised.value}\n\tat org"
+    ours = pe_spark._our_error(Exception(text))
+    assert type(ours) is pe.DataValidationError
+    assert str(ours) == 'column "w" must hold weights >= 0;\nfound -1'
+    assert pe_spark._our_error(Exception("java.lang.OutOfMemoryError")) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pe_spark._warn_again([[], []], 0)  # nothing caught: nothing warned
