@@ -202,16 +202,10 @@ def _binned(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
     def run(_: pl.DataFrame) -> pl.DataFrame:
         return ev.update(frame).compute()
 
-    # the result's schema is that of the same evaluation over no rows (with a group key)
-    empty = pl.DataFrame(schema=frame.collect_schema())
-    probe = Evaluation("binary", **{**kwargs, "by": kwargs["by"] or []})
-    schema = probe.update(empty).compute().schema if kwargs["by"] else None
-    if schema is None:
-        schema = (
-            Evaluation("binary", **{**kwargs, "by": ["__pe_all"]})
-            .update(empty.with_columns(pl.lit(0).alias("__pe_all")))
-            .compute()
-            .drop("__pe_all")
-            .schema
-        )
+    # the result's schema: the same evaluation over no rows, grouped (a stand-in key
+    # without ``by``, since an ungrouped evaluation of no rows raises "no rows")
+    by = kwargs["by"] or ["__pe_all"]
+    empty = pl.DataFrame(schema=frame.collect_schema()).with_columns(pl.lit(0).alias("__pe_all"))
+    probe = Evaluation("binary", **{**kwargs, "by": by}).update(empty).compute()
+    schema = probe.drop("__pe_all", strict=False).schema
     return pl.LazyFrame({"__pe": [0]}).map_batches(run, schema=schema)
