@@ -20,23 +20,17 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
+import sys
 import time
-from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 import polars_eval as pe
 
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).parent))
+from _harness import median_time  # noqa: E402
 
 
 def make_data(n: int, seed: int = 0) -> pl.DataFrame:

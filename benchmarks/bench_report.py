@@ -20,11 +20,10 @@ Run:  python benchmarks/bench_report.py [--rows 1e6] [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import statistics
+import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,8 @@ import polars as pl
 
 import polars_eval as pe  # noqa: F401  (registers the .eval namespace)
 
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).parent))
+from _harness import median_time  # noqa: E402
 
 
 def make_data(n: int, segments: int = 100, seed: int = 0) -> pl.DataFrame:
