@@ -24,6 +24,8 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._core.planner import Plan, _deferred, build, normalize_by
+from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import (
     F64,
     check_choice,
@@ -33,8 +35,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import REGISTRY, MetricInfo
-from polars_eval._run import Plan, _deferred, build, normalize_by
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError

@@ -22,9 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import _deferred, normalize_by, report_undefined
 from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
-from polars_eval._run import _deferred, normalize_by, report_undefined
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -93,7 +93,7 @@ def run_ranking(
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the flat engine), then average per ``by`` group.
 
-    Mirrors :func:`polars_eval._run.build`, with the query columns as extra first-stage
+    Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
     keys = by + query

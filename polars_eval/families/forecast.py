@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import polars as pl
 
+from polars_eval._core.registry import register
 from polars_eval._exprs import (
     F64,
     check_fraction,
@@ -33,7 +34,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 

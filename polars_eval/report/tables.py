@@ -23,9 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import normalize_by
 from polars_eval._exprs import binary_label, to_expr, to_float
-from polars_eval._run import normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
