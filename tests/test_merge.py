@@ -11,6 +11,7 @@ tied and untied data, per group and for the whole frame.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,18 +30,26 @@ COLUMNS: dict[str, dict[str, str]] = {
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
 
 
+def _regression(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    y = rng.gamma(2.0, 3.0, n)
+    p = y + rng.normal(0.0, 2.0, n).clip(-y + 0.01)
+    if tied:
+        y, p = np.round(y), np.round(p)
+    y[rng.random(n) < 0.05] = 0.0
+    return pl.DataFrame({"y": y, "p": p})
+
+
+# task -> (rng, rows, tied) -> the input columns of COLUMNS[task]
+DATA: dict[str, Callable[[np.random.Generator, int, bool], pl.DataFrame]] = {
+    "regression": _regression,
+}
+
+
 def _frame(task: str, seed: int, tied: bool) -> pl.DataFrame:
+    assert task in DATA, f"no test data for task {task!r}: add it to DATA in tests/test_merge.py"
     rng = np.random.default_rng(seed)
     n = 240
-    if task == "regression":
-        y = rng.gamma(2.0, 3.0, n)
-        p = y + rng.normal(0.0, 2.0, n).clip(-y + 0.01)
-        if tied:
-            y, p = np.round(y), np.round(p)
-        y[rng.random(n) < 0.05] = 0.0
-        frame = pl.DataFrame({"y": y, "p": p})
-    else:  # pragma: no cover - a task without data here fails below
-        raise AssertionError(f"no test data for task {task!r}: add it to tests/test_merge.py")
+    frame = DATA[task](rng, n, tied)
     w = rng.integers(0, 4, n).astype(float)
     return frame.with_columns(
         pl.Series("w", w),
