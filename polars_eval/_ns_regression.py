@@ -130,11 +130,12 @@ class RegressionMethods:
             )
         else:
             baseline_specs = {}
-        states, finals = plan_specs({**specs, **baseline_specs})
+        planned = plan_specs({**specs, **baseline_specs})
         count = r.zero_actual_count(actual, pred, weight=weight)
+        finals = list(planned.finals)
         finals.insert(len(specs), pl.col(count.meta.output_name()))
         plan = Plan(
-            exprs=[*states, count],
+            exprs=[*planned.aggs, count],
             finalize=finals,
             inputs=NUMERIC_INPUTS,
             args={"actual": actual, "pred": pred, "weight": weight},

@@ -158,3 +158,24 @@ class MetricSpec:
     def has_rows(self) -> bool:
         """True when a state is the rows themselves (nothing to share or bound)."""
         return any(s.kind == "rows" for s in self.states.values())
+
+
+def weighted_mean(
+    term: pl.Expr, w: pl.Expr, then: Callable[[pl.Expr], pl.Expr] | None = None
+) -> MetricSpec:
+    """The weighted mean Σ w·term / Σ w (null when Σ w = 0) as two summed states,
+    optionally transformed (``then=pl.Expr.sqrt`` for the root errors). Rows to leave out
+    carry weight 0 (and a null term where the term is undefined there)."""
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        total = s["w"]
+        mean = pl.when(total != 0.0).then(s["sum"] / total)
+        return mean if then is None else then(mean)
+
+    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize)
+
+
+def nan_or(nan: pl.Expr, value: pl.Expr) -> pl.Expr:
+    """NaN where the state ``nan`` (a ``max`` of is-NaN flags) is true, else ``value``
+    (SPEC §2: a NaN input gives NaN, never a number)."""
+    return pl.when(nan).then(pl.lit(float("nan"), dtype=F64)).otherwise(value)

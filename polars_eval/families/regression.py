@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
-from polars_eval._core.spec import Finalize, MetricSpec, State, moments
+from polars_eval._core.spec import Finalize, MetricSpec, State, moments, nan_or, weighted_mean
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -198,17 +198,6 @@ def zero_actual_count(
     return (y == 0.0).sum().cast(pl.Int64).alias("zero_actuals")
 
 
-def _mean(term: pl.Expr, w: pl.Expr, then: Any = None) -> MetricSpec:
-    """The weighted mean Σ w·term / Σ w (null on an empty group) of two summed states,
-    optionally transformed (``then=pl.Expr.sqrt`` for the root errors)."""
-
-    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        mean = safe_div(s["sum"], s["w"])
-        return mean if then is None else then(mean)
-
-    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize)
-
-
 def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:
     """A metric of order statistics: its state is the rows themselves (already filtered
     to the rows that count), merged by concatenation."""
@@ -229,17 +218,12 @@ def _shape(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> dict[str, State]:
     }
 
 
-def _nan_or(s: Mapping[str, pl.Expr], value: pl.Expr) -> pl.Expr:
-    """NaN when a kept row held a NaN (SPEC §2), else ``value`` (null where undefined)."""
-    return pl.when(s["nan"]).then(pl.lit(NAN, dtype=F64)).otherwise(value)
-
-
 def _pearson(s: Mapping[str, pl.Expr]) -> pl.Expr:
     """Weighted Pearson correlation from :func:`_shape`; null if a side is constant."""
     m = s["m"]
     cov, sxx, syy = (m.struct.field(f) for f in ("sxy", "sxx", "syy"))
     defined = (s["ymax"] > s["ymin"]) & (s["pmax"] > s["pmin"])
-    return _nan_or(s, pl.when(defined).then((cov / (sxx * syy).sqrt()).clip(-1.0, 1.0)))
+    return nan_or(s["nan"], pl.when(defined).then((cov / (sxx * syy).sqrt()).clip(-1.0, 1.0)))
 
 
 def _pearson_rows(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
@@ -303,7 +287,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     └─────┴────────┘
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean((y - p) ** 2, w)
+    return weighted_mean((y - p) ** 2, w)
 
 
 @register(
@@ -325,7 +309,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     12.5
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean((y - p) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -340,7 +324,7 @@ def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean((y - p).abs(), w)
+    return weighted_mean((y - p).abs(), w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -380,7 +364,7 @@ def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = Non
         "max": State(pl.when(kept).then((y - p).abs()), "max"),
         "nan": State(pl.when(kept).then(y.is_nan() | p.is_nan()), "max"),
     }
-    return MetricSpec(states, lambda s: pl.when(s["nan"]).then(NAN).otherwise(s["max"]).cast(F64))
+    return MetricSpec(states, lambda s: nan_or(s["nan"], s["max"].cast(F64)))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY)
@@ -395,7 +379,7 @@ def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.6666666666666666
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean(p - y, w)
+    return weighted_mean(p - y, w)
 
 
 @register(
@@ -429,7 +413,7 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         sst = s["m"].struct.field("sxx")
         defined = (s["ymax"] > s["ymin"]) & (sst > 0.0)
-        return _nan_or(s, pl.when(defined).then(1.0 - s["sse"] / sst))
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - s["sse"] / sst))
 
     return MetricSpec(states, finalize)
 
@@ -706,7 +690,7 @@ def explained_variance(
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         var_y, var_r = s["r"].struct.field("sxx"), s["r"].struct.field("syy")
         defined = (s["ymax"] > s["ymin"]) & (var_y > 0.0)
-        return _nan_or(s, pl.when(defined).then(1.0 - var_r / var_y))
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / var_y))
 
     return MetricSpec(states, finalize)
 
@@ -725,7 +709,7 @@ def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean((p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt)
 
 
 @register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -745,7 +729,7 @@ def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _mean((p.log1p() - y.log1p()) ** 2, w)
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -771,7 +755,7 @@ def rmspe(
     _check_zero_actuals(zero_actuals)
     y, p, w = _masked(actual, pred, weight)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
-    return _mean(term * term, wk, then=pl.Expr.sqrt)  # NaN propagates by arithmetic
+    return weighted_mean(term * term, wk, then=pl.Expr.sqrt)  # NaN propagates by arithmetic
 
 
 @register(
@@ -812,7 +796,7 @@ def mape(
     _check_zero_actuals(zero_actuals)
     y, p, w = _masked(actual, pred, weight)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
-    return _mean(term, wk)  # NaN propagates by arithmetic
+    return weighted_mean(term, wk)  # NaN propagates by arithmetic
 
 
 @register(
@@ -847,7 +831,7 @@ def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     y, p, w = _masked(actual, pred, weight)
     den = y.abs() + p.abs()
     term = pl.when(den > 0.0).then(2.0 * (y - p).abs() / den).otherwise(0.0)
-    return _mean(term, w)  # NaN propagates by arithmetic
+    return weighted_mean(term, w)  # NaN propagates by arithmetic
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -1005,7 +989,7 @@ def mean_tweedie_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return _mean(deviance_terms(y, p, _check_power(power)), w)
+    return weighted_mean(deviance_terms(y, p, _check_power(power)), w)
 
 
 @register(
@@ -1016,7 +1000,7 @@ def mean_poisson_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return _mean(deviance_terms(y, p, 1.0), w)
+    return weighted_mean(deviance_terms(y, p, 1.0), w)
 
 
 @register(
@@ -1027,7 +1011,7 @@ def mean_gamma_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return _mean(deviance_terms(y, p, 2.0), w)
+    return weighted_mean(deviance_terms(y, p, 2.0), w)
 
 
 mean_tweedie_deviance.__doc__ = _DEVIANCE_DOC.format(
