@@ -34,7 +34,7 @@ from polars_eval._exprs import (
     weight_expr,
 )
 from polars_eval._registry import REGISTRY, MetricInfo
-from polars_eval._run import Plan, _deferred, build, normalize_by
+from polars_eval._run import Plan, _deferred, build, no_rows_reason, normalize_by, report_undefined
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -423,19 +423,33 @@ class ForecastMethods:
         undefined = {m.name: m.why for m in metrics}
         if not per_series:
             undefined.update({m.name + "_pooled": m.why for m in metrics})
+        # without by (one summary row) an input with no row to evaluate is an error, as
+        # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
+        single = not by_cols and not per_series
         plan = Plan(
             exprs=first,
             inputs=inputs,
             args=args,
             by=[*by_cols, *keys],
             validate=validate,
-            undefined=undefined,
+            undefined={} if single else undefined,
             strict=False,
             then=second,
         )
         query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
         if not per_series:
             query = query.drop(keys)
+        if single:
+            row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
+
+            def no_rows() -> str | None:
+                return no_rows_reason(keyed, args, row_inputs)
+
+            def report(df: pl.DataFrame) -> pl.DataFrame:
+                report_undefined(df, undefined, grouped=False, strict=False, no_rows=no_rows)
+                return df
+
+            query = query.map_batches(report, schema=query.collect_schema())
         return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
 
 
