@@ -23,7 +23,15 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.planner import Plan, _deferred, build, normalize_by, plan_specs
+from polars_eval._core.planner import (
+    Plan,
+    _deferred,
+    build,
+    no_rows_reason,
+    normalize_by,
+    plan_specs,
+    report_undefined,
+)
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import (
     check_choice,
@@ -371,19 +379,33 @@ class ForecastMethods:
         undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
         if not per_series:
             undefined.update({name + "_pooled": why for name, why in undefined.items()})
+        # without by (one summary row) an input with no row to evaluate is an error, as
+        # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
+        single = not by_cols and not per_series
         plan = Plan(
             exprs=first,
             inputs=inputs,
             args=args,
             by=[*by_cols, *keys],
             validate=validate,
-            undefined=undefined,
+            undefined={} if single else undefined,
             strict=False,
             then=second,
         )
         query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
         if not per_series:
             query = query.drop(keys)
+        if single:
+            row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
+
+            def no_rows() -> str | None:
+                return no_rows_reason(keyed, args, row_inputs)
+
+            def report(df: pl.DataFrame) -> pl.DataFrame:
+                report_undefined(df, undefined, grouped=False, strict=False, no_rows=no_rows)
+                return df
+
+            query = query.map_batches(report, schema=query.collect_schema())
         return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
 
 
