@@ -12,7 +12,7 @@ from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.families import binary as b
+from polars_eval.metrics import binary as b
 
 BASELINE = "_baseline"
 

@@ -34,7 +34,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families import binary as binary_family
+from polars_eval.metrics import binary as binary_family
 
 SEGMENT = "segment"
 """Name of the column that labels a segment (its ``by`` values joined) in chart data."""
@@ -348,7 +348,7 @@ def build_regression(
     _check_options("regression", options, REGRESSION_OPTIONS)
     bins = options.pop("bins", 10)
     lf = frame.lazy()
-    from polars_eval.families import regression as regression_family
+    from polars_eval.metrics import regression as regression_family
 
     check_columns(
         lf, {"actual": actual, "pred": pred, "weight": weight}, regression_family.INPUTS, by
@@ -586,7 +586,7 @@ def build_forecast(
     lf = frame.lazy()
     if cutoff is not None and "lead" in by and "lead" not in lf.collect_schema():
         # by="lead": the lead column the metric layer adds with cutoff= (with_lead)
-        from polars_eval.families.forecast import with_lead
+        from polars_eval.metrics.forecast import with_lead
 
         if isinstance(cutoff, str) and cutoff in lf.collect_schema():
             lf = with_lead(lf, series=series, time=options["time"], cutoff=cutoff)

@@ -35,7 +35,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
-from polars_eval.families import binary as _binary
+from polars_eval.metrics import binary as _binary
 
 PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # metric: (confusion counts in the numerator, confusion counts in the denominator)

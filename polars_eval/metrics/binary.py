@@ -10,7 +10,7 @@ Two kinds of state:
 * threshold metrics sum weighted confusion counts (tp, fp, tn, fn) in one pass and
   finalize them with a formula: the counts merge across partitions by addition;
 * threshold-free metrics, curves and tables finalize the sorted state of
-  :mod:`polars_eval.families._curve` (one sort per group, shared by ``df.eval.binary``).
+  :mod:`polars_eval.metrics._curve` (one sort per group, shared by ``df.eval.binary``).
 
 Undefined values (one class present, 0/0) are null, never 0 or NaN; NaN scores give NaN.
 """
@@ -41,7 +41,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.families._curve import (
+from polars_eval.metrics._curve import (
     Curve,
     prev,
     sorted_spec,
@@ -156,7 +156,7 @@ def auc(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -206,7 +206,7 @@ def gini(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -245,7 +245,7 @@ def pr_auc(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -287,7 +287,7 @@ def average_precision(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -327,7 +327,7 @@ def ks(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -1210,7 +1210,7 @@ def roc_curve(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -1268,7 +1268,7 @@ def pr_curve(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
