@@ -786,3 +786,32 @@ def test_terminal_progress_counts_rows_and_keeps_the_numbers(
                     if isinstance(value, float)
                     else value
                 ), (argv[0], key)
+
+
+def test_binary_bins_is_the_binned_evaluation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--bins (SPEC §10) gives df.eval.binary(bins=); the binned AUC is within its bound of
+    the exact one, and the exact metrics (logloss) are the exact ones."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    df = pl.DataFrame({"y": rng.integers(0, 2, n), "p": rng.random(n), "g": rng.integers(0, 3, n)})
+    path = tmp_path / "s.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                          "--bins", "50", "--metrics", "auc,logloss", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    got = pl.DataFrame(json.loads(out))
+    want = df.eval.binary("y", "p", by="g", bins=50).select("g", "auc", "logloss")
+    assert_frame_equal(got, want, check_dtypes=False, rel_tol=1e-12)
+    exact = df.eval.binary("y", "p", by="g").select("g", "auc", "logloss")
+    assert_frame_equal(got.select("g", "logloss"), exact.select("g", "logloss"), rel_tol=1e-12)
+    assert (got["auc"] - exact["auc"]).abs().max() < 0.01
+    assert (got["auc"] != exact["auc"]).any()  # the bins do change the sort-based metrics
+    code, _, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--bins", "1")
+    assert code == 2
+    _assert_one_line_error(err, "bins must be an integer >= 2")
+    code, _, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--bins", "9",
+                        "--ci", "wilson")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, "--bins works without --ci and --report")
