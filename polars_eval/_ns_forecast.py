@@ -51,6 +51,8 @@ from polars_eval.namespace import _make_method
 STATE = "__pe_s_"
 POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
 """The point-forecast metrics of ``df.eval.forecast``, per series then across series."""
+SCALED_METRICS = ("mase", "rmsse")
+"""The scaled metrics of ``df.eval.forecast`` (with ``train=``)."""
 UNDEFINED = {
     "mape": reg.NO_NONZERO,
     "wape": "all actuals are 0",
@@ -301,7 +303,8 @@ class ForecastMethods:
             for name in POINT_METRICS
         }
         if train is not None:
-            for name, scale in TRAIN_SCALED.items():
+            for name in SCALED_METRICS:
+                scale = TRAIN_SCALED[name]
                 specs[name] = REGISTRY[name].spec(actual, forecast, scale, weight=weight)  # type: ignore[misc]
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
