@@ -465,14 +465,13 @@ def pis(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None)
 def spis(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
-    """Scaled absolute periods in stock, Σ w |ŷ − y| / scale: :func:`pis` over the series'
-    mean in-sample actual.
+    """Scaled absolute periods in stock, Σ w |ŷ − y| / scale (the mean in-sample actual).
 
-    ``scale`` is the mean of the series' training actuals (column ``spis_scale`` of
-    :func:`seasonal_scale`; ``train=`` on the namespace), as utilsforecast's ``spis``.
-    Rows whose scale is null or not positive (a demand series with no positive mean) are
-    left out; a series with only such rows is null. Over several series: the sum of the
-    series' values.
+    :func:`pis` divided by ``scale``, the mean of the series' training actuals (column
+    ``spis_scale`` of :func:`seasonal_scale`; ``train=`` on the namespace), as
+    utilsforecast's ``spis``. Rows whose scale is null or not positive (a demand series
+    with no positive mean) are left out; a series with only such rows is null. Over
+    several series: the sum of the series' values.
 
     References
     ----------
