@@ -115,9 +115,11 @@ CASES: dict[str, Case] = {
             "scale": "sc",
             "lower": "lo",
             "upper": "hi",
+            "baseline": "hi",
+            "quantile_preds": ["lo", "p", "hi"],
             "weight": "w",
         },
-        options={"quantile": 0.3},
+        options={"quantile": 0.3, "quantiles": [0.1, 0.5, 0.9], "alpha": 0.2},
     ),
     "multiclass": Case(
         make=multiclass_data,
