@@ -250,16 +250,6 @@ def test_float32_equals_float64() -> None:
     assert all(out32.schema[n] == pl.Float64 for n in SCALAR)
 
 
-def test_integer_weights_equal_repetition_all_metrics() -> None:
-    df = reg_data(80, seed=10, tied=True)
-    rep = repeat(df)
-    for name in SCALAR:
-        fn = getattr(pe, name)
-        got = df.select(fn("y", "p", weight="w")).item()
-        expected = rep.select(fn("y", "p")).item()
-        assert got == pytest.approx(expected, rel=1e-9), name
-
-
 def test_zero_weight_is_removal_and_nulls_ignored() -> None:
     df = reg_data(60, seed=11)
     kept = df.filter(pl.col("w") > 0)
