@@ -38,7 +38,15 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
 }
 # values of the options that have no default
-OPTIONS = {"beta": 2.0, "recall": 0.5, "precision": 0.6, "volume": 0.3, "fpr": 0.2, "quantile": 0.3}
+OPTIONS = {
+    "beta": 2.0,
+    "recall": 0.5,
+    "precision": 0.6,
+    "volume": 0.3,
+    "fpr": 0.2,
+    "quantile": 0.3,
+    "max_fpr": 0.3,
+}
 
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
 
@@ -115,6 +123,14 @@ def test_some_metrics_are_specs() -> None:
     names = {i.name for i in SPECS}
     assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= names
     assert {"auc", "f1", "logloss", "roc_curve", "mase", "pinball_loss"} <= names
+    assert {
+        "partial_auc",
+        "det_curve",
+        "jaccard",
+        "hinge_loss",
+        "d2_pinball",
+        "d2_tweedie",
+    } <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])
