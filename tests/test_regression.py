@@ -827,6 +827,17 @@ def test_d2_zero_weight_rows_and_domains() -> None:
         bad.eval.d2_tweedie("y", "pred", power=2)
     with pytest.raises(DataValidationError, match=r'column "pred" must hold values > 0'):
         bad.eval.d2_tweedie("y", "pred", power=1)
+    # zero actuals are in the domain for 1 <= power < 2 (0·ln 0 = 0, 0^(2-p) = 0)
+    y, pr, w = (
+        [0.0, 0.0, 1.0, 3.0, 2.0, 0.0],
+        [0.5, 1.0, 1.5, 2.0, 2.5, 0.2],
+        [1.0, 2.0, 0.0, 3.0, 1.0, 1.0],
+    )
+    zeros = pl.DataFrame({"y": y, "p": pr, "w": w})
+    for power in (1.0, 1.5):
+        assert zeros.eval.d2_tweedie("y", "p", weight="w", power=power) == pytest.approx(
+            skm.d2_tweedie_score(y, pr, sample_weight=w, power=power), rel=1e-12
+        )
     # power 0 (R²) and the pinball scores take any real values
     assert bad.eval.d2_tweedie("y", "pred") == pytest.approx(skm.r2_score([0, 1, 2], [1, 1, 0]))
     assert bad.eval.d2_absolute_error("y", "pred") == pytest.approx(
