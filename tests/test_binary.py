@@ -812,3 +812,259 @@ def test_binary_table_equals_every_single_metric(probability: bool) -> None:
     for a, b in zip(table.iter_rows(), want.iter_rows(), strict=True):
         for name, x, y in zip(["g", *names], a, b, strict=True):
             assert same(x, y, 1e-12), (name, x, y)
+
+
+# ---------------------------------------------------------------------------------------
+# Coverage of scikit-learn (SPEC §12): partial AUC, DET curve, jaccard, hinge loss,
+# likelihood ratios, Youden's J, adjusted balanced accuracy
+# ---------------------------------------------------------------------------------------
+
+
+def sk_partial_auc(y: Any, s: Any, w: Any, max_fpr: float, standardized: bool) -> float:
+    """scikit-learn's partial AUC: ``roc_auc_score(max_fpr=)`` (McClish), or the raw area
+    it standardizes, rebuilt from its ROC curve as ``_binary_roc_auc_score`` does."""
+    from sklearn.metrics import auc, roc_auc_score, roc_curve
+
+    y = np.asarray(y).astype(int)
+    if len(np.unique(y[w != 0] if w is not None else y)) < 2:
+        return math.nan
+    if standardized:
+        return float(roc_auc_score(y, s, sample_weight=w, max_fpr=max_fpr))
+    fpr, tpr, _ = roc_curve(y, s, sample_weight=w)
+    if max_fpr == 1:
+        return float(auc(fpr, tpr))
+    stop = np.searchsorted(fpr, max_fpr, "right")
+    tpr = np.append(
+        tpr[:stop], np.interp(max_fpr, fpr[stop - 1 : stop + 1], tpr[stop - 1 : stop + 1])
+    )
+    return float(auc(np.append(fpr[:stop], max_fpr), tpr))
+
+
+@tied_param
+@weighted_param
+@pytest.mark.parametrize("standardized", [True, False])
+@pytest.mark.parametrize("max_fpr", [0.05, 0.3, 0.5, 1.0])
+def test_partial_auc_vs_sklearn(
+    max_fpr: float, standardized: bool, tied: bool, weighted: bool, collect: Collect
+) -> None:
+    df = data(tied, groups=3)
+    y, s, w = arrays(df, weighted)
+    wcol = "w" if weighted else None
+    expr = pe.partial_auc("y", "score", max_fpr=max_fpr, standardized=standardized, weight=wcol)
+    assert_same(scalar(df, expr, collect), sk_partial_auc(y, s, w, max_fpr, standardized))
+    # per group = the frame of each group
+    got = collect(df.lazy().group_by("g").agg(expr).sort("g"))
+    for g, value in got.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        yg, sg, wg = arrays(part, weighted)
+        assert_same(value, sk_partial_auc(yg, sg, wg, max_fpr, standardized))
+
+
+@settings(max_examples=40)
+@given(df=two_class_rows(), max_fpr=st.sampled_from([0.1, 0.25, 0.5, 0.7]))
+@example(  # the cut falls inside a vertical segment (a tie block of negatives and positives)
+    df=pl.DataFrame({"y": [0, 1, 0, 1, 1], "score": [0.5, 0.5, 0.5, 0.9, 0.1], "w": [1.0] * 5}),
+    max_fpr=0.5,
+)
+def test_partial_auc_small_data_vs_sklearn(df: pl.DataFrame, max_fpr: float) -> None:
+    y, s, w = arrays(df, True)
+    for standardized in (True, False):
+        got = df.select(
+            pe.partial_auc("y", "score", max_fpr=max_fpr, standardized=standardized, weight="w")
+        ).item()
+        assert_same(got, sk_partial_auc(y, s, w, max_fpr, standardized))
+
+
+def test_partial_auc_at_one_is_the_auc_and_bounds() -> None:
+    df = data(True)
+    full = df.eval.auc("y", "score", weight="w")
+    for standardized in (True, False):
+        got = df.eval.partial_auc("y", "score", max_fpr=1.0, standardized=standardized, weight="w")
+        assert_same(got, full, 1e-12)
+    # a perfect score: 1 standardized, max_fpr raw; a reversed one: its minimum
+    perfect = pl.DataFrame({"y": [0, 0, 1, 1], "s": [0.1, 0.2, 0.8, 0.9]})
+    assert perfect.eval.partial_auc("y", "s", max_fpr=0.2) == pytest.approx(1.0)
+    assert perfect.eval.partial_auc("y", "s", max_fpr=0.2, standardized=False) == pytest.approx(0.2)
+    worst = perfect.with_columns(s=-pl.col("s"))
+    assert worst.eval.partial_auc("y", "s", max_fpr=0.2) == pytest.approx(0.8 / 1.8)
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -0.1, 1.5, "0.5", None, True])
+def test_partial_auc_max_fpr_is_checked(bad: Any) -> None:
+    with pytest.raises(pe.InvalidParameterError, match=r"max_fpr must be a number in \(0, 1\]"):
+        pe.partial_auc("y", "s", max_fpr=bad)
+    with pytest.raises(pe.InvalidParameterError, match="standardized must be True or False"):
+        pe.partial_auc("y", "s", max_fpr=0.5, standardized="yes")  # type: ignore[arg-type]
+
+
+def sk_det_curve(y: Any, s: Any, w: Any) -> dict[str, np.ndarray]:
+    """scikit-learn's DET curve turned to descending thresholds."""
+    from sklearn.metrics import det_curve
+
+    fpr, fnr, thr = det_curve(np.asarray(y).astype(int), s, sample_weight=w)
+    return {"threshold": thr[::-1], "fpr": fpr[::-1], "fnr": fnr[::-1]}
+
+
+@tied_param
+@weighted_param
+def test_det_curve_vs_sklearn(tied: bool, weighted: bool, collect: Collect) -> None:
+    df = data(tied, groups=3)
+    y, s, w = arrays(df, weighted)
+    wcol = "w" if weighted else None
+    got = curve(df, pe.det_curve("y", "score", weight=wcol), collect)
+    assert got.columns == ["threshold", "fpr", "fnr"]
+    assert_columns(got, sk_det_curve(y, s, w))
+    by = df.eval.det_curve("y", "score", weight=wcol, by="g")
+    for g in range(3):
+        part = df.filter(pl.col("g") == g)
+        assert_columns(by.filter(pl.col("g") == g), sk_det_curve(*arrays(part, weighted)))
+
+
+@settings(max_examples=25)
+@given(df=two_class_rows())
+@example(  # the top score is a positive, the bottom one a negative: trimmed at both ends
+    df=pl.DataFrame(
+        {"y": [1, 1, 0, 1, 0, 0], "score": [0.9, 0.8, 0.5, 0.5, 0.2, 0.1], "w": [1.0] * 6}
+    )
+)
+def test_det_curve_small_data_vs_sklearn(df: pl.DataFrame) -> None:
+    assert_columns(df.eval.det_curve("y", "score", weight="w"), sk_det_curve(*arrays(df, True)))
+
+
+def test_det_curve_one_class_has_null_rates() -> None:
+    df = pl.DataFrame({"y": [1, 1], "s": [0.2, 0.7]})
+    out = df.eval.det_curve("y", "s")
+    assert out["fpr"].null_count() == out.height > 0
+    assert df.head(0).eval.det_curve("y", "s").height == 0
+
+
+def sk_counts_metric(name: str, y: Any, s: Any, w: Any, threshold: float) -> float:
+    """The new threshold metrics of scikit-learn at ``score >= threshold``, NaN where it
+    warns and returns NaN (likelihood ratios) or 0 for 0/0 (jaccard, with zero_division)."""
+    import warnings
+
+    from sklearn.metrics import balanced_accuracy_score, class_likelihood_ratios, jaccard_score
+
+    y = np.asarray(y).astype(int)
+    yhat = (np.asarray(s, dtype=np.float64) >= threshold).astype(int)
+    if name == "jaccard":
+        used = np.ones(len(y), dtype=bool) if w is None else np.asarray(w) != 0
+        if not (y[used] == 1).any() and not (yhat[used] == 1).any():
+            return math.nan  # 0/0: scikit-learn's zero_division takes 0 or 1 only
+        return float(jaccard_score(y, yhat, sample_weight=w))
+    if name in ("youden_j", "balanced_accuracy_adjusted"):
+        with warnings.catch_warnings():  # one class: NaN or -inf, with a warning
+            warnings.simplefilter("ignore")
+            value = float(balanced_accuracy_score(y, yhat, sample_weight=w, adjusted=True))
+        return value if math.isfinite(value) else math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lr_pos, lr_neg = class_likelihood_ratios(y, yhat, sample_weight=w, labels=[0, 1])
+    return float(lr_pos if name == "positive_likelihood_ratio" else lr_neg)
+
+
+NEW_THRESHOLD = ["jaccard", "youden_j", "positive_likelihood_ratio", "negative_likelihood_ratio"]
+
+
+@tied_param
+@weighted_param
+@pytest.mark.parametrize("threshold", [0.5, 0.3])
+@pytest.mark.parametrize("name", [*NEW_THRESHOLD, "balanced_accuracy_adjusted"])
+def test_new_threshold_metrics_vs_sklearn(
+    name: str, threshold: float, tied: bool, weighted: bool, collect: Collect
+) -> None:
+    df = data(tied, groups=3)
+    y, s, w = arrays(df, weighted)
+    wcol = "w" if weighted else None
+    if name == "balanced_accuracy_adjusted":
+        expr = pe.balanced_accuracy("y", "score", threshold=threshold, weight=wcol, adjusted=True)
+    else:
+        expr = getattr(pe, name)("y", "score", threshold=threshold, weight=wcol)
+    assert_same(scalar(df, expr, collect), sk_counts_metric(name, y, s, w, threshold))
+    got = collect(df.lazy().group_by("g").agg(expr).sort("g"))
+    for g, value in got.iter_rows():
+        yg, sg, wg = arrays(df.filter(pl.col("g") == g), weighted)
+        assert_same(value, sk_counts_metric(name, yg, sg, wg, threshold))
+
+
+@pytest.mark.parametrize(
+    ("y", "pred", "undefined"),
+    [
+        # no false positive: LR+ undefined (scikit-learn: NaN and a warning)
+        ([1, 1, 0, 0], [1, 0, 0, 0], {"positive_likelihood_ratio"}),
+        # no true negative: LR- undefined
+        ([1, 1, 0, 0], [1, 1, 1, 1], {"negative_likelihood_ratio"}),
+        # no positive row: both ratios, Youden's J and (with no positive prediction) jaccard
+        ([0, 0, 0], [0, 0, 0], set(NEW_THRESHOLD)),
+        # no negative row: both ratios and Youden's J
+        ([1, 1, 1], [1, 0, 1], set(NEW_THRESHOLD) - {"jaccard"}),
+    ],
+)
+def test_new_threshold_metrics_undefined_are_null(
+    y: list[int], pred: list[int], undefined: set[str]
+) -> None:
+    df = pl.DataFrame({"y": y, "yhat": pred})
+    out = df.select(getattr(pe, n)("y", pred="yhat") for n in NEW_THRESHOLD).row(0, named=True)
+    for name in NEW_THRESHOLD:
+        want = sk_counts_metric(name, y, pred, None, 0.5)
+        assert math.isnan(want) == (name in undefined), (name, want)
+        if name in undefined:
+            assert out[name] is None, (name, out)
+        else:
+            assert_same(out[name], want)
+    if undefined:
+        with pytest.raises(pe.UndefinedMetricError, match="is undefined on this data"):
+            getattr(df.eval, sorted(undefined)[0])("y", pred="yhat")
+
+
+def test_youden_j_is_adjusted_balanced_accuracy_and_table_unchanged() -> None:
+    df = data(True, groups=3)
+    a = df.eval.youden_j("y", "score", weight="w", by="g")
+    b = df.eval.balanced_accuracy("y", "score", weight="w", by="g", adjusted=True)
+    plain = df.eval.balanced_accuracy("y", "score", weight="w", by="g")
+    assert a["youden_j"].to_list() == pytest.approx(b["balanced_accuracy"].to_list(), rel=1e-12)
+    assert b["balanced_accuracy"].to_list() == pytest.approx(
+        (2 * plain["balanced_accuracy"] - 1).to_list(), rel=1e-12
+    )
+    # the default table keeps its columns: none of the new metrics is a summary metric
+    table = df.eval.binary("y", "score", weight="w")
+    assert not set(NEW_THRESHOLD + ["partial_auc", "det_curve", "hinge_loss"]) & set(table.columns)
+    assert table["balanced_accuracy"].item() == pytest.approx(
+        df.eval.balanced_accuracy("y", "score", weight="w"), rel=1e-12
+    )
+    with pytest.raises(pe.InvalidParameterError, match="adjusted must be True or False"):
+        pe.balanced_accuracy("y", "score", adjusted=1)  # type: ignore[arg-type]
+
+
+def sk_hinge(y: Any, s: Any, w: Any) -> float:
+    from sklearn.metrics import hinge_loss
+
+    return float(hinge_loss(np.asarray(y).astype(int), s, sample_weight=w))
+
+
+@tied_param
+@weighted_param
+def test_hinge_loss_vs_sklearn(tied: bool, weighted: bool, collect: Collect) -> None:
+    # a decision score on the real line (an SVM margin), ties kept by the affine map
+    df = data(tied, groups=3).with_columns(margin=pl.col("score") * 4.0 - 2.0)
+    y, _, w = arrays(df, weighted)
+    m = df["margin"].to_numpy()
+    wcol = "w" if weighted else None
+    expr = pe.hinge_loss("y", "margin", weight=wcol)
+    assert_same(scalar(df, expr, collect), sk_hinge(y, m, w))
+    by = df.eval.hinge_loss("y", "margin", weight=wcol, by="g")
+    for g, value in by.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        wg = part["w"].to_numpy() if weighted else None
+        assert_same(value, sk_hinge(part["y"].to_numpy(), part["margin"].to_numpy(), wg))
+
+
+def test_hinge_loss_takes_any_real_score_and_labels() -> None:
+    # margins outside [0, 1] are valid (no probability check); string labels with pos_label
+    df = pl.DataFrame({"y": ["spam", "ham", "spam"], "m": [3.0, -2.5, -0.25]})
+    assert df.eval.hinge_loss("y", "m", pos_label="spam") == pytest.approx(
+        sk_hinge([1, 0, 1], [3.0, -2.5, -0.25], None)
+    )
+    assert df.head(0).select(pe.hinge_loss("y", "m", pos_label="spam")).item() is None
+    nan = df.with_columns(m=pl.lit(float("nan")))
+    assert math.isnan(nan.select(pe.hinge_loss("y", "m", pos_label="spam")).item())

@@ -100,7 +100,14 @@ CASES: dict[str, Case] = {
     "binary": Case(
         make=lambda seed, tied: binary_data(120, seed=seed, tied=tied, groups=3),
         columns={"binary_label": "y", "score": "score", "proba": "score", "weight": "w"},
-        options={"beta": 2.0, "recall": 0.5, "precision": 0.6, "volume": 0.3, "fpr": 0.2},
+        options={
+            "beta": 2.0,
+            "recall": 0.5,
+            "precision": 0.6,
+            "volume": 0.3,
+            "fpr": 0.2,
+            "max_fpr": 0.3,
+        },
     ),
     "regression": Case(
         make=regression_data,

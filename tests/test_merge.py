@@ -49,6 +49,7 @@ OPTIONS = {
     "quantile": 0.3,
     "quantiles": [0.2, 0.5, 0.9],
     "alpha": 0.2,
+    "max_fpr": 0.3,
 }
 
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
@@ -127,6 +128,14 @@ def test_some_metrics_are_specs() -> None:
     assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= names
     assert {"auc", "f1", "logloss", "roc_curve", "mase", "pinball_loss"} <= names
     assert {"msse", "cfe", "mqloss", "scaled_crps", "calibration", "winkler"} <= names
+    assert {
+        "partial_auc",
+        "det_curve",
+        "jaccard",
+        "hinge_loss",
+        "d2_pinball",
+        "d2_tweedie",
+    } <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats as ss
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
@@ -718,3 +718,143 @@ def test_poisson_deviance_zero_actual_and_domains() -> None:
 def test_tweedie_power_is_checked(power: object) -> None:
     with pytest.raises(InvalidParameterError, match="power must be"):
         pe.mean_tweedie_deviance("y", "p", power=power)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------
+# D² scores (SPEC §12), against scikit-learn
+# ---------------------------------------------------------------------------------------
+
+D2 = [
+    ("d2_absolute_error", {}, lambda y, p, w: skm.d2_absolute_error_score(y, p, sample_weight=w)),
+    *(
+        (
+            "d2_pinball",
+            {"alpha": alpha},
+            lambda y, p, w, alpha=alpha: skm.d2_pinball_score(y, p, sample_weight=w, alpha=alpha),
+        )
+        for alpha in (0.1, 0.25, 0.5, 0.9, 0.95)
+    ),
+    *(
+        (
+            "d2_tweedie",
+            {"power": power},
+            lambda y, p, w, power=power: skm.d2_tweedie_score(y, p, sample_weight=w, power=power),
+        )
+        for power in (-1.5, 0.0, 1.0, 1.5, 2.0, 3.0)
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "oracle"), D2, ids=lambda v: str(v)[:28])
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_d2_scores_against_sklearn(name, options, oracle, tied, weighted, collect) -> None:
+    # tied: integer actuals and integer weights, so the weighted quantiles often fall exactly
+    # on a cumulative weight (scikit-learn then averages two values)
+    df = reg_data(300, seed=6, tied=tied, groups=3).with_columns(pl.col("p").clip(0.5))
+    fn = getattr(pe, name)
+    weight = "w" if weighted else None
+    got = collect(df.lazy().select(fn("y", "p", weight=weight, **options))).item()
+    y, p, w = (df.get_column(c).to_numpy() for c in ("y", "p", "w"))
+    assert got == pytest.approx(oracle(y, p, w if weighted else None), rel=1e-9)
+    # per group = per frame of the group, lazily on the engine and through the namespace
+    expr = fn("y", "p", weight=weight, **options)
+    grouped = collect(df.lazy().group_by("g").agg(expr).sort("g"))
+    by = getattr(df.eval, name)("y", "p", weight=weight, by="g", **options)
+    assert grouped["g"].to_list() == by["g"].to_list()
+    assert grouped[name].to_list() == pytest.approx(by[name].to_list(), rel=1e-12)
+    for g, value in by.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        y, p, w = (part.get_column(c).to_numpy() for c in ("y", "p", "w"))
+        assert value == pytest.approx(oracle(y, p, w if weighted else None), rel=1e-9)
+
+
+@settings(max_examples=60)
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 3)), min_size=2, max_size=12
+    ),
+    alpha=st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5, 0.7, 0.75, 0.9]),
+)
+def test_d2_pinball_small_tied_data_against_sklearn(rows, alpha) -> None:
+    # heavy ties and integer weights: the weighted quantile sits on a cumulative weight often
+    y, p, w = (np.array(c, dtype=np.float64) for c in zip(*rows, strict=True))
+    kept = w > 0
+    assume(kept.sum() >= 2 and np.unique(y[kept]).size > 1)
+    df = pl.DataFrame({"y": y, "p": p, "w": w})
+    got = df.select(pe.d2_pinball("y", "p", weight="w", alpha=alpha)).item()
+    assert got == pytest.approx(skm.d2_pinball_score(y, p, sample_weight=w, alpha=alpha), rel=1e-9)
+
+
+def test_d2_undefined_is_null_and_nan_is_nan() -> None:
+    constant = pl.DataFrame({"y": [2.0, 2.0, 2.0], "p": [1.0, 2.0, 3.0]})
+    one_row = pl.DataFrame({"y": [2.0], "p": [1.0]})
+    perfect_constant = pl.DataFrame({"y": [2.0, 2.0], "p": [2.0, 2.0]})
+    calls = [pe.d2_absolute_error("y", "p"), pe.d2_pinball("y", "p", alpha=0.8)]
+    calls += [pe.d2_tweedie("y", "p", power=pw).alias(f"tweedie_{pw}") for pw in (0, 1, 1.5, 2)]
+    for frame in (constant, one_row, perfect_constant, constant.head(0)):
+        # scikit-learn: 0.0 or 1.0 for a constant actual (force_finite), NaN below two rows
+        assert all(v is None for v in frame.select(calls).row(0)), frame
+    with pytest.raises(UndefinedMetricError, match="d2_tweedie is undefined.*non-constant"):
+        constant.eval.d2_tweedie("y", "p")
+    nan = pl.DataFrame({"y": [1.0, float("nan"), 3.0], "p": [1.0, 2.0, 2.0]})
+    assert all(math.isnan(v) for v in nan.select(calls).row(0))
+    # power < 0: a mean of the actual <= 0 is outside the prediction's domain
+    negative = pl.DataFrame({"y": [-3.0, 1.0], "p": [1.0, 2.0]})
+    assert negative.select(pe.d2_tweedie("y", "p", power=-1.5)).item() is None
+
+
+def test_d2_zero_weight_rows_and_domains() -> None:
+    df = reg_data(60, seed=8, tied=True).with_columns(pl.col("p").clip(0.5))
+    kept = df.filter(pl.col("w") > 0)
+    for fn in (pe.d2_absolute_error, pe.d2_pinball, pe.d2_tweedie):
+        a = df.select(fn("y", "p", weight="w")).item()
+        assert a == pytest.approx(kept.select(fn("y", "p", weight="w")).item(), rel=1e-12)
+    bad = pl.DataFrame({"y": [0.0, 1.0, 2.0], "pred": [1.0, 1.0, 0.0]})
+    with pytest.raises(
+        DataValidationError, match=r'column "y" must hold values > 0 for d2_tweedie'
+    ):
+        bad.eval.d2_tweedie("y", "pred", power=2)
+    with pytest.raises(DataValidationError, match=r'column "pred" must hold values > 0'):
+        bad.eval.d2_tweedie("y", "pred", power=1)
+    # zero actuals are in the domain for 1 <= power < 2 (0·ln 0 = 0, 0^(2-p) = 0)
+    y, pr, w = (
+        [0.0, 0.0, 1.0, 3.0, 2.0, 0.0],
+        [0.5, 1.0, 1.5, 2.0, 2.5, 0.2],
+        [1.0, 2.0, 0.0, 3.0, 1.0, 1.0],
+    )
+    zeros = pl.DataFrame({"y": y, "p": pr, "w": w})
+    for power in (1.0, 1.5):
+        assert zeros.eval.d2_tweedie("y", "p", weight="w", power=power) == pytest.approx(
+            skm.d2_tweedie_score(y, pr, sample_weight=w, power=power), rel=1e-12
+        )
+    # power 0 (R²) and the pinball scores take any real values
+    assert bad.eval.d2_tweedie("y", "pred") == pytest.approx(skm.r2_score([0, 1, 2], [1, 1, 0]))
+    assert bad.eval.d2_absolute_error("y", "pred") == pytest.approx(
+        skm.d2_absolute_error_score([0, 1, 2], [1, 1, 0])
+    )
+    with pytest.raises(InvalidParameterError, match=r"alpha must be a number in \(0, 1\)"):
+        pe.d2_pinball("y", "p", alpha=1.0)
+    with pytest.raises(InvalidParameterError, match="power must be"):
+        pe.d2_tweedie("y", "p", power=0.5)
+
+
+# pinball_loss is registered once, under "forecast", and is a plain regression metric too
+@pytest.mark.parametrize("quantile", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pinball_loss_on_a_plain_frame(quantile, weighted, collect) -> None:
+    df = reg_data(200, seed=9, tied=True, groups=3)
+    weight = "w" if weighted else None
+    y, p, w = (df.get_column(c).to_numpy() for c in ("y", "p", "w"))
+    want = skm.mean_pinball_loss(y, p, alpha=quantile, sample_weight=w if weighted else None)
+    assert df.eval.pinball_loss("y", "p", quantile=quantile, weight=weight) == pytest.approx(
+        want, rel=1e-12
+    )
+    lazy = df.lazy().eval.pinball_loss("y", "p", quantile=quantile, weight=weight)
+    assert collect(lazy).item() == pytest.approx(want, rel=1e-12)
+    by = df.eval.pinball_loss("y", "p", quantile=quantile, weight=weight, by="g")
+    for g, value in by.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        y, p, w = (part.get_column(c).to_numpy() for c in ("y", "p", "w"))
+        want = skm.mean_pinball_loss(y, p, alpha=quantile, sample_weight=w if weighted else None)
+        assert value == pytest.approx(want, rel=1e-12)

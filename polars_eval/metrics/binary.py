@@ -340,6 +340,73 @@ def ks(
     return sorted_spec(thresholds(label, score, weight, pos_label, bins), _ks)
 
 
+def _partial_auc(c: Curve, max_fpr: float, standardized: bool) -> pl.Expr:
+    """The ROC area over FPR in [0, max_fpr]: the trapezoids of the points left of max_fpr
+    and of the segment that crosses it, cut at max_fpr by linear interpolation."""
+    x1, y1 = c.fp / c.N, c.tp / c.P
+    x0, y0 = prev(x1), prev(y1)
+    width = (x1.clip(upper_bound=max_fpr) - x0).clip(lower_bound=0.0)
+    # the TPR at the cut (vertical segments have no width and cut nothing)
+    y_cut = pl.when(x1 > x0).then(y0 + (y1 - y0) * width / (x1 - x0)).otherwise(y1)
+    area = (width * (y0 + y_cut)).sum() / 2.0
+    if standardized and max_fpr < 1.0:
+        min_area = 0.5 * max_fpr * max_fpr
+        area = 0.5 * (1.0 + (area - min_area) / (max_fpr - min_area))
+    return c.guard(area)
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined=ONE_CLASS,
+)
+def partial_auc(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    max_fpr: float,
+    standardized: bool = True,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> MetricSpec:
+    """Partial area under the ROC curve up to a false positive rate, McClish-standardized.
+
+    The area A under the ROC curve (trapezoids, as :func:`auc`) over FPR ∈ [0, m], m =
+    ``max_fpr`` in (0, 1], the curve cut at m by linear interpolation between the two
+    points around it. With ``standardized=True`` (the default, as scikit-learn's
+    ``roc_auc_score(max_fpr=m)``) McClish's correction maps it to [0, 1] with 0.5 for a
+    random score on that range: ½ (1 + (A − m²/2) / (m − m²/2)); ``standardized=False``
+    gives A itself, in [0, m]. At m = 1 both are the AUC. Weighted counts, tied scores one
+    threshold. Null when a class is absent; NaN if a score is NaN.
+
+    References
+    ----------
+    McClish, D. K. (1989). Analyzing a portion of the ROC curve. Medical Decision Making
+    9(3). scikit-learn ``roc_auc_score`` (``max_fpr``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> round(df.eval.partial_auc("y", "p", max_fpr=0.5), 6)
+    0.666667
+    >>> df.select(pe.partial_auc("y", "p", max_fpr=0.5, standardized=False)).item()
+    0.25
+    """
+    check_fraction("max_fpr", max_fpr, low_open=True)
+    if not isinstance(standardized, bool):
+        raise InvalidParameterError(f"standardized must be True or False; got {standardized!r}")
+    m = float(max_fpr)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label), lambda c: _partial_auc(c, m, standardized)
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # Probability metrics: one pass of weighted sums
 # ---------------------------------------------------------------------------------------
@@ -507,6 +574,14 @@ THRESHOLD_FORMULAS: dict[str, Any] = {
     "f1": lambda c: _f_beta(c, 1.0),
     "mcc": _mcc,
     "cohen_kappa": _kappa,
+    "jaccard": lambda c: safe_div(c["tp"], c["tp"] + c["fp"] + c["fn"]),
+    "youden_j": lambda c: _recall(c) + _specificity(c) - 1.0,
+    "positive_likelihood_ratio": lambda c: safe_div(
+        c["tp"] * (c["tn"] + c["fp"]), c["fp"] * (c["tp"] + c["fn"])
+    ),
+    "negative_likelihood_ratio": lambda c: safe_div(
+        c["fn"] * (c["tn"] + c["fp"]), c["tn"] * (c["tp"] + c["fn"])
+    ),
 }
 """Finalize steps of the threshold metrics over the confusion counts, by name."""
 
@@ -561,7 +636,7 @@ _THRESHOLD_DOC = """{summary}
     {example_t}
     """
 
-_THRESHOLD_INFO: dict[str, tuple[str, str, str, bool, float, float, str]] = {
+_THRESHOLD_INFO: dict[str, tuple[str, str, str, bool, float, float | None, str]] = {
     # name: (summary, formula, reference, higher_is_better, lower, upper, undefined)
     "accuracy": (
         "Accuracy: the weighted share of correct predictions.",
@@ -671,6 +746,49 @@ _THRESHOLD_INFO: dict[str, tuple[str, str, str, bool, float, float, str]] = {
         1.0,
         "chance agreement p_e = 1 (a constant truth and prediction)",
     ),
+    "jaccard": (
+        "Jaccard index (critical success index) of the positive class.",
+        "TP / (TP + FP + FN).",
+        "Jaccard, P. (1912), The distribution of the flora in the alpine zone. New Phytologist "
+        "11(2). scikit-learn ``jaccard_score`` (which returns 0 with a warning where we return "
+        "null).",
+        True,
+        0.0,
+        1.0,
+        "no positive row and no positive prediction (0/0)",
+    ),
+    "youden_j": (
+        "Youden's J statistic (informedness): sensitivity + specificity − 1.",
+        "TP / (TP + FN) + TN / (TN + FP) − 1, equal to scikit-learn's "
+        "``balanced_accuracy_score(adjusted=True)``.",
+        "Youden, W. J. (1950). Index for rating diagnostic tests. Cancer 3(1).",
+        True,
+        -1.0,
+        1.0,
+        "needs both classes present",
+    ),
+    "positive_likelihood_ratio": (
+        "Positive likelihood ratio LR+: sensitivity / (1 − specificity).",
+        "TPR / FPR = TP (TN + FP) / (FP (TP + FN)).",
+        "Brenner, H. & Gefeller, O. (1997). Variation of sensitivity, specificity, likelihood "
+        "ratios and predictive values with disease prevalence. Statistics in Medicine 16(9). "
+        "scikit-learn ``class_likelihood_ratios`` (NaN with a warning where we return null).",
+        True,
+        0.0,
+        None,
+        "no positive row, or no false positive (division by 0)",
+    ),
+    "negative_likelihood_ratio": (
+        "Negative likelihood ratio LR−: (1 − sensitivity) / specificity.",
+        "FNR / TNR = FN (TN + FP) / (TN (TP + FN)).",
+        "Brenner, H. & Gefeller, O. (1997). Variation of sensitivity, specificity, likelihood "
+        "ratios and predictive values with disease prevalence. Statistics in Medicine 16(9). "
+        "scikit-learn ``class_likelihood_ratios`` (NaN with a warning where we return null).",
+        False,
+        0.0,
+        None,
+        "no positive row, or no true negative (division by 0)",
+    ),
 }
 
 _EXAMPLES = {
@@ -687,10 +805,14 @@ _EXAMPLES = {
     "f1": ("0.666667", "0.857143"),
     "mcc": ("0.166667", "0.612372"),
     "cohen_kappa": ("0.166667", "0.545455"),
+    "jaccard": ("0.5", "0.75"),
+    "youden_j": ("0.166667", "0.5"),
+    "positive_likelihood_ratio": ("1.333333", "2.0"),
+    "negative_likelihood_ratio": ("0.666667", "0.0"),
 }
 
 
-def _make_threshold_metric(name: str) -> Any:
+def _make_threshold_metric(name: str, *, in_summary: bool = True) -> Any:
     summary, formula, reference, hib, lo, hi, undefined = _THRESHOLD_INFO[name]
 
     def metric(
@@ -722,6 +844,7 @@ def _make_threshold_metric(name: str) -> Any:
         higher_is_better=hib,
         lower=lo,
         upper=hi,
+        summary=in_summary,
         undefined=undefined,
         intervals=("wilson",) if name in WILSON else (),
     )(metric)
@@ -731,7 +854,79 @@ WILSON = ("accuracy", "precision", "recall", "specificity", "fpr", "fnr", "fdr",
 """The proportions with a Wilson score interval (``ci="wilson"``, SPEC §8)."""
 
 accuracy = _make_threshold_metric("accuracy")
-balanced_accuracy = _make_threshold_metric("balanced_accuracy")
+
+
+@register(
+    task="binary",
+    inputs=THRESHOLD_INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=_THRESHOLD_INFO["balanced_accuracy"][6],
+)
+def balanced_accuracy(
+    label: IntoExpr,
+    score: IntoExpr | None = None,
+    *,
+    pred: IntoExpr | None = None,
+    threshold: float = 0.5,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+    adjusted: bool = False,
+) -> MetricSpec:
+    """Balanced accuracy: the mean of recall and specificity.
+
+    (TPR + TNR) / 2. Weighted counts; a row is predicted positive when
+    ``score >= threshold`` (or ``pred == 1`` when hard predictions are given with
+    ``pred=``). ``adjusted=True`` rescales it so that chance scores 0 and a perfect
+    prediction 1, as scikit-learn's ``balanced_accuracy_score(adjusted=True)``:
+    (BA − 1/2) / (1 − 1/2) = TPR + TNR − 1 (Youden's J, :func:`youden_j`), in [−1, 1]
+    (the registered range [0, 1] is that of the default). Null when undefined: needs
+    both classes present.
+
+    Parameters
+    ----------
+    label
+        0/1 or boolean truth (any values with ``pos_label=``).
+    score
+        Scores or probabilities; give either ``score`` or ``pred``.
+    pred
+        Hard 0/1 predictions, instead of ``score``.
+    threshold
+        Scores at or above it are positive (default 0.5).
+    weight
+        Row weights (zero ignores a row).
+    pos_label
+        The value of ``label`` that marks the positive class.
+    adjusted
+        Rescale for chance: 2 · BA − 1.
+
+    References
+    ----------
+    Brodersen et al. (2010), The balanced accuracy and its posterior distribution. ICPR.
+    scikit-learn ``balanced_accuracy_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
+    >>> round(df.eval.balanced_accuracy("y", "p"), 6)
+    0.583333
+    >>> df.select(pe.balanced_accuracy("y", "p", threshold=0.25).round(6)).item()
+    0.75
+    >>> round(df.eval.balanced_accuracy("y", "p", adjusted=True), 6)
+    0.166667
+    """
+    if not isinstance(adjusted, bool):
+        raise InvalidParameterError(f"adjusted must be True or False; got {adjusted!r}")
+    states = confusion_states(
+        label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
+    )
+    name = "youden_j" if adjusted else "balanced_accuracy"
+    return counts_spec(states, THRESHOLD_FORMULAS[name])
+
+
 precision = _make_threshold_metric("precision")
 recall = _make_threshold_metric("recall")
 specificity = _make_threshold_metric("specificity")
@@ -742,6 +937,48 @@ npv = _make_threshold_metric("npv")
 f1 = _make_threshold_metric("f1")
 mcc = _make_threshold_metric("mcc")
 cohen_kappa = _make_threshold_metric("cohen_kappa")
+jaccard = _make_threshold_metric("jaccard", in_summary=False)
+youden_j = _make_threshold_metric("youden_j", in_summary=False)
+positive_likelihood_ratio = _make_threshold_metric("positive_likelihood_ratio", in_summary=False)
+negative_likelihood_ratio = _make_threshold_metric("negative_likelihood_ratio", in_summary=False)
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    summary=False,
+    undefined="empty group",
+)
+def hinge_loss(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> MetricSpec:
+    """Hinge loss of a decision score: the weighted mean of max(0, 1 − t · s), t = ±1.
+
+    The label is mapped to t = +1 (positive) or −1 (negative) and ``score`` is a real
+    decision value (e.g. an SVM margin), not a probability: Σ w max(0, 1 − t s) / Σ w.
+    As scikit-learn's binary ``hinge_loss``, except on data with one class only, where
+    scikit-learn maps that class to −1 whatever it is and we keep t = +1 for positives.
+    Null on an empty group; NaN if a score is NaN.
+
+    References
+    ----------
+    Crammer, K. & Singer, Y. (2001). On the algorithmic implementation of multiclass
+    kernel-based vector machines. JMLR 2. scikit-learn ``hinge_loss``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 0, 1, 0], "margin": [2.0, -0.5, 0.5, 1.0]})
+    >>> df.eval.hinge_loss("y", "margin")
+    0.75
+    """
+    y, s, w = drop_null_rows(
+        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
+    )
+    return weighted_mean((1.0 - (2.0 * y - 1.0) * s).clip(lower_bound=0.0), w)
 
 
 @register(
@@ -1242,6 +1479,69 @@ def roc_curve(
         )
 
     return sorted_spec(thresholds(label, score, weight, pos_label, bins), body, "list")
+
+
+@register(
+    task="binary",
+    inputs=ORDER_INPUTS,
+    kind="curve",
+    summary=False,
+    fields=("threshold", "fpr", "fnr"),
+)
+def det_curve(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> MetricSpec:
+    """Detection error tradeoff (DET) curve: false positive and false negative rates.
+
+    The points of :func:`roc_curve` (the point (inf, 0, 0), then one per distinct
+    threshold, descending) with FNR = 1 − TPR, kept as scikit-learn's ``det_curve`` keeps
+    them: from the last point without a false positive to the first point without a
+    false negative. Fields ``threshold``, ``fpr``, ``fnr`` (weighted), in descending
+    threshold order (scikit-learn gives the same points in ascending order). Rates are null
+    when a class is absent (scikit-learn raises).
+
+    References
+    ----------
+    Martin, A., Doddington, G., Kamm, T., Ordowski, M. & Przybocki, M. (1997). The DET curve
+    in assessment of detection task performance. Eurospeech. scikit-learn ``det_curve``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> df.eval.det_curve("y", "p")
+    shape: (3, 3)
+    ┌───────────┬─────┬─────┐
+    │ threshold ┆ fpr ┆ fnr │
+    │ ---       ┆ --- ┆ --- │
+    │ f64       ┆ f64 ┆ f64 │
+    ╞═══════════╪═════╪═════╡
+    │ 0.8       ┆ 0.0 ┆ 0.5 │
+    │ 0.4       ┆ 0.5 ┆ 0.5 │
+    │ 0.35      ┆ 0.5 ┆ 0.0 │
+    └───────────┴─────┴─────┘
+    """
+
+    def body(c: Curve) -> pl.Expr:
+        zero = pl.lit(0.0, dtype=F64)
+        tp, fp = pl.concat([zero, c.tp]), pl.concat([zero, c.fp])
+        # fp and tp never decrease: keep from the last point with fp = 0 (its successor has
+        # fp > 0) to the first with tp = P (its predecessor has tp < P)
+        keep = (fp.shift(-1).fill_null(float("inf")) > 0.0) & (
+            tp.shift(1).fill_null(float("-inf")) < c.P
+        )
+        return c.nan_struct(
+            threshold=pl.concat([pl.lit(float("inf"), dtype=F64), c.threshold]).filter(keep),
+            fpr=safe_div(fp, c.N).filter(keep),
+            fnr=safe_div(c.P - tp, c.P).filter(keep),
+        )
+
+    return sorted_spec(thresholds(label, score, weight, pos_label), body, "list")
 
 
 @register(

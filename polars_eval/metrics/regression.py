@@ -35,6 +35,7 @@ from polars_eval._exprs import (
     F64,
     NAN,
     check_choice,
+    check_fraction,
     check_number,
     check_positive_int,
     column_name,
@@ -52,6 +53,9 @@ from polars_eval.exceptions import InvalidParameterError
 __all__ = [
     "bias",
     "conditional_table",
+    "d2_absolute_error",
+    "d2_pinball",
+    "d2_tweedie",
     "explained_variance",
     "kendall_tau",
     "mae",
@@ -1037,6 +1041,213 @@ mean_gamma_deviance.__doc__ = _DEVIANCE_DOC.format(
     call='pe.mean_gamma_deviance("y", "p")',
     value="1.0569",
 )
+
+
+# D² scores: the share of a deviance explained, against the best constant ---------------
+
+_D2: dict[str, Any] = {
+    "task": "regression",
+    "inputs": INPUTS,
+    "higher_is_better": True,
+    "upper": 1.0,
+    "summary": False,
+    "undefined": CONSTANT,
+}
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _pinball_terms(d: pl.Expr, alpha: float) -> pl.Expr:
+    """The pinball loss of each residual d = y − ŷ: α d where d ≥ 0, (α − 1) d below.
+
+    Written α d − min(d, 0), without a row-level ``when``: over the filtered rows of a
+    "rows" state, Polars 2.1's common-subexpression elimination breaks a row-level
+    ``when`` (a length assertion fails)."""
+    return alpha * d - d.clip(upper_bound=0.0)
+
+
+def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
+    """The weighted α-quantile of ``values`` (rows of zero weight already dropped), as
+    scikit-learn's ``_weighted_percentile(average=True)`` ("averaged inverted CDF").
+
+    With the values sorted and C the cumulative weights: the first value whose C reaches
+    α·W; when C there equals α·W (within float64 eps) the mean of it and the next value.
+    With unit weights this is numpy's ``averaged_inverted_cdf`` (the median at α = ½).
+    The level is computed as scikit-learn does, (100 α) / 100 · W, so the ties with a
+    cumulative weight fall the same way.
+    """
+    order = values.arg_sort()
+    vs = values.gather(order)
+    cw = _gathered(w, order).cum_sum()
+    target = (alpha * 100.0) / 100.0 * cw.last()
+    reached = cw >= target
+    lo = vs.filter(reached).first().fill_null(vs.last())
+    c_lo = cw.filter(reached).first().fill_null(cw.last())
+    hi = vs.filter(cw > c_lo).first().fill_null(lo)
+    return pl.when(c_lo - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
+
+
+def _check_alpha(alpha: Any) -> float:
+    check_fraction("alpha", alpha, low_open=True, high_open=True)
+    return float(alpha)
+
+
+def _d2_pinball_spec(
+    actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None, alpha: float
+) -> MetricSpec:
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        y, p, w = r["y"], r["p"], r["w"]
+        model = (w * _pinball_terms(y - p, alpha)).sum()
+        baseline = (w * _pinball_terms(y - _wquantile(y, w, alpha), alpha)).sum()
+        value = pl.when(_not_constant(y)).then(1.0 - model / baseline)
+        return nan_guard(value, y, p)
+
+    return _rows_spec(finalize, y=y, p=p, w=w)
+
+
+@register(**_D2)
+def d2_pinball(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, alpha: float = 0.5
+) -> MetricSpec:
+    """D² pinball score: the share of the pinball loss of the α-quantile explained.
+
+    D² = 1 − Σ w L_α(y − ŷ) / Σ w L_α(y − q_α), with L_α(d) = α d for d ≥ 0 and (α − 1) d
+    below, and q_α the weighted α-quantile of the actual (scikit-learn's
+    ``_weighted_percentile(average=True)``: with unit weights numpy's
+    ``averaged_inverted_cdf``). ``alpha`` in (0, 1). The quantile needs every row, so
+    the states are the rows themselves (merged by concatenation, not summed). Null for
+    a constant actual or fewer than two rows (scikit-learn returns 1.0 or 0.0, or NaN
+    below two rows); rows of zero weight are left out.
+
+    References
+    ----------
+    Koenker, R. & Machado, J. A. F. (1999). Goodness of fit and related inference
+    processes for quantile regression. JASA 94(448). scikit-learn ``d2_pinball_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [1, 2, 3], "p": [1, 3, 3]})
+    >>> round(df.eval.d2_pinball("y", "p", alpha=0.9), 6)
+    0.666667
+    >>> df.select(pe.d2_pinball("y", "p", alpha=0.1).round(6)).item()
+    -2.0
+    """
+    return _d2_pinball_spec(actual, pred, weight, _check_alpha(alpha))
+
+
+@register(**_D2)
+def d2_absolute_error(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
+) -> MetricSpec:
+    """D² absolute error score: the share of the absolute error of the median explained.
+
+    D² = 1 − Σ w |y − ŷ| / Σ w |y − median(y)|, the weighted median as scikit-learn's
+    ``_weighted_percentile(average=True)`` (the ordinary median with unit weights): the
+    :func:`d2_pinball` score at α = ½. The median needs every row, so the states are
+    the rows themselves (merged by concatenation, not summed). Null for a constant actual
+    or fewer than two rows (scikit-learn returns 1.0 or 0.0, or NaN below two rows).
+
+    References
+    ----------
+    scikit-learn ``d2_absolute_error_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [3.0, -0.5, 2.0, 7.0], "p": [2.5, 0.0, 2.0, 8.0]})
+    >>> round(df.eval.d2_absolute_error("y", "p"), 6)
+    0.764706
+    """
+    return _d2_pinball_spec(actual, pred, weight, 0.5)
+
+
+def _tweedie_split(power: float) -> tuple[Any, Any, Any]:
+    """The unit deviance as d(y, μ) = a(y) + y · b(μ) + c(μ) (for power ≠ 0), so that the
+    deviance of a constant μ over a group is Σ w a(y) + b(μ) Σ w y + c(μ) Σ w: three sums."""
+    if power == 1:
+        return (
+            lambda y: 2.0 * (pl.when(y == 0.0).then(0.0).otherwise(y * y.log()) - y),
+            lambda mu: -2.0 * mu.log(),
+            lambda mu: 2.0 * mu,
+        )
+    if power == 2:
+        return (
+            lambda y: -2.0 * (y.log() + 1.0),
+            lambda mu: 2.0 / mu,
+            lambda mu: 2.0 * mu.log(),
+        )
+    p = power
+    return (
+        lambda y: (
+            2.0 * (y.clip(lower_bound=0.0) if p < 0 else y) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
+        ),
+        lambda mu: -2.0 * mu ** (1.0 - p) / (1.0 - p),
+        lambda mu: 2.0 * mu ** (2.0 - p) / (2.0 - p),
+    )
+
+
+@register(
+    **_D2,
+    check=lambda args: _deviance_checks(_check_power(args["power"]), "d2_tweedie")(args),
+)
+def d2_tweedie(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
+) -> MetricSpec:
+    """D² Tweedie score: the share of the Tweedie deviance of power ``power`` explained.
+
+    D² = 1 − Σ w d(y, ŷ) / Σ w d(y, ȳ), d the unit deviance of
+    :func:`mean_tweedie_deviance` and ȳ the weighted mean of the actual; power 0 is R².
+    Domains as :func:`mean_tweedie_deviance`. Mergeable sums: the baseline deviance is
+    Σ w a(y) + b(ȳ) Σ w y + c(ȳ) Σ w with d(y, μ) = a(y) + y b(μ) + c(μ) (centred moments
+    at power 0), exact to a relative error of about 1e-16 times the ratio of those terms
+    to their sum (large only for a nearly constant actual far from 0). Null for a constant
+    actual, fewer than two rows, or (power < 0) a mean of the actual ≤ 0, outside the
+    prediction's domain (scikit-learn returns NaN, −inf or a value there).
+
+    References
+    ----------
+    Hastie, T., Tibshirani, R. & Wainwright, M. (2015). Statistical Learning with Sparsity,
+    eq. (3.11). scikit-learn ``d2_tweedie_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0.5, 1.0, 2.5, 7.0], "p": [1.0, 1.0, 5.0, 3.5]})
+    >>> round(df.eval.d2_tweedie("y", "p", power=1), 6)
+    0.487915
+    """
+    power = _check_power(power)
+    y, p, w = _masked(actual, pred, weight)
+    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    states = {
+        "num": State(w * deviance_terms(yk, pk, power)),
+        "ymin": State(yk, "min"),
+        "ymax": State(yk, "max"),
+        "nan": State(yk.is_nan() | pk.is_nan(), "max"),
+    }
+    if power == 0:
+        states["m"] = moments(w, yk, yk)
+    else:
+        a, b, c = _tweedie_split(power)
+        states |= {"w": State(w), "wy": State(w * yk), "wa": State(w * a(yk))}
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        defined = s["ymax"] > s["ymin"]
+        if power == 0:
+            baseline = s["m"].struct.field("sxx")
+        else:
+            mu = s["wy"] / s["w"]
+            baseline = s["wa"] + b(mu) * s["wy"] + c(mu) * s["w"]
+            defined = defined & (mu > 0.0)
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - s["num"] / baseline))
+
+    return MetricSpec(states, finalize)
 
 
 # ---------------------------------------------------------------------------------------
