@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -12,6 +13,7 @@ from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics import binary as b
 
 BASELINE = "_baseline"
@@ -48,7 +50,6 @@ def _summary_specs(
     prediction) the threshold metrics read it instead of ``score >= threshold``."""
     out: dict[str, MetricSpec] = {}
     for info in infos:
-        assert info.spec is not None  # every binary summary metric is a spec
         name = info.name
         if pred is not None and name == "max_accuracy":
             # a constant predictor's best accuracy is its majority-class accuracy (its
@@ -57,17 +58,17 @@ def _summary_specs(
                 label, None, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
             )
             spec = b.counts_spec(states, b.THRESHOLD_FORMULAS["accuracy"])
-        elif name in b.THRESHOLD_FORMULAS:
-            spec = info.spec(
-                label,
-                None if pred is not None else score,
-                pred=pred,
-                threshold=threshold,
-                weight=weight,
-                pos_label=pos_label,
-            )
         else:
-            spec = info.spec(label, score, weight=weight, pos_label=pos_label)
+            takes_pred = pred is not None and "pred" in info.signature.parameters
+            available = {
+                "label": label,
+                "score": None if takes_pred else score,
+                "pred": pred if takes_pred else None,
+                "threshold": threshold,
+                "weight": weight,
+                "pos_label": pos_label,
+            }
+            spec = _registry.bind(info, available)
         out[name + suffix] = spec
     return out
 
@@ -88,6 +89,7 @@ class BinaryMethods:
         probability: bool = True,
         baseline: bool = False,
         bins: int | None = None,
+        metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
     ) -> Any:
@@ -104,6 +106,11 @@ class BinaryMethods:
         are null and reported in one warning; without ``by``, an input with no row to evaluate
         (empty, or every row null or of weight 0) is an ``UndefinedMetricError``, as for a
         single metric.
+
+        ``metrics=`` chooses the columns instead: any registered binary metric of one value,
+        in the order given, the ones outside the default table included (``["auc",
+        "jaccard", "hinge_loss"]``); a metric that needs an option the table does not take
+        (``partial_auc``'s ``max_fpr=``) is an error that says so.
 
         ``bins=N`` (column names only) evaluates in binned mode, as ``pe.Evaluation(...,
         bins=N)``: the sort-based metrics over N score bins (SPEC §10: memory bounded by
@@ -142,14 +149,23 @@ class BinaryMethods:
                 baseline=baseline,
                 bins=bins,
                 by=by,
+                metrics=metrics,
             )
-        infos = [
-            info
-            for info in _registry.by_task("binary")
-            if info.summary
-            and info.kind == "scalar"
-            and (probability or info.inputs.get("score") != "proba")
-        ]
+        infos = _registry.select(
+            "binary",
+            metrics,
+            lambda info: (
+                info.summary
+                and info.kind == "scalar"
+                and (probability or info.inputs.get("score") != "proba")
+            ),
+        )
+        if not probability:
+            needs = [i.name for i in infos if i.inputs.get("score") == "proba"]
+            if needs:
+                raise InvalidParameterError(
+                    f"{needs[0]} needs probabilities: it cannot be computed with probability=False"
+                )
         specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
             constant, majority = constant_predictor(label, score, weight, pos_label)
@@ -167,6 +183,9 @@ class BinaryMethods:
             validate=validate,
             undefined={info.name: info.undefined or "no defined value" for info in infos},
             strict=False,
+            extra_checks=_registry.data_checks(infos, {"label": label, "score": score})
+            if validate
+            else [],
         )
         return execute(self._frame, plan)
 

@@ -12,6 +12,7 @@ import polars as pl
 from polars_eval import diagnostics
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import check_choice, to_float, weight_expr
 from polars_eval._typing import IntoExpr, ZeroActuals
@@ -26,6 +27,7 @@ NO_BASELINE = ("pearson", "spearman", "kendall_tau", "r2_pearson")
 
 
 def regression_specs(
+    infos: Sequence[MetricInfo],
     actual: IntoExpr,
     pred: IntoExpr,
     *,
@@ -34,7 +36,7 @@ def regression_specs(
     suffix: str = "",
     skip: Sequence[str] = (),
 ) -> dict[str, MetricSpec]:
-    """The spec of every summary regression metric of the registry, by name + suffix.
+    """The spec of each metric of ``infos``, by name + suffix.
 
     MSLE / RMSLE are null (not an error) when some actual or prediction is <= -1, so that
     one table works on any numeric target.
@@ -42,14 +44,11 @@ def regression_specs(
     out: dict[str, MetricSpec] = {}
     y, p = to_float(actual), to_float(pred)
     out_of_domain = State((y <= -1.0) | (p <= -1.0), "max")
-    for info in _registry.by_task("regression"):
-        if not info.summary or info.kind != "scalar" or info.name in skip:
+    available = {"actual": actual, "pred": pred, "weight": weight, "zero_actuals": zero_actuals}
+    for info in infos:
+        if info.name in skip:
             continue
-        assert info.spec is not None  # every regression summary metric is a spec
-        kwargs: dict[str, Any] = {"weight": weight}
-        if info.name in PERCENT_METRICS:
-            kwargs["zero_actuals"] = zero_actuals
-        spec = info.spec(actual, pred, **kwargs)
+        spec = _registry.bind(info, available)
         if info.name in LOG_METRICS:
             spec = spec.null_when(out_of_domain)
         out[info.name + suffix] = spec
@@ -69,6 +68,7 @@ class RegressionMethods:
         weight: IntoExpr | None = None,
         zero_actuals: ZeroActuals = "skip",
         baseline: bool = False,
+        metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
     ) -> Any:
@@ -83,6 +83,9 @@ class RegressionMethods:
         the baseline is 0; correlations have no baseline). Undefined values are null and
         reported in one warning; without ``by``, an input with no row to evaluate (empty, or
         every row null or of weight 0) is an ``UndefinedMetricError``, as for a single metric.
+        ``metrics=`` chooses the metric columns instead: any registered regression metric of
+        one value, in the order given (``["rmse", "mean_poisson_deviance", "d2_tweedie"]``;
+        options a metric needs beyond the table's are an error that says so).
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
@@ -107,14 +110,14 @@ class RegressionMethods:
         check_choice("zero_actuals", zero_actuals, r.ZERO_ACTUAL_OPTIONS)
         if not isinstance(baseline, bool):
             raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
-        specs = regression_specs(actual, pred, weight=weight, zero_actuals=zero_actuals)
-        undefined = {
-            info.name: info.undefined or "no defined value"
-            for info in _registry.by_task("regression")
-            if info.summary and info.kind == "scalar"
-        }
+        infos = _registry.select(
+            "regression", metrics, lambda info: info.summary and info.kind == "scalar"
+        )
+        specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
+        undefined = {info.name: info.undefined or "no defined value" for info in infos}
         for name in LOG_METRICS:
-            undefined[name] = "some actual or prediction is <= -1, or the group is empty"
+            if name in undefined:
+                undefined[name] = "some actual or prediction is <= -1, or the group is empty"
         if baseline:
             y = to_float(actual)
             w = weight_expr(weight)
@@ -122,6 +125,7 @@ class RegressionMethods:
             mean = (y * w).filter(used).sum() / w.filter(used).sum()
             constant = pl.when(used).then(mean).otherwise(None)
             baseline_specs = regression_specs(
+                infos,
                 actual,
                 constant,
                 weight=weight,
@@ -144,6 +148,9 @@ class RegressionMethods:
             validate=validate,
             undefined=undefined,
             strict=False,
+            extra_checks=_registry.data_checks(infos, {"actual": actual, "pred": pred})
+            if validate
+            else [],
         )
         return execute(self._frame, plan)
 

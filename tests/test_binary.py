@@ -18,6 +18,7 @@ import pytest
 from conftest import binary_data
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import polars_eval as pe
 
@@ -1068,3 +1069,26 @@ def test_hinge_loss_takes_any_real_score_and_labels() -> None:
     assert df.head(0).select(pe.hinge_loss("y", "m", pos_label="spam")).item() is None
     nan = df.with_columns(m=pl.lit(float("nan")))
     assert math.isnan(nan.select(pe.hinge_loss("y", "m", pos_label="spam")).item())
+
+
+def test_binary_table_metrics_selects_any_registered_metric() -> None:
+    """metrics= (SPEC §12: the task table where a user expects it, readable by default)."""
+    df = data(True, groups=3, n=300)
+    chosen = ["jaccard", "auc", "hinge_loss", "youden_j"]
+    got = df.eval.binary("y", "score", weight="w", by="g", metrics=chosen)
+    assert got.columns == ["g", *chosen]
+    for name in chosen:
+        want = getattr(df.eval, name)("y", "score", weight="w", by="g")
+        assert_frame_equal(got.select("g", name), want, rel_tol=1e-12)
+    default = df.eval.binary("y", "score")
+    assert "jaccard" not in default.columns and "auc" in default.columns
+    base = df.eval.binary("y", "score", metrics=["jaccard"], baseline=True)
+    assert base.columns == ["jaccard", "jaccard_baseline"]
+    with pytest.raises(pe.InvalidParameterError, match="partial_auc needs max_fpr="):
+        df.eval.binary("y", "score", metrics=["partial_auc"])
+    with pytest.raises(pe.InvalidParameterError, match="'roc_curve' is not a binary metric"):
+        df.eval.binary("y", "score", metrics=["roc_curve"])
+    with pytest.raises(pe.InvalidParameterError, match="named twice"):
+        df.eval.binary("y", "score", metrics=["auc", "auc"])
+    with pytest.raises(pe.InvalidParameterError, match="logloss needs probabilities"):
+        df.eval.binary("y", "score", metrics=["logloss"], probability=False)

@@ -13,6 +13,7 @@ import pytest
 import scipy.stats as ss
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import polars_eval as pe
@@ -858,3 +859,19 @@ def test_pinball_loss_on_a_plain_frame(quantile, weighted, collect) -> None:
         y, p, w = (part.get_column(c).to_numpy() for c in ("y", "p", "w"))
         want = skm.mean_pinball_loss(y, p, alpha=quantile, sample_weight=w if weighted else None)
         assert value == pytest.approx(want, rel=1e-12)
+
+
+def test_regression_table_metrics_selects_any_registered_metric() -> None:
+    df = reg_data(200, seed=6, groups=3)
+    chosen = ["mean_poisson_deviance", "rmse", "d2_tweedie"]
+    got = df.eval.regression("y", "p", weight="w", by="g", metrics=chosen)
+    assert got.columns == ["g", *chosen, "zero_actuals"]
+    for name in chosen:
+        want = getattr(df.eval, name)("y", "p", weight="w", by="g")
+        assert_frame_equal(got.select("g", name), want, rel_tol=1e-12)
+    # a chosen metric's own data check runs in the table too
+    zeros = df.with_columns(pl.col("y").clip(upper_bound=1.0) - 1.0)
+    with pytest.raises(DataValidationError, match='column "y" must hold values > 0'):
+        zeros.eval.regression("y", "p", metrics=["mean_gamma_deviance"])
+    with pytest.raises(InvalidParameterError, match="d2_pinball|not a regression metric"):
+        df.eval.regression("y", "p", metrics=["residual_qq"])

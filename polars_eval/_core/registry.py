@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -20,6 +20,7 @@ import polars as pl
 
 from polars_eval._core.spec import MetricSpec
 from polars_eval._core.tasks import TASKS
+from polars_eval.exceptions import InvalidParameterError
 
 Kind = Literal["scalar", "struct", "curve"]
 Role = Literal[
@@ -157,6 +158,61 @@ def get(name: str) -> MetricInfo:
 def by_task(task: str) -> list[MetricInfo]:
     """The registered metrics of one task, in registration order."""
     return [info for info in REGISTRY.values() if info.task == task]
+
+
+def select(
+    task: str, metrics: str | Sequence[str] | None, default: Callable[[MetricInfo], bool]
+) -> list[MetricInfo]:
+    """The metrics a task method evaluates: its default table (``default``), or the scalar
+    metrics of the task named in ``metrics=`` (any registered one, in that order)."""
+    if metrics is None:
+        return [info for info in by_task(task) if default(info)]
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    known = [i.name for i in by_task(task) if i.kind == "scalar" and i.spec is not None]
+    for name in names:
+        if not isinstance(name, str) or name not in known:
+            raise InvalidParameterError(
+                f"metrics: {name!r} is not a {task} metric of one value; "
+                f"available: {', '.join(known)}"
+            )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidParameterError(f"metrics: {repeated[0]!r} is named twice")
+    return [REGISTRY[name] for name in names]
+
+
+def bind(info: MetricInfo, available: Mapping[str, Any]) -> MetricSpec:
+    """The spec of ``info`` with the arguments it takes among ``available`` (a task
+    method's inputs and options); an option it needs and the task does not give is an
+    error naming it."""
+    assert info.spec is not None
+    params = info.signature.parameters
+    missing = [
+        name
+        for name, p in params.items()
+        if p.default is inspect.Parameter.empty and name not in available
+    ]
+    if missing:
+        options = ", ".join(f"{m}=" for m in missing)
+        raise InvalidParameterError(
+            f"{info.name} needs {options}, which the task table does not take: "
+            f"use df.eval.{info.name}(...) or pe.{info.name}(...)"
+        )
+    return info.spec(**{k: v for k, v in available.items() if k in params})
+
+
+def data_checks(infos: Sequence[MetricInfo], available: Mapping[str, Any]) -> list[Any]:
+    """The data checks beyond the input roles (``check=`` hooks) of ``infos``, for their
+    arguments among ``available`` (their defaults for the rest)."""
+    out: list[Any] = []
+    for info in infos:
+        if info.check is None:
+            continue
+        params = info.signature.parameters
+        args = {k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}
+        args.update({k: v for k, v in available.items() if k in params})
+        out.extend(info.check(args))
+    return out
 
 
 def metrics() -> pl.DataFrame:
