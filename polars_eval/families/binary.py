@@ -1250,6 +1250,12 @@ def roc_curve(
     └───────────┴─────┴─────┘
     """
 
+    return roc_from_state(threshold_state(label, score, weight, pos_label, bins)).alias("roc_curve")
+
+
+def roc_from_state(state: pl.Expr) -> pl.Expr:
+    """:func:`roc_curve` from a threshold state (``List[Struct]`` per group)."""
+
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
         return c.nan_struct(
@@ -1258,9 +1264,7 @@ def roc_curve(
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(threshold_state(label, score, weight, pos_label, bins), body).alias(
-        "roc_curve"
-    )
+    return finalize_list(state, body)
 
 
 @register(
@@ -1309,15 +1313,19 @@ def pr_curve(
     └───────────┴───────────┴────────┘
     """
 
+    return pr_from_state(threshold_state(label, score, weight, pos_label, bins)).alias("pr_curve")
+
+
+def pr_from_state(state: pl.Expr) -> pl.Expr:
+    """:func:`pr_curve` from a threshold state (``List[Struct]`` per group)."""
+
     def body(c: Curve) -> pl.Expr:
         tp, fp = c.tp, c.fp
         return c.nan_struct(
             threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P)
         )
 
-    return finalize_list(threshold_state(label, score, weight, pos_label, bins), body).alias(
-        "pr_curve"
-    )
+    return finalize_list(state, body)
 
 
 TABLE_FIELDS = (
@@ -1372,6 +1380,12 @@ def threshold_table(
     └───────────┴─────┴─────┴─────┴─────┴──────────┘
     """
     check_positive_int("n_thresholds", n_thresholds, allow_none=True)
+    state = threshold_state(label, score, weight, pos_label)
+    return threshold_table_from_state(state, n_thresholds).alias("threshold_table")
+
+
+def threshold_table_from_state(state: pl.Expr, n_thresholds: int | None) -> pl.Expr:
+    """:func:`threshold_table` from a threshold state (``List[Struct]`` per group)."""
 
     def body(c: Curve) -> pl.Expr:
         tp, fp = c.tp, c.fp
@@ -1403,9 +1417,7 @@ def threshold_table(
         # an index equal to the length (targets past the last point, or an empty group) is dropped
         return table.gather(index.filter(index < tp.len())).unique(maintain_order=True)
 
-    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias(
-        "threshold_table"
-    )
+    return finalize_list(state, body)
 
 
 @register(
@@ -1433,6 +1445,12 @@ def lorenz_curve(
     [0.0, 0.5, 0.5, 1.0, 1.0]
     """
 
+    return lorenz_from_state(threshold_state(label, score, weight, pos_label)).alias("lorenz_curve")
+
+
+def lorenz_from_state(state: pl.Expr) -> pl.Expr:
+    """:func:`lorenz_curve` from a threshold state (``List[Struct]`` per group)."""
+
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
         return c.nan_struct(
@@ -1441,9 +1459,7 @@ def lorenz_curve(
             positives=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(threshold_state(label, score, weight, pos_label), body).alias(
-        "lorenz_curve"
-    )
+    return finalize_list(state, body)
 
 
 GAIN_FIELDS = (
@@ -1498,7 +1514,12 @@ def gain_table(
     └─────┴───────┴───────────┴──────┴──────────┘
     """
     check_positive_int("bins", bins)
+    state = threshold_state(label, score, weight, pos_label)
+    return gain_from_state(state, bins).alias("gain_table")
 
+
+def gain_from_state(state: pl.Expr, bins: int) -> pl.Expr:
+    """:func:`gain_table` from a threshold state (``List[Struct]`` per group)."""
     # Two list.eval stages so that the bin of each threshold is computed a few times only:
     # (1) keep the last threshold of each bin, with the class totals; (2) the bin table.
     c = Curve()
@@ -1541,8 +1562,7 @@ def gain_table(
             k: pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(v) for k, v in fields.items()
         },
     )
-    state = threshold_state(label, score, weight, pos_label)
-    return state.list.eval(ends).list.eval(table).alias("gain_table")
+    return state.list.eval(ends).list.eval(table)
 
 
 def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
@@ -1586,11 +1606,16 @@ def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
 
 def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
     """ECE from a threshold state (NaN scores give NaN through the bin means)."""
+    return ece_from_calibration(calibration_list(state, bins))
+
+
+def ece_from_calibration(table: pl.Expr) -> pl.Expr:
+    """ECE from the reliability table of :func:`calibration_list` (one list per group)."""
     e = pl.element()
     count = e.struct.field("count")
     gap = (e.struct.field("positive_rate") - e.struct.field("mean_score")).abs()
     value = safe_div((count * gap).sum(), count.sum())
-    return calibration_list(state, bins).list.eval(value).list.first().cast(F64)
+    return table.list.eval(value).list.first().cast(F64)
 
 
 @register(
