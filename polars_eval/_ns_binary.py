@@ -6,10 +6,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import Plan, execute, normalize_by
+from polars_eval._core.registry import MetricInfo
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
-from polars_eval._registry import MetricInfo
-from polars_eval._run import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.families import binary as b
 from polars_eval.families._curve import finalize, threshold_state

@@ -19,13 +19,21 @@ import functools
 import inspect
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from polars_eval._core.planner import (
+    Plan,
+    _deferred,
+    build,
+    no_rows_reason,
+    normalize_by,
+    plan_specs,
+    report_undefined,
+)
+from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import (
-    F64,
     check_choice,
     check_fraction,
     check_positive_int,
@@ -33,8 +41,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import REGISTRY, MetricInfo
-from polars_eval._run import Plan, _deferred, build, normalize_by
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -43,23 +49,17 @@ from polars_eval.families import regression as reg
 from polars_eval.namespace import _make_method
 
 STATE = "__pe_s_"
+POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
+"""The point-forecast metrics of ``df.eval.forecast``, per series then across series."""
+UNDEFINED = {
+    "mape": reg.NO_NONZERO,
+    "wape": "all actuals are 0",
+    "mase": fc.NO_SCALE,
+    "rmsse": fc.NO_SCALE,
+}
 DUP = "__pe_dup"
 TRAIN_DUP = "__pe_train_dup"
 N_KEY_EXAMPLES = 3
-
-
-@dataclass(frozen=True)
-class _Metric:
-    name: str
-    num: str
-    den: str
-    sqrt: bool = False
-    why: str = "empty series"
-
-    def value(self, prefix: str = "") -> pl.Expr:
-        num, den = pl.col(prefix + STATE + self.num), pl.col(prefix + STATE + self.den)
-        v = pl.when(den > 0.0).then(num / den).otherwise(None)
-        return (v.sqrt() if self.sqrt else v).cast(F64)
 
 
 def _key_list(name: str, value: Any) -> list[str]:
@@ -287,81 +287,39 @@ class ForecastMethods:
 
         y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
         used = not_null(y, f) if weight is None else not_null(y, f, w)
-        # the weight is 0 on rows with a null input (null where the weight is null): every
-        # weighted sum below skips those rows without filtering
-        wu = used.cast(F64) if weight is None else w * used.cast(F64)
-        e = y - f
-        ae = e.abs()
-        states: dict[str, pl.Expr] = {
-            "w": wu,
-            "abs": (wu * ae),
-            "sq": (wu * e * e),
-            "bias": (wu * (f - y)),
-            "absy": (wu * y.abs()),
-        }
-        den = y.abs() + f.abs()
-        smape_term = pl.when(den > 0.0).then(2.0 * ae / den).otherwise(0.0)
-        states["smape"] = wu * smape_term
-        nonzero = y != 0.0
-        if zero_actuals == "skip":
-            states["ape"] = wu * pl.when(nonzero).then(ae / y.abs()).otherwise(0.0)
-            states["ape_w"] = wu * nonzero.cast(F64)
-        else:
-            term = (
-                pl.when(nonzero)
-                .then(ae / y.abs())
-                .when(ae == 0.0)
-                .then(0.0)
-                .when(ae > 0.0)
-                .then(float("inf"))
+        specs = {
+            name: REGISTRY[name].spec(  # type: ignore[misc]
+                actual,
+                forecast,
+                weight=weight,
+                **(
+                    {"zero_actuals": zero_actuals}
+                    if "zero_actuals" in REGISTRY[name].signature.parameters
+                    else {}
+                ),
             )
-            states["ape"] = pl.when(wu > 0.0).then(wu * term)
-            states["ape_w"] = wu
-        metrics = [
-            _Metric("mae", "abs", "w"),
-            _Metric("mse", "sq", "w"),
-            _Metric("rmse", "sq", "w", sqrt=True),
-            _Metric("bias", "bias", "w"),
-            _Metric("mape", "ape", "ape_w", why=reg.NO_NONZERO),
-            _Metric("smape", "smape", "w"),
-            _Metric("wape", "abs", "absy", why="all actuals are 0"),
-        ]
+            for name in POINT_METRICS
+        }
         if train is not None:
-            for name, col, err in (
-                ("mase", "mase_scale", ae),
-                ("rmsse", "rmsse_scale", e * e),
-            ):
-                s = pl.col(col)
-                states[name] = wu * err / s  # null (skipped) where s is null
-                states[name + "_w"] = wu * s.is_not_null().cast(F64)
-                metrics.append(
-                    _Metric(name, name, name + "_w", sqrt=name == "rmsse", why=fc.NO_SCALE)
-                )
-        for i, (q, col) in enumerate(sorted(quantiles.items())):
-            qp = to_float(col)
-            ok = used & qp.is_not_null()
-            wq = pl.when(ok).then(w).otherwise(0.0)
-            d = (y - qp).fill_null(0.0)
-            states[f"q{i}"] = wq * pl.max_horizontal(q * d, (q - 1.0) * d)
-            states[f"q{i}_w"] = wq
-            metrics.append(_Metric(f"pinball_{q:g}", f"q{i}", f"q{i}_w"))
+            for name, scale in TRAIN_SCALED.items():
+                specs[name] = REGISTRY[name].spec(actual, forecast, scale, weight=weight)  # type: ignore[misc]
+        for q, col in sorted(quantiles.items()):
+            specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
+                actual, col, quantile=q, weight=weight
+            )
         if interval is not None:
-            lo, hi = to_float(interval[0]), to_float(interval[1])
-            ok = used & lo.is_not_null() & hi.is_not_null()
-            wc = pl.when(ok).then(w).otherwise(0.0)
-            inside = ((y >= lo) & (y <= hi)).fill_null(False).cast(F64)
-            states["cov"] = wc * inside
-            states["cov_w"] = wc
-            metrics.append(_Metric("coverage", "cov", "cov_w"))
+            specs["coverage"] = REGISTRY["coverage"].spec(actual, *interval, weight=weight)  # type: ignore[misc]
+        planned = plan_specs(specs, columns_first=True)
 
         # row terms first (plain element-wise columns), then plain sums per group: the
         # fastest path of a Polars group_by
         counted = used & (w > 0.0)
         lf = lf.with_columns(
-            [v.cast(F64).alias(STATE + k) for k, v in states.items()]
-            + [counted.alias(STATE + "n"), (counted & (y == 0.0)).alias(STATE + "zero")]
+            *planned.row_columns,
+            counted.alias(STATE + "n"),
+            (counted & (y == 0.0)).alias(STATE + "zero"),
         )
-        first = [pl.col(STATE + k).sum() for k in states]
+        first = list(planned.aggs)
         if validate:
             # duplicate keys, counted per (by groups, series): the rows of a group must have
             # distinct (cutoff,) time (the lead is a dense rank, so duplicates share a lead)
@@ -371,8 +329,7 @@ class ForecastMethods:
                 first.append(pl.col(TRAIN_DUP).first().fill_null(0).alias(TRAIN_DUP))
         first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
         first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
-        names = [m.name for m in metrics]
-        state_cols = [STATE + k for k in states]
+        names = list(specs)
 
         def check_duplicates(df: pl.DataFrame) -> pl.DataFrame:
             if DUP in df.columns and (df.get_column(DUP) > 0).any():
@@ -396,19 +353,18 @@ class ForecastMethods:
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in (DUP, TRAIN_DUP)}
                 q = q.map_batches(check_duplicates, schema=pl.Schema(kept))
-            q = q.with_columns([m.value().alias(m.name) for m in metrics])
+            q = q.with_columns(planned.finals)
             if per_series:
                 return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
             aggs = [
                 pl.len().cast(pl.Int64).alias("n_series"),
                 pl.col("n").sum().cast(pl.Int64),
                 *[pl.col(n).mean().alias(n) for n in names],
-                *[pl.col(c).sum() for c in state_cols],
+                *planned.merged("_pooled"),  # the states of every series, merged
                 pl.col("zero_actuals").sum().cast(pl.Int64),
             ]
             q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
-            pooled = [m.value().alias(m.name + "_pooled") for m in metrics]
-            return q.with_columns(pooled).select(
+            return q.select(
                 [
                     *by_cols,
                     "n_series",
@@ -420,22 +376,36 @@ class ForecastMethods:
                 ]
             )
 
-        undefined = {m.name: m.why for m in metrics}
+        undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
         if not per_series:
-            undefined.update({m.name + "_pooled": m.why for m in metrics})
+            undefined.update({name + "_pooled": why for name, why in undefined.items()})
+        # without by (one summary row) an input with no row to evaluate is an error, as
+        # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
+        single = not by_cols and not per_series
         plan = Plan(
             exprs=first,
             inputs=inputs,
             args=args,
             by=[*by_cols, *keys],
             validate=validate,
-            undefined=undefined,
+            undefined={} if single else undefined,
             strict=False,
             then=second,
         )
         query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
         if not per_series:
             query = query.drop(keys)
+        if single:
+            row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
+
+            def no_rows() -> str | None:
+                return no_rows_reason(keyed, args, row_inputs)
+
+            def report(df: pl.DataFrame) -> pl.DataFrame:
+                report_undefined(df, undefined, grouped=False, strict=False, no_rows=no_rows)
+                return df
+
+            query = query.map_batches(report, schema=query.collect_schema())
         return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
 
 

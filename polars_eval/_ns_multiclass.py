@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import Plan, _deferred, execute, normalize_by
+from polars_eval._core.registry import Role
 from polars_eval._exprs import F64, check_positive_int, column_name, to_expr
-from polars_eval._registry import Role
-from polars_eval._run import Plan, _deferred, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError

@@ -22,9 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import _deferred, no_rows_reason, normalize_by, report_undefined
 from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
-from polars_eval._run import _deferred, normalize_by, report_undefined
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -93,13 +93,19 @@ def run_ranking(
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the flat engine), then average per ``by`` group.
 
-    Mirrors :func:`polars_eval._run.build`, with the query columns as extra first-stage
+    Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
     keys = by + query
     names = [spec.out for spec in [*specs, *(baseline or [])]]
+    # a row with a null weight is ignored, as one with a null relevance (BAD_INPUTS row 1)
+    graded = (
+        relevance
+        if weight is None
+        else pl.when(to_float(weight).is_not_null()).then(to_float(relevance))
+    )
     first = rk.state_aggs(
-        relevance,
+        graded,
         score,
         ties=ties,
         unscored=unscored,
@@ -244,6 +250,11 @@ def _build(
         result = result.sort(out_keys, nulls_last=True)
     undefined = {name: rk.NO_RELEVANT_ITEM for name in names}
     grouped = bool(out_keys)
+    # the item column only names rows for the duplicate check: a null item drops no row
+    used = {arg: role for arg, role in inputs.items() if arg != "item"}
+
+    def no_rows() -> str | None:
+        return no_rows_reason(lf, args, used)
 
     def finish(df: pl.DataFrame) -> pl.DataFrame:
         if checks:
@@ -251,7 +262,7 @@ def _build(
             if df.height:
                 raise_for_checks(df, checks, source=lf)
             df = df.select(list(out_schema))
-        report_undefined(df, undefined, grouped=grouped, strict=strict)
+        report_undefined(df, undefined, grouped=grouped, strict=strict, no_rows=no_rows)
         return df
 
     return result.map_batches(finish, schema=out_schema)
@@ -277,7 +288,8 @@ _METHOD_DOC = """
     left out), or one row per query with ``per_query=True``. ``item=`` enables the check
     that no item repeats within a query. ``weight=`` names a query weight (one value per
     query, >= 0): the mean over queries is then weighted. Raises ``UndefinedMetricError``
-    without ``by`` when no query has a relevant item.
+    without ``by`` when no query has a relevant item, or "no rows to evaluate" when no row
+    can be (an empty input, every row null or of query weight 0).
 """
 
 
@@ -460,7 +472,9 @@ def _ranking(
     (every item tied, ``ties="average"``), the default predictor of SPEC §8.
 
     Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame); with
-    ``per_query=True`` one row per query (without the counts).
+    ``per_query=True`` one row per query (without the counts). Without ``by``, an input
+    with no row to evaluate (empty, every row null or of query weight 0) raises
+    ``UndefinedMetricError`` "no rows to evaluate" (BAD_INPUTS rows 5, 37, 49).
 
     Examples
     --------

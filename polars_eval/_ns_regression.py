@@ -9,9 +9,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import check_choice, to_float, weight_expr
-from polars_eval._run import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.families import regression as r
@@ -23,7 +24,7 @@ NO_BASELINE = ("pearson", "spearman", "kendall_tau", "r2_pearson")
 """Correlations with a constant prediction are undefined: no baseline column for them."""
 
 
-def regression_exprs(
+def regression_specs(
     actual: IntoExpr,
     pred: IntoExpr,
     *,
@@ -31,25 +32,26 @@ def regression_exprs(
     zero_actuals: str,
     suffix: str = "",
     skip: Sequence[str] = (),
-) -> list[pl.Expr]:
-    """One expression per summary regression metric of the registry (aliased name+suffix).
+) -> dict[str, MetricSpec]:
+    """The spec of every summary regression metric of the registry, by name + suffix.
 
     MSLE / RMSLE are null (not an error) when some actual or prediction is <= -1, so that
     one table works on any numeric target.
     """
-    out: list[pl.Expr] = []
+    out: dict[str, MetricSpec] = {}
     y, p = to_float(actual), to_float(pred)
+    out_of_domain = State((y <= -1.0) | (p <= -1.0), "max")
     for info in _registry.by_task("regression"):
         if not info.summary or info.kind != "scalar" or info.name in skip:
             continue
+        assert info.spec is not None  # every regression summary metric is a spec
         kwargs: dict[str, Any] = {"weight": weight}
         if info.name in PERCENT_METRICS:
             kwargs["zero_actuals"] = zero_actuals
-        expr = info.fn(actual, pred, **kwargs)
+        spec = info.spec(actual, pred, **kwargs)
         if info.name in LOG_METRICS:
-            out_of_domain = (y <= -1.0).any() | (p <= -1.0).any()
-            expr = pl.when(out_of_domain).then(None).otherwise(expr)
-        out.append(expr.cast(pl.Float64).alias(info.name + suffix))
+            spec = spec.null_when(out_of_domain)
+        out[info.name + suffix] = spec
     return out
 
 
@@ -104,8 +106,7 @@ class RegressionMethods:
         check_choice("zero_actuals", zero_actuals, r.ZERO_ACTUAL_OPTIONS)
         if not isinstance(baseline, bool):
             raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
-        exprs = regression_exprs(actual, pred, weight=weight, zero_actuals=zero_actuals)
-        exprs.append(r.zero_actual_count(actual, pred, weight=weight))
+        specs = regression_specs(actual, pred, weight=weight, zero_actuals=zero_actuals)
         undefined = {
             info.name: info.undefined or "no defined value"
             for info in _registry.by_task("regression")
@@ -119,7 +120,7 @@ class RegressionMethods:
             used = y.is_not_null() & to_float(pred).is_not_null() & w.is_not_null()
             mean = (y * w).filter(used).sum() / w.filter(used).sum()
             constant = pl.when(used).then(mean).otherwise(None)
-            exprs += regression_exprs(
+            baseline_specs = regression_specs(
                 actual,
                 constant,
                 weight=weight,
@@ -127,8 +128,15 @@ class RegressionMethods:
                 suffix="_baseline",
                 skip=NO_BASELINE,
             )
+        else:
+            baseline_specs = {}
+        planned = plan_specs({**specs, **baseline_specs})
+        count = r.zero_actual_count(actual, pred, weight=weight)
+        finals = list(planned.finals)
+        finals.insert(len(specs), pl.col(count.meta.output_name()))
         plan = Plan(
-            exprs=exprs,
+            exprs=[*planned.aggs, count],
+            finalize=finals,
             inputs=NUMERIC_INPUTS,
             args={"actual": actual, "pred": pred, "weight": weight},
             by=normalize_by(by),

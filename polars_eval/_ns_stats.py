@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._run import Plan, execute, normalize_by
+from polars_eval._core.planner import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.stats import bootstrap as _boot
 from polars_eval.stats import compare as _compare

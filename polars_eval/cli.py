@@ -34,7 +34,8 @@ from typing import Any, NoReturn
 import polars as pl
 
 import polars_eval as pe
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.tasks import TASKS
 from polars_eval.exceptions import PolarsEvalError
 from polars_eval.io import files
 
@@ -170,9 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {pe.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _binary_command(sub)
-    for maker in _OPTIONAL_COMMANDS:
-        maker(sub)
+    for task in TASKS.values():
+        task.load("cli")(sub)
+    _trec_command(sub)
     _demo_command(sub)
     return parser
 
@@ -518,8 +519,6 @@ def _interval_methods(task: str) -> list[str]:
         if info.kind == "scalar" and info.summary
         for m in info.intervals
     }
-    if "bootstrap" in methods and not hasattr(pe.EvalNamespace, "bootstrap"):
-        methods.discard("bootstrap")
     return sorted(methods)
 
 
@@ -1448,15 +1447,6 @@ def _run_forecast(args: argparse.Namespace) -> int:
     return evaluate(args, "forecast", (args.actual, args.forecast), options, extra)
 
 
-def _trec_cli() -> Callable[..., pl.DataFrame] | None:
-    """``polars_eval.io.trec.trec_cli`` when the TREC module is installed."""
-    try:
-        from polars_eval.io.trec import trec_cli
-    except ImportError:
-        return None
-    return trec_cli
-
-
 _TREC_EPILOG = """\
 Evaluate a TREC run file against a qrels file as trec_eval does (same measure names,
 same conventions: unjudged documents are not relevant, queries only in the run are
@@ -1497,8 +1487,8 @@ def _trec_command(sub: Any) -> None:
 
 
 def _run_trec(args: argparse.Namespace) -> int:
-    trec_cli = _trec_cli()
-    assert trec_cli is not None  # the command exists only then
+    from polars_eval.io.trec import trec_cli
+
     for path in (args.run, args.qrels):
         if not Path(path).is_file():
             raise CliError(f"file not found: {path!r}")
@@ -1507,20 +1497,6 @@ def _run_trec(args: argparse.Namespace) -> int:
         table = trec_cli(args.run, args.qrels, measures, args.per_query)
     write_output(table, [], args.format, args.output)
     return 0
-
-
-_OPTIONAL_COMMANDS: list[Callable[[Any], None]] = [
-    maker
-    for task, maker in (
-        ("regression", _regression_command),
-        ("multiclass", _multiclass_command),
-        ("forecast", _forecast_command),
-        ("ranking", _ranking_command),
-    )
-    if hasattr(pe.EvalNamespace, task)
-]
-if _trec_cli() is not None:
-    _OPTIONAL_COMMANDS.append(_trec_command)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1813,7 +1789,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         for name, frame in data.items():
             frame.write_parquet(target / f"{name}.parquet")
         names = [f"{name}.parquet" for name in data]
-        if "search_log" in data and _trec_cli() is not None:  # for `polars-eval trec`
+        if "search_log" in data:  # for `polars-eval trec`
             from polars_eval import _demo
 
             run, qrels = _demo.trec_files(data["search_log"])

@@ -14,9 +14,9 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
-from polars_eval._registry import MetricInfo
-from polars_eval._run import run_metric
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import run_metric
+from polars_eval._core.registry import MetricInfo
 from polars_eval.exceptions import InvalidParameterError
 
 
@@ -173,24 +173,22 @@ def _make_method(info: MetricInfo) -> Any:
 
 def _mixins() -> tuple[type, ...]:
     from polars_eval._ns_binary import BinaryMethods
+    from polars_eval._ns_forecast import ForecastMethods
+    from polars_eval._ns_multiclass import MulticlassMethods
+    from polars_eval._ns_ranking import RankingMethods
+    from polars_eval._ns_regression import RegressionMethods
+    from polars_eval._ns_report import ReportMethods
+    from polars_eval._ns_stats import StatsMethods
 
-    found: list[type] = [BinaryMethods]
-    for module, cls in (
-        ("polars_eval._ns_ranking", "RankingMethods"),
-        ("polars_eval._ns_regression", "RegressionMethods"),
-        ("polars_eval._ns_multiclass", "MulticlassMethods"),
-        ("polars_eval._ns_forecast", "ForecastMethods"),
-        ("polars_eval._ns_stats", "StatsMethods"),
-        ("polars_eval._ns_report", "ReportMethods"),
-    ):
-        try:
-            mod = __import__(module, fromlist=[cls])
-        except ModuleNotFoundError as error:
-            if error.name != module:
-                raise
-            continue
-        found.append(getattr(mod, cls))
-    return tuple(found)
+    return (
+        BinaryMethods,
+        RankingMethods,
+        RegressionMethods,
+        MulticlassMethods,
+        ForecastMethods,
+        StatsMethods,
+        ReportMethods,
+    )
 
 
 def install() -> type:

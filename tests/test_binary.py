@@ -404,7 +404,7 @@ def test_threshold_table_vs_brute_force(
         "y", "score", n_thresholds=n_thresholds, weight="w" if weighted else None
     )
     got = curve(df, expr, collect)
-    from polars_eval._registry import get
+    from polars_eval._core.registry import get
 
     assert got.columns == list(get("threshold_table").fields)
     assert_columns(got, O.brute_threshold_table(y, s, w, n_thresholds))
@@ -798,7 +798,7 @@ def test_baseline_accuracy_is_the_majority_share(threshold: float, flip: bool, c
 @pytest.mark.parametrize("probability", [True, False])
 def test_binary_table_equals_every_single_metric(probability: bool) -> None:
     """Every column of df.eval.binary equals its registered metric's expression per group."""
-    from polars_eval._registry import by_task
+    from polars_eval._core.registry import by_task
 
     df = data(True, seed=9, groups=3, n=300)
     table = df.eval.binary("y", "score", weight="w", by="g", threshold=0.4, probability=probability)

@@ -511,7 +511,6 @@ def test_ranking_command_equals_python_api(
     _assert_one_line_error(err, "'ten'")
 
 
-@pytest.mark.skipif(cli._trec_cli() is None, reason="no TREC interop module")
 def test_trec_command_equals_python_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run.txt"
     qrels = tmp_path / "qrels.txt"

@@ -510,8 +510,6 @@ def test_row_46_one_line_exit_2(tmp_path: Path) -> None:
 def test_row_47_trec_files_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if cli._trec_cli() is None:
-        pytest.fail("the trec command is missing")
     (tmp_path / "run.txt").write_text("1 Q0 a 1 3.0 r\n1 Q0 b 2 2.0 r\n")
     (tmp_path / "qrels.txt").write_text("1 0 a 1\n1 0 b 0\n")
     (tmp_path / "run_short.txt").write_text("1 Q0 a 1 3.0 r\n1 Q0 b\n")

@@ -1,6 +1,6 @@
 """Registry-driven checks that every metric must pass (as scikit-learn's test_common).
 
-Nothing here lists metrics by hand: each test iterates ``polars_eval._registry.REGISTRY``.
+Nothing here lists metrics by hand: each test iterates ``polars_eval._core.registry.REGISTRY``.
 A task joins by adding a :class:`Case` to ``CASES``: a data generator and the column
 each input role maps to (plus values for options that have no default). Metrics of tasks
 without a case are left out of these tests (``test_every_task_has_a_case`` says which).
@@ -20,7 +20,7 @@ from conftest import binary_data
 from polars.testing import assert_frame_equal
 
 import polars_eval as pe
-from polars_eval._registry import REGISTRY, MetricInfo
+from polars_eval._core.registry import REGISTRY, MetricInfo
 
 
 @dataclass(frozen=True)

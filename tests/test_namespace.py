@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import polars_eval as pe
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
 from polars_eval.namespace import render_stub
 
 NAMESPACE = type(pl.DataFrame().eval)
@@ -31,9 +31,7 @@ def test_stub_is_current():
 # The ranking and multiclass methods are still written by their families (they take
 # query=/classes= keys); every other method is generated from the registry.
 GENERATED = sorted(
-    name
-    for name, info in _registry.REGISTRY.items()
-    if info.task not in ("ranking", "multiclass")
+    name for name, info in _registry.REGISTRY.items() if info.task not in ("ranking", "multiclass")
 )
 
 

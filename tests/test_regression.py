@@ -661,3 +661,70 @@ def test_diagnostics_streaming_equals_eager() -> None:
     assert (
         df.lazy().eval.vif(["a", "b"]).collect(engine="streaming").equals(df.eval.vif(["a", "b"]))
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Tweedie deviances (SPEC §12), against scikit-learn
+# ---------------------------------------------------------------------------------------
+
+DEVIANCES = [
+    ("mean_poisson_deviance", {}, lambda y, p, w: skm.mean_poisson_deviance(y, p, sample_weight=w)),
+    ("mean_gamma_deviance", {}, lambda y, p, w: skm.mean_gamma_deviance(y, p, sample_weight=w)),
+    *(
+        (
+            "mean_tweedie_deviance",
+            {"power": power},
+            lambda y, p, w, power=power: skm.mean_tweedie_deviance(
+                y, p, sample_weight=w, power=power
+            ),
+        )
+        for power in (-1.5, 0.0, 1.0, 1.5, 2.0, 3.0)
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "oracle"), DEVIANCES, ids=lambda v: str(v)[:28])
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_deviances_against_sklearn(name, options, oracle, tied, weighted, collect) -> None:
+    # a prediction of at least 0.5: every deviance's domain (rounding can make it 0)
+    df = reg_data(300, seed=4, tied=tied, groups=3).with_columns(pl.col("p").clip(0.5))
+    fn = getattr(pe, name)
+    weight = "w" if weighted else None
+    got = collect(df.lazy().select(fn("y", "p", weight=weight, **options))).item()
+    y, p, w = (df.get_column(c).to_numpy() for c in ("y", "p", "w"))
+    assert got == pytest.approx(oracle(y, p, w if weighted else None), rel=1e-9)
+    # per group = per frame of the group, and the namespace equals the expression
+    by = df.eval.__getattribute__(name)("y", "p", weight=weight, by="g", **options)
+    for g, value in by.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        y, p, w = (part.get_column(c).to_numpy() for c in ("y", "p", "w"))
+        assert value == pytest.approx(oracle(y, p, w if weighted else None), rel=1e-9)
+
+
+def test_poisson_deviance_zero_actual_and_domains() -> None:
+    # a zero actual is in the Poisson domain (0·ln 0 = 0), not in the Gamma one
+    df = pl.DataFrame({"y": [0.0, 1.0, 3.0], "p": [0.5, 1.5, 2.0]})
+    expected = skm.mean_poisson_deviance([0.0, 1.0, 3.0], [0.5, 1.5, 2.0])
+    assert df.eval.mean_poisson_deviance("y", "p") == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(
+        DataValidationError, match=r'column "y" must hold values > 0 for mean_gamma'
+    ):
+        df.eval.mean_gamma_deviance("y", "p")
+    bad = pl.DataFrame({"y": [1.0, 2.0], "pred": [0.0, -1.0]})
+    with pytest.raises(DataValidationError, match=r'column "pred" must hold values > 0.*2 rows'):
+        bad.eval.mean_poisson_deviance("y", "pred")
+    negative = pl.DataFrame({"y": [-1.0, 2.0], "p": [1.0, 1.0]})
+    with pytest.raises(DataValidationError, match=r'column "y" must hold values >= 0'):
+        negative.eval.mean_tweedie_deviance("y", "p", power=1.5)
+    # power 0 is the MSE and takes any real values; power < 0 needs a positive prediction
+    assert negative.eval.mean_tweedie_deviance("y", "p", power=0) == pytest.approx(2.5)
+    assert negative.eval.mean_tweedie_deviance("y", "p", power=-1.0) == pytest.approx(
+        skm.mean_tweedie_deviance([-1.0, 2.0], [1.0, 1.0], power=-1.0), rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("power", [0.5, "1", None, float("nan")])
+def test_tweedie_power_is_checked(power: object) -> None:
+    with pytest.raises(InvalidParameterError, match="power must be"):
+        pe.mean_tweedie_deviance("y", "p", power=power)  # type: ignore[arg-type]

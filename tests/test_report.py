@@ -452,7 +452,7 @@ def test_summary_rows_pairs_intervals_and_baselines() -> None:
 
 @pytest.mark.skipif(not hasattr(pe, "Interval"), reason="polars_eval.stats not installed")
 def test_intervals_and_baselines(df: pl.DataFrame) -> None:
-    from polars_eval._registry import REGISTRY
+    from polars_eval._core.registry import REGISTRY
     from polars_eval.stats import run_interval
 
     # the closed-form intervals are on by default
@@ -665,7 +665,7 @@ def test_regression_report() -> None:
     summary = frame.eval.regression("y", "p")
     assert_frame_equal(t["summary"].select(summary.columns), summary)
     # on by default: the chi-square interval of RMSE, as polars_eval.stats gives it
-    from polars_eval._registry import REGISTRY
+    from polars_eval._core.registry import REGISTRY
     from polars_eval.stats import run_interval
 
     rmse = run_interval(

@@ -20,7 +20,7 @@ from scipy import stats
 from sklearn.metrics import confusion_matrix, roc_auc_score
 
 import polars_eval as pe
-from polars_eval._registry import REGISTRY
+from polars_eval._core.registry import REGISTRY
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core.registry import register
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -37,7 +38,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.families._curve import (
@@ -136,6 +136,7 @@ AUC_FINALIZE = {
     lower=0.0,
     upper=1.0,
     undefined=ONE_CLASS,
+    intervals=("hanley",),
 )
 def auc(
     label: IntoExpr,
@@ -228,6 +229,7 @@ def gini(
     lower=0.0,
     upper=1.0,
     undefined=ONE_CLASS,
+    intervals=("logistic",),
 )
 def pr_auc(
     label: IntoExpr,
@@ -738,8 +740,12 @@ def _make_threshold_metric(name: str) -> Any:
         lower=lo,
         upper=hi,
         undefined=undefined,
+        intervals=("wilson",) if name in WILSON else (),
     )(metric)
 
+
+WILSON = ("accuracy", "precision", "recall", "specificity", "fpr", "fnr", "fdr", "npv")
+"""The proportions with a Wilson score interval (``ci="wilson"``, SPEC §8)."""
 
 accuracy = _make_threshold_metric("accuracy")
 balanced_accuracy = _make_threshold_metric("balanced_accuracy")

@@ -22,18 +22,16 @@ from typing import TypeVar
 
 import polars as pl
 
+from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State, nan_or, weighted_mean
 from polars_eval._exprs import (
     F64,
     check_fraction,
     check_positive_int,
-    drop_null_rows,
-    nan_guard,
     not_null,
-    safe_div,
     to_float,
     weight_expr,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 
@@ -72,12 +70,22 @@ def _masked(
     return y, f, s, w * not_null(y, f, s, w).cast(F64)
 
 
+def _mean_nan_guarded(term: pl.Expr, weight: IntoExpr | None, *inputs: pl.Expr) -> MetricSpec:
+    """The weighted mean of ``term`` over the rows where no input (nor the weight) is null;
+    NaN when such a row holds a NaN (``max`` and comparisons would hide it)."""
+    w = weight_expr(weight)
+    kept = not_null(*inputs, w)
+    mean = weighted_mean(term, pl.when(kept).then(w).otherwise(0.0))
+    nan = State(pl.when(kept).then(pl.any_horizontal([x.is_nan() for x in inputs])), "max")
+    return MetricSpec({**mean.states, "nan": nan}, lambda s: nan_or(s["nan"], mean.finalize(s)))
+
+
 @register(
     task="forecast", inputs=SCALED_INPUTS, higher_is_better=False, lower=0.0, undefined=NO_SCALE
 )
 def mase(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Mean absolute scaled error, Σ w |y − ŷ| / scale / Σ w.
 
     ``scale`` is the series' in-sample mean absolute error of the seasonal naive forecast,
@@ -113,7 +121,7 @@ def mase(
     └─────┴──────┘
     """
     y, f, s, w = _masked(actual, forecast, scale, weight)
-    return safe_div((w * (y - f).abs() / s).sum(), w.sum()).alias("mase")
+    return weighted_mean((y - f).abs() / s, w)
 
 
 @register(
@@ -121,7 +129,7 @@ def mase(
 )
 def rmsse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Root mean squared scaled error, √(Σ w (y − ŷ)² / scale / Σ w).
 
     ``scale`` is the series' in-sample mean *squared* error of the seasonal naive forecast,
@@ -145,7 +153,7 @@ def rmsse(
     0.833333333333
     """
     y, f, s, w = _masked(actual, forecast, scale, weight)
-    return safe_div((w * (y - f) ** 2 / s).sum(), w.sum()).sqrt().alias("rmsse")
+    return weighted_mean((y - f) ** 2 / s, w, then=pl.Expr.sqrt)
 
 
 @register(
@@ -161,7 +169,7 @@ def pinball_loss(
     *,
     quantile: float,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Pinball (quantile) loss of a forecast of the ``quantile`` (in (0, 1)).
 
     L = Σ w · max(q (y − ŷ), (q − 1)(y − ŷ)) / Σ w: under-forecasts cost q per unit,
@@ -183,10 +191,10 @@ def pinball_loss(
     5.0
     """
     check_fraction("quantile", quantile, low_open=True, high_open=True)
-    y, f, w = drop_null_rows(to_float(actual), to_float(quantile_pred), weight=weight_expr(weight))
+    y, f = to_float(actual), to_float(quantile_pred)
     d = y - f
     loss = pl.max_horizontal(quantile * d, (quantile - 1.0) * d)
-    return nan_guard(safe_div((w * loss).sum(), w.sum()), y, f).alias("pinball_loss")
+    return _mean_nan_guarded(loss, weight, y, f)
 
 
 @register(
@@ -199,7 +207,7 @@ def pinball_loss(
 )
 def coverage(
     actual: IntoExpr, lower: IntoExpr, upper: IntoExpr, *, weight: IntoExpr | None = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Share of actuals inside their prediction interval, lower ≤ y ≤ upper (weighted).
 
     Compare with the nominal level of the interval (0.8 for an 80 % interval). As
@@ -213,11 +221,9 @@ def coverage(
     >>> df.select(pe.coverage("y", "lo", "hi")).item()
     0.5
     """
-    y, lo, hi, w = drop_null_rows(
-        to_float(actual), to_float(lower), to_float(upper), weight=weight_expr(weight)
-    )
+    y, lo, hi = to_float(actual), to_float(lower), to_float(upper)
     inside = ((y >= lo) & (y <= hi)).cast(F64)
-    return nan_guard(safe_div((w * inside).sum(), w.sum()), y, lo, hi).alias("coverage")
+    return _mean_nan_guarded(inside, weight, y, lo, hi)
 
 
 def seasonal_scale(

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core.registry import register
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -66,7 +67,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.families.binary import LOGLOSS_EPS

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core.registry import register
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -58,7 +59,6 @@ from polars_eval._exprs import (
     to_expr,
     to_float,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.families._ap11_ties import expected_ap_11pt

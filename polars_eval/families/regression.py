@@ -23,17 +23,21 @@ non-zero error makes the value +inf (a row where actual = prediction = 0 counts 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from polars_eval._core.registry import register
+from polars_eval._core.spec import Finalize, MetricSpec, State, moments, nan_or, weighted_mean
 from polars_eval._exprs import (
     F64,
     NAN,
     check_choice,
+    check_number,
     check_positive_int,
+    column_name,
     drop_null_rows,
     nan_guard,
     not_null,
@@ -41,8 +45,8 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import register
 from polars_eval._typing import IntoExpr, ZeroActuals
+from polars_eval._validate import Check
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 
 __all__ = [
@@ -55,6 +59,9 @@ __all__ = [
     "mae",
     "mape",
     "max_error",
+    "mean_gamma_deviance",
+    "mean_poisson_deviance",
+    "mean_tweedie_deviance",
     "medae",
     "mer",
     "mse",
@@ -191,8 +198,37 @@ def zero_actual_count(
     return (y == 0.0).sum().cast(pl.Int64).alias("zero_actuals")
 
 
-def _pearson(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
-    """Weighted Pearson correlation, centred before the products; null if a side is constant."""
+def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:
+    """A metric of order statistics: its state is the rows themselves (already filtered
+    to the rows that count), merged by concatenation."""
+    return MetricSpec({name: State(expr, "rows") for name, expr in columns.items()}, finalize)
+
+
+def _shape(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> dict[str, State]:
+    """The states of the correlation-type metrics over the rows kept (weight > 0): the
+    centred co-moments of (y, ŷ), the range of each side, and whether a NaN was seen."""
+    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    return {
+        "m": moments(w, yk, pk),
+        "ymin": State(yk, "min"),
+        "ymax": State(yk, "max"),
+        "pmin": State(pk, "min"),
+        "pmax": State(pk, "max"),
+        "nan": State(yk.is_nan() | pk.is_nan(), "max"),
+    }
+
+
+def _pearson(s: Mapping[str, pl.Expr]) -> pl.Expr:
+    """Weighted Pearson correlation from :func:`_shape`; null if a side is constant."""
+    m = s["m"]
+    cov, sxx, syy = (m.struct.field(f) for f in ("sxy", "sxx", "syy"))
+    defined = (s["ymax"] > s["ymin"]) & (s["pmax"] > s["pmin"])
+    return nan_or(s["nan"], pl.when(defined).then((cov / (sxx * syy).sqrt()).clip(-1.0, 1.0)))
+
+
+def _pearson_rows(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Weighted Pearson correlation of columns, centred before the products; null if a side
+    is constant (Spearman's: the correlation of the ranks)."""
     y, p = _only_kept(y, w), _only_kept(p, w)
     yc = y - _wmean(y, w)
     pc = p - _wmean(p, w)
@@ -224,7 +260,7 @@ def _weighted_rank(values: pl.Expr, w: pl.Expr) -> pl.Expr:
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean squared error, Σ w (y − ŷ)² / Σ w.
 
     References
@@ -251,7 +287,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     └─────┴────────┘
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean((y - p) ** 2, w).alias("mse")
+    return weighted_mean((y - p) ** 2, w)
 
 
 @register(
@@ -260,8 +296,9 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     higher_is_better=False,
     lower=0.0,
     undefined=EMPTY,
+    intervals=("chi2",),
 )
-def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Root mean squared error, √MSE.
 
     Examples
@@ -272,11 +309,11 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     12.5
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean((y - p) ** 2, w).sqrt().alias("rmse")
+    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean absolute error, Σ w |y − ŷ| / Σ w.
 
     Examples
@@ -287,11 +324,11 @@ def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean((y - p).abs(), w).alias("mae")
+    return weighted_mean((y - p).abs(), w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Median absolute error: the (weighted) median of |y − ŷ|.
 
     With weights, the mean of the lower and upper weighted medians (the median of the rows
@@ -305,11 +342,11 @@ def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    return _wmedian((y - p).abs(), w).alias("medae")
+    return _rows_spec(lambda r: _wmedian(r["e"], r["w"]), e=(y - p).abs(), w=w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Maximum absolute error, max |y − ŷ| over the rows of positive weight.
 
     Weights only select rows (a zero weight removes the row); NaN in gives NaN.
@@ -321,12 +358,17 @@ def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = Non
     >>> pl.DataFrame({"y": [3, 2, 7, 1], "p": [4, 2, 7, 1]}).select(pe.max_error("y", "p")).item()
     1.0
     """
-    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    return nan_guard((y - p).abs().max(), y, p).cast(F64).alias("max_error")
+    y, p, w = _masked(actual, pred, weight)
+    kept = w > 0.0
+    states = {
+        "max": State(pl.when(kept).then((y - p).abs()), "max"),
+        "nan": State(pl.when(kept).then(y.is_nan() | p.is_nan()), "max"),
+    }
+    return MetricSpec(states, lambda s: nan_or(s["nan"], s["max"].cast(F64)))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY)
-def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean error of the prediction, Σ w (ŷ − y) / Σ w: positive when over-predicting.
 
     Examples
@@ -337,7 +379,7 @@ def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.6666666666666666
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean(p - y, w).alias("bias")
+    return weighted_mean(p - y, w)
 
 
 @register(
@@ -347,7 +389,7 @@ def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     upper=1.0,
     undefined=CONSTANT,
 )
-def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Coefficient of determination, R² = 1 − SSE / SST.
 
     SSE = Σ w (y − ŷ)², SST = Σ w (y − ȳ)² with ȳ the weighted mean (centred first).
@@ -366,17 +408,20 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> p
     0.5
     """
     y, p, w = _masked(actual, pred, weight)
-    y, p = _only_kept(y, w), _only_kept(p, w)
-    sse = (w * (y - p) ** 2).sum()
-    sst = (w * (y - _wmean(y, w)) ** 2).sum()
-    defined = _not_constant(y) & (sst > 0.0)
-    return nan_guard(pl.when(defined).then(1.0 - sse / sst).otherwise(None), y, p).alias("r2")
+    states = {"sse": State(w * (_only_kept(y, w) - _only_kept(p, w)) ** 2), **_shape(y, p, w)}
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        sst = s["m"].struct.field("sxx")
+        defined = (s["ymax"] > s["ymin"]) & (sst > 0.0)
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - s["sse"] / sst))
+
+    return MetricSpec(states, finalize)
 
 
 @register(
     task="regression", inputs=INPUTS, higher_is_better=True, lower=0.0, upper=1.0, undefined=CORR
 )
-def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Squared Pearson correlation of actual and prediction (H2O's R² of a fit line).
 
     Examples
@@ -387,13 +432,13 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return (_pearson(y, p, w) ** 2).alias("r2_pearson")
+    return MetricSpec(_shape(y, p, w), lambda s: _pearson(s) ** 2)
 
 
 @register(
     task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
 )
-def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Pearson correlation, Σ w (y − ȳ)(ŷ − ŷ̄) / √(Σ w (y − ȳ)² · Σ w (ŷ − ŷ̄)²).
 
     Centred on the weighted means before the products. Null with a constant side or
@@ -411,13 +456,13 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
     -1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _pearson(y, p, w).alias("pearson")
+    return MetricSpec(_shape(y, p, w), _pearson)
 
 
 @register(
     task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
 )
-def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Spearman rank correlation: Pearson correlation of the average ranks.
 
     Ties get their average rank; with weights a row's rank is the weight below it plus
@@ -436,8 +481,13 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     1.0
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    value = _pearson(_weighted_rank(y, w), _weighted_rank(p, w), w)
-    return nan_guard(value, y, p).alias("spearman")
+
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        y, p, w = r["y"], r["p"], r["w"]
+        value = _pearson_rows(_weighted_rank(y, w), _weighted_rank(p, w), w)
+        return nan_guard(value, y, p)
+
+    return _rows_spec(finalize, y=y, p=p, w=w)
 
 
 # Kendall's tau-b -----------------------------------------------------------------------
@@ -576,7 +626,7 @@ def _kendall_batch(s: pl.Series, weighted: bool) -> pl.Series:
 @register(
     task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
 )
-def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Kendall's tau-b rank correlation, in O(n log n).
 
     tau-b = (n_c − n_d) / √((n_0 − n_1)(n_0 − n_2)), with n_0 the pairs, n_1 / n_2 the pairs
@@ -603,17 +653,19 @@ def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
     weighted = weight is not None
-    return (
-        pl.struct(y.alias("y"), p.alias("p"), w.alias("w"))
-        .map_batches(lambda s: _kendall_batch(s, weighted), return_dtype=F64, returns_scalar=True)
-        .alias("kendall_tau")
-    )
+
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        return pl.struct(r["y"].alias("y"), r["p"].alias("p"), r["w"].alias("w")).map_batches(
+            lambda s: _kendall_batch(s, weighted), return_dtype=F64, returns_scalar=True
+        )
+
+    return _rows_spec(finalize, y=y, p=p, w=w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=True, upper=1.0, undefined=CONSTANT)
 def explained_variance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Explained variance, 1 − Var(y − ŷ) / Var(y) (weighted, centred variances).
 
     Differs from R² by the mean error: a constant bias is not penalised. Null for a
@@ -631,17 +683,20 @@ def explained_variance(
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    y, p = _only_kept(y, w), _only_kept(p, w)
-    r = y - p
-    var_r = (w * (r - _wmean(r, w)) ** 2).sum()
-    var_y = (w * (y - _wmean(y, w)) ** 2).sum()
-    defined = _not_constant(y) & (var_y > 0.0)
-    value = pl.when(defined).then(1.0 - var_r / var_y).otherwise(None)
-    return nan_guard(value, y, p).alias("explained_variance")
+    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    # the moments of (y, y - ŷ): Var(y) and Var(y - ŷ) each centred on its own mean
+    states = {**_shape(y, p, w), "r": moments(w, yk, yk - pk)}
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        var_y, var_r = s["r"].struct.field("sxx"), s["r"].struct.field("syy")
+        defined = (s["ymax"] > s["ymin"]) & (var_y > 0.0)
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / var_y))
+
+    return MetricSpec(states, finalize)
 
 
 @register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Root mean squared logarithmic error, √MSLE.
 
     Examples
@@ -654,11 +709,11 @@ def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean((p.log1p() - y.log1p()) ** 2, w).sqrt().alias("rmsle")
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt)
 
 
 @register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
-def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean squared logarithmic error, Σ w (ln(1 + ŷ) − ln(1 + y))² / Σ w.
 
     Values must be > −1 (the namespace raises on values ≤ −1; the bare expression gives
@@ -674,7 +729,7 @@ def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return _wmean((p.log1p() - y.log1p()) ** 2, w).alias("msle")
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -684,7 +739,7 @@ def rmspe(
     *,
     weight: IntoExpr | None = None,
     zero_actuals: ZeroActuals = "skip",
-) -> pl.Expr:
+) -> MetricSpec:
     """Root mean squared percentage error, √(Σ w ((y − ŷ) / y)² / Σ w), as a fraction.
 
     Zero actuals as in :func:`mape`.
@@ -700,7 +755,7 @@ def rmspe(
     _check_zero_actuals(zero_actuals)
     y, p, w = _masked(actual, pred, weight)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
-    return _wmean(term * term, wk).sqrt().alias("rmspe")  # NaN propagates by arithmetic
+    return weighted_mean(term * term, wk, then=pl.Expr.sqrt)  # NaN propagates by arithmetic
 
 
 @register(
@@ -716,7 +771,7 @@ def mape(
     *,
     weight: IntoExpr | None = None,
     zero_actuals: ZeroActuals = "skip",
-) -> pl.Expr:
+) -> MetricSpec:
     """Mean absolute percentage error, Σ w |y − ŷ| / |y| / Σ w, as a fraction (0.05 = 5 %).
 
     Rows with y = 0 are skipped (``zero_actuals="skip"``; ``df.eval.regression`` counts
@@ -741,7 +796,7 @@ def mape(
     _check_zero_actuals(zero_actuals)
     y, p, w = _masked(actual, pred, weight)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
-    return _wmean(term, wk).alias("mape")  # NaN propagates by arithmetic
+    return weighted_mean(term, wk)  # NaN propagates by arithmetic
 
 
 @register(
@@ -752,7 +807,7 @@ def mape(
     upper=2.0,
     undefined=EMPTY,
 )
-def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Symmetric mean absolute percentage error, Σ w · 2|y − ŷ| / (|y| + |ŷ|) / Σ w, in [0, 2].
 
     A row where actual and prediction are both 0 has term 0. (utilsforecast's ``smape``
@@ -776,7 +831,7 @@ def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     y, p, w = _masked(actual, pred, weight)
     den = y.abs() + p.abs()
     term = pl.when(den > 0.0).then(2.0 * (y - p).abs() / den).otherwise(0.0)
-    return _wmean(term, w).alias("smape")  # NaN propagates by arithmetic
+    return weighted_mean(term, w)  # NaN propagates by arithmetic
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -786,7 +841,7 @@ def mer(
     *,
     weight: IntoExpr | None = None,
     zero_actuals: ZeroActuals = "skip",
-) -> pl.Expr:
+) -> MetricSpec:
     """Median absolute percentage error (MER): the weighted median of |y − ŷ| / |y|.
 
     Zero actuals as in :func:`mape`; weighted median as in :func:`medae`.
@@ -802,11 +857,15 @@ def mer(
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
     keep = wk > 0.0
-    return nan_guard(_wmedian(term.filter(keep), wk.filter(keep)), y, p).alias("mer")
+
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        return nan_guard(_wmedian(r["t"].filter(r["k"]), r["w"].filter(r["k"])), r["y"], r["p"])
+
+    return _rows_spec(finalize, t=term, w=wk, k=keep, y=y, p=p)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
-def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Weighted absolute percentage error, Σ w |y − ŷ| / Σ w |y| (null when Σ w |y| = 0).
 
     References
@@ -822,7 +881,164 @@ def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.5
     """
     y, p, w = _masked(actual, pred, weight)
-    return safe_div((w * (y - p).abs()).sum(), (w * _only_kept(y, w).abs()).sum()).alias("wape")
+    states = {"ae": State(w * (y - p).abs()), "ay": State(w * _only_kept(y, w).abs())}
+    return MetricSpec(states, lambda s: safe_div(s["ae"], s["ay"]))
+
+
+# Tweedie deviances -----------------------------------------------------------------------
+
+_DEVIANCE: dict[str, Any] = {
+    "task": "regression",
+    "inputs": INPUTS,
+    "higher_is_better": False,
+    "lower": 0.0,
+    "summary": False,  # their domain is narrower than the table's (positive targets)
+    "undefined": EMPTY,
+}
+
+
+def _check_power(power: Any) -> float:
+    check_number("power", power)
+    if 0 < power < 1:
+        raise InvalidParameterError(
+            f"power must be <= 0 or >= 1 (no Tweedie distribution has 0 < power < 1); got {power!r}"
+        )
+    return float(power)
+
+
+def _deviance_domain(power: float) -> tuple[str | None, str]:
+    """What the actual and the prediction must hold for a Tweedie deviance of ``power``."""
+    if power == 0:
+        return None, "any"
+    if power < 0:
+        return None, "positive"
+    return ("nonnegative" if power < 2 else "positive"), "positive"
+
+
+def _deviance_checks(power: float, metric: str) -> Any:
+    """The data check of a deviance: its domain depends on the power (scikit-learn's)."""
+
+    def check(args: Mapping[str, Any]) -> list[Check]:
+        checks = []
+        actual_rule, pred_rule = _deviance_domain(power)
+        for arg, rule in (("actual", actual_rule), ("pred", pred_rule)):
+            if rule in (None, "any"):
+                continue
+            x = to_float(args[arg])
+            bad = x < 0.0 if rule == "nonnegative" else x <= 0.0
+            need = ">= 0" if rule == "nonnegative" else "> 0"
+            checks.append(
+                Check(
+                    column=column_name(args[arg]),
+                    bad=bad.fill_null(False),
+                    values=x,
+                    problem=f"must hold values {need} for {metric} (power={power:g}); "
+                    "found {n} rows with other values",
+                )
+            )
+        return checks
+
+    return check
+
+
+def deviance_terms(y: pl.Expr, mu: pl.Expr, power: float) -> pl.Expr:
+    """The unit deviance d(y, μ) of a Tweedie distribution with ``power`` (per row).
+
+    0: (y − μ)²; 1 (Poisson): 2(y ln(y/μ) − y + μ), with 0·ln 0 = 0; 2 (Gamma):
+    2(ln(μ/y) + y/μ − 1); otherwise 2(max(y, 0)^(2−p)/((1−p)(2−p)) − y μ^(1−p)/(1−p) +
+    μ^(2−p)/(2−p)) (Jørgensen 1997, as scikit-learn's ``mean_tweedie_deviance``).
+    """
+    if power == 0:
+        return (y - mu) ** 2
+    if power == 1:
+        ylogy = pl.when(y == 0.0).then(0.0).otherwise(y * (y / mu).log())
+        return 2.0 * (ylogy - y + mu)
+    if power == 2:
+        return 2.0 * ((mu / y).log() + y / mu - 1.0)
+    p = power
+    y_part = (y.clip(lower_bound=0.0) if p < 0 else y) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
+    return 2.0 * (y_part - y * mu ** (1.0 - p) / (1.0 - p) + mu ** (2.0 - p) / (2.0 - p))
+
+
+_DEVIANCE_DOC = """{summary}
+
+    The weighted mean of the unit deviance, Σ w d(y, ŷ) / Σ w, with {unit}
+    {domain} (the namespace raises on other values; the bare expression gives NaN or inf
+    there). Null on an empty group.
+
+    References
+    ----------
+    Jørgensen, B. (1997). The Theory of Dispersion Models. Chapman & Hall.
+    scikit-learn, ``sklearn.metrics.{sklearn}``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({{"y": [2.0, 0.5, 1.0, 4.0], "p": [0.5, 0.5, 2.0, 2.0]}})
+    >>> df.select({call}.round(4)).item()
+    {value}
+    """
+
+
+@register(
+    **_DEVIANCE,
+    check=lambda args: _deviance_checks(_check_power(args["power"]), "mean_tweedie_deviance")(args),
+)
+def mean_tweedie_deviance(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
+) -> MetricSpec:
+    y, p, w = _masked(actual, pred, weight)
+    return weighted_mean(deviance_terms(y, p, _check_power(power)), w)
+
+
+@register(
+    **_DEVIANCE,
+    check=_deviance_checks(1.0, "mean_poisson_deviance"),
+)
+def mean_poisson_deviance(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
+) -> MetricSpec:
+    y, p, w = _masked(actual, pred, weight)
+    return weighted_mean(deviance_terms(y, p, 1.0), w)
+
+
+@register(
+    **_DEVIANCE,
+    check=_deviance_checks(2.0, "mean_gamma_deviance"),
+)
+def mean_gamma_deviance(
+    actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
+) -> MetricSpec:
+    y, p, w = _masked(actual, pred, weight)
+    return weighted_mean(deviance_terms(y, p, 2.0), w)
+
+
+mean_tweedie_deviance.__doc__ = _DEVIANCE_DOC.format(
+    summary="Mean Tweedie deviance of power ``power`` (0 normal, 1 Poisson, 2 Gamma, ...).",
+    unit="d the unit deviance of :func:`deviance_terms`. ``power`` must be <= 0 or >= 1;",
+    domain="for power < 0 the prediction must be > 0, for 1 <= power < 2 the actual >= 0\n"
+    "    and the prediction > 0, for power >= 2 both > 0",
+    sklearn="mean_tweedie_deviance",
+    call='pe.mean_tweedie_deviance("y", "p", power=1.5)',
+    value="1.0711",
+)
+mean_poisson_deviance.__doc__ = _DEVIANCE_DOC.format(
+    summary="Mean Poisson deviance, the Tweedie deviance of power 1.",
+    unit="d(y, ŷ) = 2(y ln(y/ŷ) − y + ŷ) (0·ln 0 = 0); the actual must be >= 0 and the",
+    domain="prediction > 0",
+    sklearn="mean_poisson_deviance",
+    call='pe.mean_poisson_deviance("y", "p")',
+    value="1.176",
+)
+mean_gamma_deviance.__doc__ = _DEVIANCE_DOC.format(
+    summary="Mean Gamma deviance, the Tweedie deviance of power 2.",
+    unit="d(y, ŷ) = 2(ln(ŷ/y) + y/ŷ − 1); the actual and the prediction must",
+    domain="be > 0",
+    sklearn="mean_gamma_deviance",
+    call='pe.mean_gamma_deviance("y", "p")',
+    value="1.0569",
+)
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,10 +19,11 @@ relevant; judged relevant documents never retrieved count in the recall, AP, R-p
 and ideal-DCG denominators; a query without relevant documents scores 0; a document
 repeated within one query of the run is an error. A document is relevant when its
 relevance is >= 1 (trec_eval's default ``-l 1``); the gain of ``ndcg`` is the relevance
-itself (linear). Negative relevance grades (which trec_eval reads as judged non-relevant)
-count as 0. Where trec_eval's versions differ (how ``iprec_at_recall`` and ``11pt_avg``
-turn a recall level into a number of relevant documents), trec_eval 10's rule applies by
-default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
+itself (linear). Negative relevance grades count as 0: trec_eval reads them as documents
+of the judged pool left unjudged (its ``RELVALUE_UNJUDGED``), which every measure offered
+here scores as not relevant. Where trec_eval's versions differ (how ``iprec_at_recall``
+and ``11pt_avg`` turn a recall level into a number of relevant documents), trec_eval 10's
+rule applies by default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
 """
 
 from __future__ import annotations
@@ -199,8 +200,10 @@ def read_trec_qrels(path: PathLike) -> pl.LazyFrame:
     """Scan a TREC qrels file: columns query, iteration, doc (str), relevance (Int64).
 
     Lazy, like :func:`read_trec_run`; ``#`` comment lines and blank lines are skipped and
-    fields after the fourth ignored. Negative relevance grades are kept as read
-    (:func:`trec_eval` counts them as not relevant, with gain 0, as trec_eval).
+    fields after the fourth ignored. Negative relevance grades are kept as read: trec_eval
+    treats such a document as in the pool but unjudged, and :func:`trec_eval` counts it as
+    not relevant, with gain 0, as trec_eval does in every measure offered here. (The
+    ``.eval`` ranking methods refuse negative relevance: BAD_INPUTS row 35.)
 
     Examples
     --------

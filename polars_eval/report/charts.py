@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
 from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
 
 if TYPE_CHECKING:
     from polars_eval.report._report import Report

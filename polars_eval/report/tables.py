@@ -23,10 +23,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import _registry
+from polars_eval._core import registry as _registry
+from polars_eval._core.planner import Plan, execute, normalize_by
 from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
 from polars_eval._ns_binary import BASELINE, _summary_exprs, constant_predictor
-from polars_eval._run import Plan, execute, normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (

@@ -35,8 +35,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from polars_eval._core.registry import Role
+from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import binary_label, to_float
-from polars_eval._registry import Role
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import (
     DataValidationError,
@@ -58,8 +59,6 @@ ABOVE = "__pe_above"  # score >= threshold (binned mode)
 LL = "__pe_ll"  # summed weighted log loss terms (binned mode)
 SQ = "__pe_sq"  # summed weighted squared errors (binned mode)
 LABEL01 = "__pe_y"  # the 0/1 label (binned mode)
-
-TASKS = ("binary", "multiclass", "regression", "forecast", "ranking")
 
 # column arguments (names of columns, or lists of names) and options of each task, with
 # the defaults of the task method; everything else is refused by name
@@ -567,7 +566,7 @@ class Evaluation:
 
     def _compute_binned(self, rows: pl.DataFrame, by: list[str] | None) -> pl.DataFrame:
         """Sort-based metrics over the bins; log loss, Brier and threshold metrics exact."""
-        from polars_eval import _registry
+        from polars_eval._core import registry as _registry
         from polars_eval.families import binary as b
 
         d = self._def

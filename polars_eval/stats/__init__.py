@@ -1,6 +1,6 @@
 """Intervals, the bootstrap and model comparisons (SPEC §8).
 
-Importing this package declares which interval methods each registered metric offers
+Each metric declares the interval methods it offers at ``@register``
 (``MetricInfo.intervals``; the namespace then gives those metrics ``ci=`` and ``level=``):
 
 * ``"wilson"``: the binary proportions (accuracy, precision, recall, specificity, fpr,
@@ -20,14 +20,13 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._registry import REGISTRY, MetricInfo
-from polars_eval._run import Plan, execute, normalize_by, report_undefined
+from polars_eval._core.planner import Plan, execute, normalize_by, report_undefined
+from polars_eval._core.registry import MetricInfo
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot
 from polars_eval.stats.compare import delong, mcnemar
 from polars_eval.stats.intervals import (
     CLOSED_FORM,
-    PROPORTIONS,
     Interval,
     check_level,
     closed_form,
@@ -51,25 +50,8 @@ __all__ = [
     "wilson",
 ]
 
-BOOTSTRAP_TASKS = ("binary", "multiclass", "regression", "forecast")
 CI_RESAMPLES = 1000
 CI_SEED = 0
-
-
-def _declare_intervals() -> None:
-    closed: dict[str, str] = dict.fromkeys(PROPORTIONS, "wilson")
-    closed.update({"auc": "hanley", "pr_auc": "logistic", "rmse": "chi2"})
-    for name, info in REGISTRY.items():
-        methods: list[str] = []
-        if name in closed:
-            methods.append(closed[name])
-        if info.kind == "scalar" and info.task in BOOTSTRAP_TASKS:
-            methods.append("bootstrap")
-        if methods:
-            info.intervals = tuple(methods)
-
-
-_declare_intervals()
 
 
 def _column_names(name: str) -> list[str]:

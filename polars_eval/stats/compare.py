@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core.planner import normalize_by
+from polars_eval._core.registry import REGISTRY
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -21,8 +23,6 @@ from polars_eval._exprs import (
     drop_null_rows,
     to_float,
 )
-from polars_eval._registry import REGISTRY
-from polars_eval._run import normalize_by
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 import polars as pl
 
+from polars_eval._core.registry import REGISTRY
 from polars_eval._exprs import (
     F64,
     binary_label,
@@ -32,7 +33,6 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
-from polars_eval._registry import REGISTRY
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
 from polars_eval.families import binary as _binary

@@ -1,10 +1,14 @@
-"""The machinery behind the namespace layer: validate, evaluate, report undefined values.
+"""The one planner: validate, compute states, finalize, report undefined values.
 
-Every namespace method ends here. One lazy query computes the metrics (per group with
-``by``) and, in the same plan, the row-level validation counts; a small function at the
-end of the plan raises the validation error or the undefined-value error, or warns about
-undefined groups. On a DataFrame the plan is collected at once; on a LazyFrame it is
-returned, so every error of SPEC §2 surfaces at collect time.
+Every namespace method ends here. :func:`plan_specs` turns any set of metric specs into
+one list of state aggregations, each state computed once however many metrics read it,
+and one finalizer per metric. One lazy query computes the states (per group with
+``by``), and in the same aggregation the row-level validation counts; the finalizers
+run over the group rows; a small function at the end of the plan raises the validation
+error or the undefined-value error, or warns about undefined groups. On a DataFrame the
+plan is collected at once; on a LazyFrame it is returned, so every error of SPEC §2
+surfaces at collect time. :func:`state_frame` and :func:`merge_states` are the same
+states kept per partition and merged (SPEC §10).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._core.registry import MetricInfo, Role
+from polars_eval._core.spec import F64, MetricSpec, State
 from polars_eval._exprs import column_name, to_expr
-from polars_eval._registry import MetricInfo, Role
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, UndefinedMetricError, UndefinedMetricWarning
 
@@ -50,6 +55,8 @@ class Plan:
     curves: Sequence[str] = ()
     # names of Struct result columns to unnest into their fields
     structs: Sequence[str] = ()
+    # finalizers over the aggregated columns (row-wise: the validation counts ride along)
+    finalize: Sequence[pl.Expr] = ()
     # extra lazy steps on the result (after validation), e.g. a second aggregation stage
     then: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
     extra_checks: list[Any] = field(default_factory=list)
@@ -81,6 +88,10 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     inline = bool(checks) and plan.then is None
     exprs = plan.exprs + (check_aggs(checks, examples=False) if inline else [])
     query = lf.group_by(plan.by).agg(exprs) if plan.by else lf.select(exprs)
+    if plan.finalize:
+        names = [e.meta.output_name() for e in plan.finalize]
+        kept = [pl.col("^__pe_bad_.*$")] if inline else []
+        query = query.with_columns(plan.finalize).select(*plan.by, *names, *kept)
     if plan.then is not None:
         query = plan.then(query)
     out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
@@ -230,6 +241,107 @@ def execute(frame: Frame, plan: Plan) -> pl.DataFrame | pl.LazyFrame:
     return build(frame, plan).collect()
 
 
+@dataclass
+class Planned:
+    """A set of specs laid out for one query: the state aggregations (each distinct state
+    once, column ``__pe_s<i>``), the finalizer of each metric over those columns, and which
+    column holds which state of which metric (for merging the states of several groups)."""
+
+    aggs: list[pl.Expr]
+    finals: list[pl.Expr]
+    specs: Mapping[str, MetricSpec]
+    columns: Mapping[str, Mapping[str, str]]
+    # with ``columns_first``: the row values of the summed states, to add as columns
+    row_columns: list[pl.Expr] = field(default_factory=list)
+
+    def merged(self, suffix: str = "") -> list[pl.Expr]:
+        """Each metric over the merged states of the rows of an aggregation (aliased
+        name + ``suffix``): the pooled value of groups, e.g. of every series in a group."""
+        out = []
+        for name, spec in self.specs.items():
+            if spec.has_rows:
+                raise ValueError(f"{name}: a metric over the rows has no states to merge here")
+            columns = self.columns[name]
+            merged = {k: state.merged(pl.col(columns[k])) for k, state in spec.states.items()}
+            out.append(spec.finalize(merged).alias(name + suffix))
+        return out
+
+
+def plan_specs(specs: Mapping[str, MetricSpec], *, columns_first: bool = False) -> Planned:
+    """The state aggregations of ``specs`` (each distinct state once) and their finalizers.
+
+    A spec whose state is the rows themselves has nothing to share: it is computed whole
+    in the aggregation (its finalizer then only names the column). ``columns_first``
+    computes the row values of the ``sum``/``min``/``max`` states as columns of the frame
+    first (``Planned.row_columns``, for the caller's ``with_columns``), so the group_by
+    runs plain column sums: faster when the groups are many and small (series).
+    """
+    aggs: dict[Any, pl.Expr] = {}
+    finals: list[pl.Expr] = []
+    layout: dict[str, dict[str, str]] = {}
+    rows: list[pl.Expr] = []
+    for name, spec in specs.items():
+        if spec.has_rows:
+            aggs[("metric", name)] = spec.expr().alias(name)
+            finals.append(pl.col(name))
+            layout[name] = {}
+            continue
+        columns: dict[str, str] = {}
+        for state_name, state in spec.states.items():
+            alias = f"__pe_s{len(aggs)}"
+            if state.key not in aggs:
+                if columns_first and state.kind in ("sum", "min", "max"):
+                    value = state.value.cast(F64) if state.kind == "sum" else state.value
+                    rows.append(value.alias(alias))
+                    aggs[state.key] = State(pl.col(alias), state.kind).aggregate().alias(alias)
+                else:
+                    aggs[state.key] = state.aggregate().alias(alias)
+            columns[state_name] = aggs[state.key].meta.output_name()
+        finals.append(spec.finalize({k: pl.col(c) for k, c in columns.items()}).alias(name))
+        layout[name] = columns
+    return Planned(list(aggs.values()), finals, dict(specs), layout, rows)
+
+
+def _state_columns(specs: Mapping[str, MetricSpec]) -> dict[str, dict[str, str]]:
+    """metric -> state name -> its column in a state frame (``__pe_<metric>__<state>``)."""
+    return {
+        name: {state: f"__pe_{name}__{state}" for state in spec.states}
+        for name, spec in specs.items()
+    }
+
+
+def state_frame(frame: Frame, specs: Mapping[str, MetricSpec], by: Sequence[str]) -> pl.LazyFrame:
+    """The states of ``specs`` over ``frame``, one row per group (SPEC §10): the rows of
+    two such frames of disjoint data stack and merge with :func:`merge_states`."""
+    columns = _state_columns(specs)
+    aggs = [
+        state.aggregate().alias(columns[name][state_name])
+        for name, spec in specs.items()
+        for state_name, state in spec.states.items()
+    ]
+    lf = frame.lazy()
+    return lf.group_by(list(by)).agg(aggs) if by else lf.select(aggs)
+
+
+def merge_states(
+    states: pl.LazyFrame, specs: Mapping[str, MetricSpec], by: Sequence[str]
+) -> pl.LazyFrame:
+    """Merge stacked state frames by group and finalize every metric, in one aggregation."""
+    columns = _state_columns(specs)
+    finals = [
+        spec.finalize(
+            {
+                state_name: state.merged(pl.col(columns[name][state_name]))
+                for state_name, state in spec.states.items()
+            }
+        ).alias(name)
+        for name, spec in specs.items()
+    ]
+    if by:
+        return states.group_by(list(by)).agg(finals).sort(list(by), nulls_last=True)
+    return states.select(finals)
+
+
 def run_metric(
     frame: Frame, info: MetricInfo, args: Mapping[str, Any], *, by: Any, validate: bool
 ) -> Any:
@@ -247,6 +359,7 @@ def run_metric(
         else {},
         curves=[info.name] if info.kind == "curve" else [],
         structs=[info.name] if info.kind == "struct" and by_cols else [],
+        extra_checks=info.check(args) if validate and info.check is not None else [],
     )
     result = execute(frame, plan)
     if isinstance(result, pl.LazyFrame) or by_cols:

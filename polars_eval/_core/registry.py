@@ -1,18 +1,25 @@
 """The metric registry: the single source of truth about every metric (SPEC §1.3).
 
-Each public metric function is registered once with :func:`register`. The ``.eval``
-namespace methods, the task-level methods (``df.eval.binary`` ...), the CLI, the reports
+Each public metric function is registered once with :func:`register`, which declares
+everything the library knows about it: its task, input roles, direction, bounds, the
+reason it can be undefined, its interval methods and, for a metric written as a
+:class:`~polars_eval._core.spec.MetricSpec`, the spec. The ``.eval`` namespace methods,
+the task-level methods (``df.eval.binary`` ...), the CLI, the reports, ``pe.metrics()``
 and the registry-driven tests all read this table; nothing lists metrics by hand.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import polars as pl
+
+from polars_eval._core.spec import MetricSpec
+from polars_eval._core.tasks import TASKS
 
 Kind = Literal["scalar", "struct", "curve"]
 Role = Literal[
@@ -46,6 +53,10 @@ class MetricInfo:
     undefined: str = ""
     fields: tuple[str, ...] = ()
     intervals: tuple[str, ...] = ()
+    # the spec builder (same arguments as ``fn``) of a metric written as a MetricSpec
+    spec: Callable[..., MetricSpec] | None = None
+    # data checks beyond the input roles (the arguments -> a list of _validate.Check)
+    check: Callable[[Mapping[str, Any]], list[Any]] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -73,11 +84,21 @@ def register(
     undefined: str = "",
     fields: tuple[str, ...] = (),
     name: str | None = None,
+    intervals: tuple[str, ...] = (),
+    check: Callable[[Mapping[str, Any]], list[Any]] | None = None,
     **extra: Any,
-) -> Callable[[F], F]:
-    """Register a metric function (decorator). ``inputs`` maps argument names to roles."""
+) -> Callable[[Callable[..., Any]], Any]:
+    """Register a metric function (decorator). ``inputs`` maps argument names to roles.
 
-    def decorator(fn: F) -> F:
+    The function returns either the metric's expression or its :class:`MetricSpec`; for a
+    spec, the public function (what the decorator returns) is the spec's one expression,
+    aliased to the metric's name, and the registry keeps the spec builder for the planner
+    and for merging states. ``intervals`` lists the closed-form interval methods; every
+    scalar metric of a task with bootstrap intervals also gets ``"bootstrap"``. ``check``
+    adds data checks that the input roles cannot say (a domain that depends on an option).
+    """
+
+    def decorator(fn: Callable[..., Any]) -> Any:
         key = name or fn.__name__
         if key in REGISTRY:
             raise RuntimeError(f"metric {key!r} registered twice")
@@ -87,10 +108,25 @@ def register(
             raise RuntimeError(
                 f"metric {key!r}: inputs {missing} are not parameters of {fn.__name__}"
             )
+        spec_fn = None
+        public = fn
+        if inspect.signature(fn).return_annotation in ("MetricSpec", MetricSpec):
+            spec_fn = fn
+
+            @functools.wraps(fn)
+            def public(*args: Any, **kwargs: Any) -> pl.Expr:
+                return fn(*args, **kwargs).expr().alias(key)
+
+            public.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
+                return_annotation="pl.Expr"
+            )
+        methods = tuple(intervals)
+        if kind == "scalar" and TASKS[task].bootstrap:
+            methods += ("bootstrap",)
         REGISTRY[key] = MetricInfo(
             name=key,
             task=task,
-            fn=fn,
+            fn=public,
             inputs=dict(inputs),
             kind=kind,
             higher_is_better=higher_is_better,
@@ -99,9 +135,12 @@ def register(
             summary=summary,
             undefined=undefined,
             fields=fields,
+            intervals=methods,
+            spec=spec_fn,
+            check=check,
             extra=extra,
         )
-        return fn
+        return public
 
     return decorator
 

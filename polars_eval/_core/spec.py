@@ -1,0 +1,181 @@
+"""The metric model (STYLE.md "Layout"): a metric is named mergeable states + a finalize.
+
+A :class:`State` summarises the rows of one group in a way that two groups of disjoint rows
+can be merged: a weighted sum, a minimum, a maximum, centred co-moments (Chan et al.'s
+pairwise update), or the rows themselves (order statistics, which no smaller summary
+reproduces exactly). A :class:`MetricSpec` names its states and finalizes them into one
+value. The same spec runs three ways:
+
+* as one aggregation expression (:meth:`MetricSpec.expr`: the states inline, so
+  ``df.group_by(g).agg(pe.mse("y", "p"))`` is one plain Polars aggregation);
+* in the planner, which computes the states of many metrics once, de-duplicated by key,
+  in one ``group_by`` and finalizes each metric from them;
+* over stacked states of partitions (SPEC §10), merged by each state's rule and finalized
+  in one aggregation (:meth:`State.merged`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import polars as pl
+
+Kind = Literal["sum", "min", "max", "rows", "moments"]
+F64 = pl.Float64
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """One mergeable summary of the rows of a group.
+
+    ``value`` is a row-level expression (for ``moments``: a struct of the row-level weight,
+    ``x`` and ``y``). ``kind`` says how it aggregates and how two aggregates merge:
+
+    ``sum``, ``min``, ``max``
+        the aggregate and its merge are the same operation;
+    ``rows``
+        the values themselves (a list per group); merging concatenates;
+    ``moments``
+        the weighted count, the two means and the centred second moments of ``x`` and
+        ``y`` (``w, mx, my, sxx, syy, sxy``), centred before the products for accuracy;
+        merged with the pairwise formulas of Chan, Golub & LeVeque (1979), "Updating
+        formulae and a pairwise algorithm for computing sample variances".
+    """
+
+    value: pl.Expr
+    kind: Kind = "sum"
+
+    @property
+    def key(self) -> tuple[str, bytes]:
+        """Two states with equal keys are the same state (the planner computes it once)."""
+        return self.kind, self.value.meta.serialize()
+
+    def aggregate(self) -> pl.Expr:
+        """The state of a group: one aggregation expression."""
+        v = self.value
+        if self.kind == "sum":
+            return v.sum()
+        if self.kind == "min":
+            return v.min()
+        if self.kind == "max":
+            return v.max()
+        if self.kind == "rows":
+            return v.implode()
+        return _moments(v)
+
+    def inline(self) -> pl.Expr:
+        """What a finalize reads in the one-expression form (rows: the column itself)."""
+        return self.value if self.kind == "rows" else self.aggregate()
+
+    def merged(self, column: pl.Expr) -> pl.Expr:
+        """The state of the union of groups, from their stacked states (an aggregation)."""
+        if self.kind == "sum":
+            return column.sum()
+        if self.kind == "min":
+            return column.min()
+        if self.kind == "max":
+            return column.max()
+        if self.kind == "rows":
+            return column.explode()
+        return _merge_moments(column)
+
+
+def _moments(v: pl.Expr) -> pl.Expr:
+    w, x, y = (v.struct.field(f) for f in ("w", "x", "y"))
+    total = w.sum()
+    mx = pl.when(total > 0.0).then((w * x).sum() / total)
+    my = pl.when(total > 0.0).then((w * y).sum() / total)
+    dx, dy = x - mx, y - my
+    return pl.struct(
+        total.alias("w"),
+        mx.alias("mx"),
+        my.alias("my"),
+        (w * dx * dx).sum().alias("sxx"),
+        (w * dy * dy).sum().alias("syy"),
+        (w * dx * dy).sum().alias("sxy"),
+    )
+
+
+def _merge_moments(column: pl.Expr) -> pl.Expr:
+    """Chan et al.'s merge of (w, mean, centred moments) over any number of parts."""
+    w, mx, my = (column.struct.field(f) for f in ("w", "mx", "my"))
+    part = w > 0.0  # an empty part has null means and adds nothing
+    total = w.sum()
+    gx = pl.when(total > 0.0).then((w * mx).filter(part).sum() / total)
+    gy = pl.when(total > 0.0).then((w * my).filter(part).sum() / total)
+    dx, dy = (mx - gx).filter(part), (my - gy).filter(part)
+    wp = w.filter(part)
+    return pl.struct(
+        total.alias("w"),
+        gx.alias("mx"),
+        gy.alias("my"),
+        (column.struct.field("sxx").sum() + (wp * dx * dx).sum()).alias("sxx"),
+        (column.struct.field("syy").sum() + (wp * dy * dy).sum()).alias("syy"),
+        (column.struct.field("sxy").sum() + (wp * dx * dy).sum()).alias("sxy"),
+    )
+
+
+def moments(w: pl.Expr, x: pl.Expr, y: pl.Expr) -> State:
+    """The centred co-moments of ``x`` and ``y`` under weights ``w`` (rows of weight 0 or
+    with a null already carry weight 0 and must not hold a NaN that is not data)."""
+    return State(pl.struct(w.alias("w"), x.alias("x"), y.alias("y")), "moments")
+
+
+Finalize = Callable[[Mapping[str, pl.Expr]], pl.Expr]
+
+
+@dataclass(frozen=True, eq=False)
+class MetricSpec:
+    """A metric: named states and the finalize that turns them into the value.
+
+    ``finalize`` receives one expression per state name: the inline aggregation, a column
+    of the planner's state frame, or the merged state of stacked partitions; it must treat
+    ``rows`` states as a column of the group's values and every other state as a scalar.
+    """
+
+    states: Mapping[str, State]
+    finalize: Finalize
+    undefined: str = ""
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def expr(self) -> pl.Expr:
+        """The metric as one aggregation expression (the states inline)."""
+        return self.finalize({name: s.inline() for name, s in self.states.items()})
+
+    def null_when(self, condition: State) -> MetricSpec:
+        """The same metric, null where the state ``condition`` (a ``max`` of booleans)
+        is true."""
+        states = {**self.states, "__null_when": condition}
+
+        def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+            return pl.when(s["__null_when"]).then(None).otherwise(self.finalize(s))
+
+        return MetricSpec(states, finalize, self.undefined, self.extra)
+
+    @property
+    def has_rows(self) -> bool:
+        """True when a state is the rows themselves (nothing to share or bound)."""
+        return any(s.kind == "rows" for s in self.states.values())
+
+
+def weighted_mean(
+    term: pl.Expr, w: pl.Expr, then: Callable[[pl.Expr], pl.Expr] | None = None
+) -> MetricSpec:
+    """The weighted mean Σ w·term / Σ w (null when Σ w = 0) as two summed states,
+    optionally transformed (``then=pl.Expr.sqrt`` for the root errors). Rows to leave out
+    carry weight 0 (and a null term where the term is undefined there)."""
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        total = s["w"]
+        mean = pl.when(total != 0.0).then(s["sum"] / total)
+        return mean if then is None else then(mean)
+
+    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize)
+
+
+def nan_or(nan: pl.Expr, value: pl.Expr) -> pl.Expr:
+    """NaN where the state ``nan`` (a ``max`` of is-NaN flags) is true, else ``value``
+    (SPEC §2: a NaN input gives NaN, never a number)."""
+    return pl.when(nan).then(pl.lit(float("nan"), dtype=F64)).otherwise(value)

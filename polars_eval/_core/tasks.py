@@ -1,0 +1,79 @@
+"""The tasks (SPEC §3–§7): the one list every other layer reads.
+
+A :class:`Task` says what a task's data is (its data arguments and key columns), whether
+its scalar metrics take bootstrap intervals, and where its task-level pieces live: the
+report builder and the CLI sub-command, named as ``"module:attribute"`` and imported on
+first use (the engine does not import the layers built on it). The namespace's task
+methods, the CLI, the report's task list, ``pe.Evaluation`` and the interval machinery
+all iterate over :data:`TASKS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation task."""
+
+    name: str
+    description: str
+    data_args: tuple[str, ...]
+    keys: tuple[str, ...] = ()
+    bootstrap: bool = True
+    report: str = ""
+    cli: str = ""
+
+    def load(self, what: str) -> Any:
+        """The object a ``"module:attribute"`` field of this task names."""
+        module, _, attribute = getattr(self, what).partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+TASKS: dict[str, Task] = {
+    task.name: task
+    for task in (
+        Task(
+            "binary",
+            "binary classification",
+            ("label", "score"),
+            report="polars_eval.report.tables:build_binary",
+            cli="polars_eval.cli:_binary_command",
+        ),
+        Task(
+            "regression",
+            "regression",
+            ("actual", "pred"),
+            report="polars_eval.report.tables:build_regression",
+            cli="polars_eval.cli:_regression_command",
+        ),
+        Task(
+            "multiclass",
+            "multiclass classification",
+            ("label",),
+            report="polars_eval.report.tables:build_multiclass",
+            cli="polars_eval.cli:_multiclass_command",
+        ),
+        Task(
+            "forecast",
+            "forecast",
+            ("actual", "forecast"),
+            keys=("series", "time", "cutoff"),
+            report="polars_eval.report.tables:build_forecast",
+            cli="polars_eval.cli:_forecast_command",
+        ),
+        Task(
+            "ranking",
+            "ranking",
+            ("relevance", "score"),
+            keys=("query", "item"),
+            bootstrap=False,
+            report="polars_eval.report.tables:build_ranking",
+            cli="polars_eval.cli:_ranking_command",
+        ),
+    )
+}
+"""Every task, in the order the docs list them."""
