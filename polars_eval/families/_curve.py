@@ -91,15 +91,6 @@ def threshold_state(
     then the value at the end of each tie block), so the finalize steps read small,
     materialised columns and never sort or accumulate again.
     """
-    return accumulate(sorted_state(label, score, weight, pos_label, bins))
-
-
-def accumulate(rows: pl.Expr) -> pl.Expr:
-    """The threshold state from a list of ``{s, sw}`` sorted by ``s`` descending.
-
-    ``sw`` is the signed weight of :func:`sorted_state`. Rows sorted once for several
-    groupings (the whole data and its segments, in one sort) give each grouping's state.
-    """
     e = pl.element()
     score_ = e.struct.field("s")
     sw = e.struct.field("sw")
@@ -109,7 +100,7 @@ def accumulate(rows: pl.Expr) -> pl.Expr:
         tp=sw.clip(lower_bound=0.0).cum_sum().filter(block_end),
         fp=(-sw).clip(lower_bound=0.0).cum_sum().filter(block_end),
     )
-    return rows.list.eval(body)
+    return sorted_state(label, score, weight, pos_label, bins).list.eval(body)
 
 
 class Curve:

@@ -3,7 +3,7 @@
 The report sorts the used rows by score once. The threshold state of the whole data
 (``{t, tp, fp}`` per distinct score, :mod:`polars_eval.families._curve`) and that of
 every segment come from that one sorted frame: a ``group_by`` keeps the rows of a group
-in the frame's order, so no segment is sorted again. The summary and segment metrics are
+in the frame's order, so the sort inside each state meets rows already in order. The summary and segment metrics are
 the metric layer's own finalizers over these states (``df.eval.binary`` runs the same
 ones); the long curves are finalized from the kept states only when asked for
 (``report.tables["roc_curve_by"]``), and the charts get them thinned inside Polars.
@@ -16,10 +16,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
+from polars_eval._exprs import binary_label, not_null, to_expr, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval.families import binary as binary_family
-from polars_eval.families._curve import accumulate
+from polars_eval.families._curve import threshold_state
 
 STATE = "__pe_state"
 """The column of a threshold state (the name ``df.eval.binary`` gives it)."""
@@ -79,26 +79,26 @@ def sorted_rows(
     pos_label: Any,
     by: Sequence[str],
 ) -> pl.LazyFrame:
-    """The rows a threshold state counts, sorted by score descending: ``by``, ``s``, ``sw``.
-
-    The same rows and values as :func:`polars_eval.families._curve.sorted_state` (nulls
-    and zero weights dropped, ``sw`` the signed weight), with the segment keys.
-    """
+    """The rows a threshold state counts (nulls and zero weights dropped), sorted by score
+    descending, with the columns the inputs and ``by`` read."""
     y, s, w = binary_label(label, pos_label), to_float(score), weight_expr(weight)
-    keep = not_null(y, s, w) & (w != 0.0)
-    return (
-        lf.filter(keep)
-        .select(*by, s.alias("__pe_s"), (w * (2.0 * y - 1.0)).alias("__pe_sw"))
-        .sort("__pe_s", descending=True)
-    )
+    inputs = [to_expr(x) for x in (label, score, weight) if x is not None]
+    needed = dict.fromkeys([*by, *(name for e in inputs for name in e.meta.root_names())])
+    return lf.filter(not_null(y, s, w) & (w != 0.0)).select(list(needed)).sort(s, descending=True)
 
 
 def state_queries(
-    rows: pl.DataFrame, by: Sequence[str]
+    rows: pl.DataFrame,
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    by: Sequence[str],
 ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
-    """The whole data's state (one row) and each segment's (``by`` + state) from sorted rows."""
-    packed = pl.struct(pl.col("__pe_s").alias("s"), pl.col("__pe_sw").alias("sw")).implode()
-    state = accumulate(packed).alias(STATE)
+    """The whole data's state (one row) and each segment's (``by`` + state) from the rows of
+    :func:`sorted_rows`: the metric layer's :func:`threshold_state`, whose sort of each
+    group now meets rows already in order (a ``group_by`` keeps the frame's row order)."""
+    state = threshold_state(label, score, weight, pos_label).alias(STATE)
     whole = rows.lazy().select(state)
     segments = rows.lazy().group_by(list(by)).agg(state) if by else None
     return whole, segments

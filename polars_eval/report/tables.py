@@ -256,7 +256,7 @@ def build_binary(
     # one sort: the states of the whole data and of each segment, and their sort-based
     # metrics (the calibration table of the whole data is kept: the ECE reads it)
     rows = _states.sorted_rows(lf, label, score, weight, pos_label, by).collect()
-    whole_q, segments_q = _states.state_queries(rows, by)
+    whole_q, segments_q = _states.state_queries(rows, label, score, weight, pos_label, by)
     shared_cal = probability and bins == 10 and "ece" in names
     if shared_cal:
         whole_q = whole_q.with_columns(
