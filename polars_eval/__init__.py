@@ -7,8 +7,10 @@ the package registers the ``.eval`` namespace on ``pl.DataFrame`` and ``pl.LazyF
 
 from __future__ import annotations
 
+from polars_eval import metrics
 from polars_eval import namespace as _namespace
-from polars_eval._core.registry import MetricInfo, metrics
+from polars_eval._core.registry import MetricInfo
+from polars_eval.diagnostics import aic, bic
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -16,7 +18,38 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families.binary import (
+from polars_eval.families.multiclass import (
+    multiclass_accuracy,
+    multiclass_auc,
+    multiclass_cohen_kappa,
+    multiclass_confusion_matrix,
+    multiclass_f1,
+    multiclass_f_beta,
+    multiclass_logloss,
+    multiclass_mcc,
+    multiclass_precision,
+    multiclass_recall,
+    top_k_accuracy,
+)
+from polars_eval.families.ranking import (
+    ap_11pt,
+    ap_at_k,
+    cg,
+    dcg,
+    err,
+    hit_rate_at_k,
+    mrr,
+    ndcg,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
+from polars_eval.io.trec import (
+    read_trec_qrels,
+    read_trec_run,
+    trec_eval,
+)
+from polars_eval.metrics.binary import (
     LOGLOSS_EPS,
     accuracy,
     auc,
@@ -57,7 +90,7 @@ from polars_eval.families.binary import (
     specificity,
     threshold_table,
 )
-from polars_eval.families.forecast import (
+from polars_eval.metrics.forecast import (
     coverage,
     mase,
     pinball_loss,
@@ -65,36 +98,8 @@ from polars_eval.families.forecast import (
     seasonal_scale,
     with_lead,
 )
-from polars_eval.families.multiclass import (
-    multiclass_accuracy,
-    multiclass_auc,
-    multiclass_cohen_kappa,
-    multiclass_confusion_matrix,
-    multiclass_f1,
-    multiclass_f_beta,
-    multiclass_logloss,
-    multiclass_mcc,
-    multiclass_precision,
-    multiclass_recall,
-    top_k_accuracy,
-)
-from polars_eval.families.ranking import (
-    ap_11pt,
-    ap_at_k,
-    cg,
-    dcg,
-    err,
-    hit_rate_at_k,
-    mrr,
-    ndcg,
-    precision_at_k,
-    recall_at_k,
-    reciprocal_rank,
-)
-from polars_eval.families.regression import (
-    aic,
+from polars_eval.metrics.regression import (
     bias,
-    bic,
     conditional_table,
     explained_variance,
     kendall_tau,
@@ -118,11 +123,6 @@ from polars_eval.families.regression import (
     smape,
     spearman,
     wape,
-)
-from polars_eval.io.trec import (
-    read_trec_qrels,
-    read_trec_run,
-    trec_eval,
 )
 from polars_eval.report import (
     Report,

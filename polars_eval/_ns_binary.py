@@ -7,12 +7,12 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, execute, normalize_by
+from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
+from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.families import binary as b
-from polars_eval.families._curve import finalize, threshold_state
+from polars_eval.metrics import binary as b
 
 BASELINE = "_baseline"
 
@@ -34,7 +34,7 @@ def constant_predictor(
     return pl.when(valid).then(rate), pl.when(valid).then(majority)
 
 
-def _summary_exprs(
+def _summary_specs(
     infos: list[MetricInfo],
     label: IntoExpr,
     score: IntoExpr,
@@ -43,46 +43,33 @@ def _summary_exprs(
     threshold: float,
     suffix: str,
     pred: pl.Expr | None = None,
-) -> tuple[list[pl.Expr], list[pl.Expr]]:
-    """First-stage aggregations (the two states and the one-pass metrics) and the finalizers."""
-    state, counts = f"__pe_state{suffix}", f"__pe_counts{suffix}"
-    sorted_names = [
-        info.name for info in infos if info.name in b.AUC_FINALIZE or info.name == "ece"
-    ]
-    first = [
-        threshold_state(label, score, weight, pos_label).alias(state),
-        b.confusion_state(
-            label,
-            score if pred is None else None,
-            pred=pred,
-            threshold=threshold,
-            weight=weight,
-            pos_label=pos_label,
-        ).alias(counts),
-    ]
-    first += [
-        info.fn(label, score, weight=weight, pos_label=pos_label).alias(info.name + suffix)
-        for info in infos
-        if info.name not in sorted_names and info.name not in b.THRESHOLD_FORMULAS
-    ]
-
-    def finalizer(name: str) -> pl.Expr:
+) -> dict[str, MetricSpec]:
+    """The spec of each summary metric (name + suffix); with ``pred`` (the baseline's hard
+    prediction) the threshold metrics read it instead of ``score >= threshold``."""
+    out: dict[str, MetricSpec] = {}
+    for info in infos:
+        assert info.spec is not None  # every binary summary metric is a spec
+        name = info.name
         if pred is not None and name == "max_accuracy":
             # a constant predictor's best accuracy is its majority-class accuracy (its
             # score has one threshold only: "all positive")
-            return b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS["accuracy"])
-        if name in b.AUC_FINALIZE:
-            return finalize(pl.col(state), b.AUC_FINALIZE[name])
-        if name == "ece":
-            return b.ece_from_state(pl.col(state), 10)
-        return b.finalize_counts(pl.col(counts), b.THRESHOLD_FORMULAS[name])
-
-    finalizers = [
-        finalizer(info.name).alias(info.name + suffix)
-        for info in infos
-        if info.name in sorted_names or info.name in b.THRESHOLD_FORMULAS
-    ]
-    return first, finalizers
+            states = b.confusion_states(
+                label, None, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
+            )
+            spec = b.counts_spec(states, b.THRESHOLD_FORMULAS["accuracy"])
+        elif name in b.THRESHOLD_FORMULAS:
+            spec = info.spec(
+                label,
+                None if pred is not None else score,
+                pred=pred,
+                threshold=threshold,
+                weight=weight,
+                pos_label=pos_label,
+            )
+        else:
+            spec = info.spec(label, score, weight=weight, pos_label=pos_label)
+        out[name + suffix] = spec
+    return out
 
 
 class BinaryMethods:
@@ -163,30 +150,23 @@ class BinaryMethods:
             and info.kind == "scalar"
             and (probability or info.inputs.get("score") != "proba")
         ]
-        first, finalizers = _summary_exprs(infos, label, score, weight, pos_label, threshold, "")
-        by_cols = normalize_by(by)
-        order = by_cols + [info.name for info in infos]
+        specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
             constant, majority = constant_predictor(label, score, weight, pos_label)
-            first_b, finalizers_b = _summary_exprs(
+            specs |= _summary_specs(
                 infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
             )
-            first += first_b
-            finalizers += finalizers_b
-            order += [info.name + BASELINE for info in infos]
-
-        def second(lf: pl.LazyFrame) -> pl.LazyFrame:
-            return lf.with_columns(finalizers).select(order)
-
+        planned = plan_specs(specs)
+        by_cols = normalize_by(by)
         plan = Plan(
-            exprs=first,
+            exprs=planned.aggs,
+            finalize=planned.finals,
             inputs=b.PROBA_INPUTS if probability else b.ORDER_INPUTS,
             args={"label": label, "score": score, "weight": weight, "pos_label": pos_label},
             by=by_cols,
             validate=validate,
             undefined={info.name: info.undefined or "no defined value" for info in infos},
             strict=False,
-            then=second,
         )
         return execute(self._frame, plan)
 

@@ -44,8 +44,8 @@ from polars_eval._exprs import (
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
-from polars_eval.families import forecast as fc
-from polars_eval.families import regression as reg
+from polars_eval.metrics import forecast as fc
+from polars_eval.metrics import regression as reg
 from polars_eval.namespace import _make_method
 
 STATE = "__pe_s_"

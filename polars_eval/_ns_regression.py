@@ -9,13 +9,14 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval import diagnostics
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import check_choice, to_float, weight_expr
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
-from polars_eval.families import regression as r
+from polars_eval.metrics import regression as r
 
 NUMERIC_INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
 LOG_METRICS = ("msle", "rmsle")
@@ -182,7 +183,7 @@ class RegressionMethods:
         _check_columns(self._frame, features)
 
         def compute(df: pl.DataFrame) -> pl.DataFrame:
-            return r.vif_frame(df, features)
+            return diagnostics.vif_frame(df, features)
 
         return _run_numpy(self._frame, features, compute, {"feature": pl.String, "vif": pl.Float64})
 
@@ -227,7 +228,7 @@ class RegressionMethods:
         _check_columns(self._frame, [*features, target])
 
         def compute(df: pl.DataFrame) -> pl.DataFrame:
-            return r.cooks_frame(df, features, target)
+            return diagnostics.cooks_frame(df, features, target)
 
         schema = {
             "row": pl.UInt32,

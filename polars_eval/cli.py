@@ -1,8 +1,7 @@
 """The ``polars-eval`` command line (SPEC §9).
 
-One command per task the installed package provides (``binary`` always; ``regression``,
-``multiclass``, ``forecast``, ``ranking`` and ``trec`` when their families are present),
-plus ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
+One command per task (``binary``, ``regression``, ``multiclass``, ``forecast``,
+``ranking``; read from the task list), plus ``trec`` and ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
 lazily and evaluated through the ``.eval`` namespace of the LazyFrame, so the command line
 gives exactly the numbers of the Python API.
 

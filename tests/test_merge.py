@@ -10,6 +10,7 @@ tied and untied data, per group and for the whole frame.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,19 @@ from polars_eval._core.registry import REGISTRY, MetricInfo
 # argument name -> column of the test frame, per task
 COLUMNS: dict[str, dict[str, str]] = {
     "regression": {"actual": "y", "pred": "p", "weight": "w"},
+    "binary": {"label": "y", "score": "s", "weight": "w"},
+    "forecast": {
+        "actual": "y",
+        "forecast": "p",
+        "quantile_pred": "p",
+        "scale": "sc",
+        "lower": "lo",
+        "upper": "hi",
+        "weight": "w",
+    },
 }
+# values of the options that have no default
+OPTIONS = {"beta": 2.0, "recall": 0.5, "precision": 0.6, "volume": 0.3, "fpr": 0.2, "quantile": 0.3}
 
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
 
@@ -39,9 +52,28 @@ def _regression(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
     return pl.DataFrame({"y": y, "p": p})
 
 
+def _binary(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    y = rng.integers(0, 2, n)
+    s = rng.random(n) * 0.7 + 0.3 * y * rng.random(n)
+    return pl.DataFrame({"y": y, "s": np.round(s, 1) if tied else s})
+
+
+def _forecast(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    frame = _regression(rng, n, tied)
+    scale = rng.gamma(2.0, 1.0, n)
+    scale[rng.random(n) < 0.1] = 0.0  # rows without a positive scale are left out
+    return frame.with_columns(
+        sc=pl.Series(scale),
+        lo=pl.col("p") - 2.0,
+        hi=pl.col("p") + pl.Series(rng.gamma(2.0, 1.0, n)),
+    )
+
+
 # task -> (rng, rows, tied) -> the input columns of COLUMNS[task]
 DATA: dict[str, Callable[[np.random.Generator, int, bool], pl.DataFrame]] = {
     "regression": _regression,
+    "binary": _binary,
+    "forecast": _forecast,
 }
 
 
@@ -64,11 +96,15 @@ def _frame(task: str, seed: int, tied: bool) -> pl.DataFrame:
 def _arguments(info: MetricInfo, weighted: bool) -> dict[str, Any]:
     columns = COLUMNS.get(info.task)
     assert columns is not None, f"metric {info.name!r}: no columns for task {info.task!r}"
-    return {
+    args: dict[str, Any] = {
         arg: columns[arg]
         for arg in info.inputs
         if arg in columns and (weighted or info.inputs[arg] != "weight")
     }
+    for name, param in info.signature.parameters.items():
+        if param.default is inspect.Parameter.empty and name not in args and name in OPTIONS:
+            args[name] = OPTIONS[name]
+    return args
 
 
 def _close(a: pl.DataFrame, b: pl.DataFrame) -> None:
@@ -76,7 +112,9 @@ def _close(a: pl.DataFrame, b: pl.DataFrame) -> None:
 
 
 def test_some_metrics_are_specs() -> None:
-    assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= {i.name for i in SPECS}
+    names = {i.name for i in SPECS}
+    assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= names
+    assert {"auc", "f1", "logloss", "roc_curve", "mase", "pinball_loss"} <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])
@@ -101,5 +139,6 @@ def test_merged_partition_states_equal_the_whole(
     empty = planner.state_frame(frame.clear(), spec, []).collect()
     stacked = pl.concat([empty, *(planner.state_frame(part, spec, []).collect() for part in parts)])
     _close(planner.merge_states(stacked.lazy(), spec, []).collect(), total)
-    value = total.item()
-    assert value is None or isinstance(value, float) and not math.isnan(value)
+    if info.kind == "scalar":
+        value = total.item()
+        assert value is None or isinstance(value, float) and not math.isnan(value)

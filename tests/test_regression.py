@@ -22,7 +22,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families.regression import _inversions
+from polars_eval.metrics.regression import _inversions, normal_quantile
 
 SCALAR = [
     "mse",
@@ -418,7 +418,7 @@ def test_residual_qq_against_scipy() -> None:
     p = np.concatenate(
         [np.linspace(1e-9, 0.03, 50), np.linspace(0.03, 0.97, 50), 1 - np.geomspace(1e-9, 0.03, 50)]
     )
-    got = pl.DataFrame({"p": p}).select(pe.families.regression.normal_quantile(pl.col("p")))
+    got = pl.DataFrame({"p": p}).select(normal_quantile(pl.col("p")))
     assert np.allclose(got.to_series().to_numpy(), ss.norm.ppf(p), rtol=2e-9, atol=1e-12)
 
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 import polars as pl
 
-Kind = Literal["sum", "min", "max", "rows", "moments"]
+Kind = Literal["sum", "min", "max", "rows", "moments", "list"]
 F64 = pl.Float64
 
 
@@ -37,6 +37,10 @@ class State:
         the aggregate and its merge are the same operation;
     ``rows``
         the values themselves (a list per group); merging concatenates;
+    ``list``
+        ``value`` is itself the aggregation (one list per group, e.g. the rows reduced to
+        one entry per distinct score) and ``merge`` maps a column of such lists, stacked
+        from several parts, to the list of their union (an aggregation);
     ``moments``
         the weighted count, the two means and the centred second moments of ``x`` and
         ``y`` (``w, mx, my, sxx, syy, sxy``), centred before the products for accuracy;
@@ -46,6 +50,7 @@ class State:
 
     value: pl.Expr
     kind: Kind = "sum"
+    merge: Callable[[pl.Expr], pl.Expr] | None = None
 
     @property
     def key(self) -> tuple[str, bytes]:
@@ -63,6 +68,8 @@ class State:
             return v.max()
         if self.kind == "rows":
             return v.implode()
+        if self.kind == "list":
+            return v
         return _moments(v)
 
     def inline(self) -> pl.Expr:
@@ -79,6 +86,9 @@ class State:
             return column.max()
         if self.kind == "rows":
             return column.explode()
+        if self.kind == "list":
+            assert self.merge is not None, "a list state needs its merge rule"
+            return self.merge(column)
         return _merge_moments(column)
 
 

@@ -69,7 +69,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.families.binary import LOGLOSS_EPS
+from polars_eval.metrics.binary import LOGLOSS_EPS
 
 __all__ = [
     "multiclass_accuracy",

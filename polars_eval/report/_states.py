@@ -18,20 +18,11 @@ import polars as pl
 
 from polars_eval._exprs import binary_label, not_null, to_expr, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.families import binary as binary_family
-from polars_eval.families._curve import threshold_state
 
 STATE = "__pe_state"
 """The column of a threshold state (the name ``df.eval.binary`` gives it)."""
 
 SEGMENT = "segment"
-
-_FINALIZE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
-    "roc_curve": binary_family.roc_from_state,
-    "pr_curve": binary_family.pr_from_state,
-    "lorenz_curve": binary_family.lorenz_from_state,
-}
-"""The long curves of a binary report, finalized from a state when asked for."""
 
 
 class Tables(MutableMapping[str, pl.DataFrame]):
@@ -87,23 +78,6 @@ def sorted_rows(
     return lf.filter(not_null(y, s, w) & (w != 0.0)).select(list(needed)).sort(s, descending=True)
 
 
-def state_queries(
-    rows: pl.DataFrame,
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    by: Sequence[str],
-) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
-    """The whole data's state (one row) and each segment's (``by`` + state) from the rows of
-    :func:`sorted_rows`: the metric layer's :func:`threshold_state`, whose sort of each
-    group now meets rows already in order (a ``group_by`` keeps the frame's row order)."""
-    state = threshold_state(label, score, weight, pos_label).alias(STATE)
-    whole = rows.lazy().select(state)
-    segments = rows.lazy().group_by(list(by)).agg(state) if by else None
-    return whole, segments
-
-
 def thin(curve: pl.Expr, points: int, keep: pl.Expr | None = None) -> pl.Expr:
     """At most ``points`` points of each curve (a list), evenly spaced by rank.
 
@@ -139,13 +113,21 @@ class StateCurves:
     """The long curves of a binary report, finalized from the kept states on demand.
 
     ``whole``: one row with the whole data's state; ``segments``: ``by`` and each
-    segment's state (None without ``by``).
+    segment's state (None without ``by``); ``finalize``: each curve's finalizer (its
+    spec's) as a function of a state column.
     """
 
     names = ("roc_curve", "pr_curve", "lorenz_curve", "roc_curve_by", "pr_curve_by")
 
-    def __init__(self, whole: pl.DataFrame, segments: pl.DataFrame | None, by: list[str]) -> None:
+    def __init__(
+        self,
+        whole: pl.DataFrame,
+        segments: pl.DataFrame | None,
+        by: list[str],
+        finalize: dict[str, Callable[[pl.Expr], pl.Expr]],
+    ) -> None:
         self.whole = whole.select(STATE)
+        self.finalize = finalize
         self.segments = None if segments is None else segments.select(*by, STATE)
         self.by = by
         self._thinned: dict[tuple[str, int, tuple[str, ...] | None], pl.DataFrame] = {}
@@ -155,8 +137,8 @@ class StateCurves:
         base = name.removesuffix("_by")
         if name.endswith("_by"):
             assert self.segments is not None
-            return self.segments, self.by, _FINALIZE[base]
-        return self.whole, [], _FINALIZE[base]
+            return self.segments, self.by, self.finalize[base]
+        return self.whole, [], self.finalize[base]
 
     def full(self, name: str) -> pl.DataFrame:
         """The curve as the namespace returns it (``df.eval.roc_curve(..., by=by)``)."""

@@ -24,9 +24,10 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, execute, normalize_by
+from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
+from polars_eval._core.spec import nan_or
 from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
-from polars_eval._ns_binary import BASELINE, _summary_exprs, constant_predictor
+from polars_eval._ns_binary import BASELINE, _summary_specs, constant_predictor
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
@@ -35,7 +36,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families import binary as binary_family
+from polars_eval.metrics import binary as binary_family
 from polars_eval.report import _states
 
 SEGMENT = _states.SEGMENT
@@ -236,31 +237,32 @@ def build_binary(
         and info.kind == "scalar"
         and (probability or info.inputs.get("score") != "proba")
     ]
-    first, finalizers = _summary_exprs(infos, label, score, weight, pos_label, threshold, "")
-    one_pass = [e for e in first if e.meta.output_name() != _states.STATE]
-    on_state = [f for f in finalizers if f.meta.root_names() == [_states.STATE]]
-    on_counts = [f for f in finalizers if f.meta.root_names() != [_states.STATE]]
-    names = [info.name for info in infos]
-    summary_names = list(names)
-    summary_extra: list[pl.Expr] = []
-    summary_finalizers = list(on_counts)
+    specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
+    names = list(specs)
+    summary_specs = dict(specs)
     if baseline:
         constant, majority = constant_predictor(label, score, weight, pos_label)
-        first_b, finalizers_b = _summary_exprs(
+        summary_specs |= _summary_specs(
             infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
         )
-        summary_extra, summary_finalizers = first_b, on_counts + finalizers_b
-        summary_names += [name + BASELINE for name in names]
+    # the specs planned as df.eval.binary plans them (each state once); the threshold state
+    # of the metrics is taken out of the aggregations and computed from one sort below
+    planned, summary_planned = plan_specs(specs), plan_specs(summary_specs)
+    column = _threshold_column(planned, names)
+    assert _threshold_column(summary_planned, names) == column
+    state_agg, on_state, on_counts = _split_plan(planned, column)
+    _, _, summary_finalizers = _split_plan(summary_planned, column)
     counts = _row_count_aggs([label, score], weight, binary_label(label, pos_label))
 
     # one sort: the states of the whole data and of each segment, and their sort-based
     # metrics (the calibration table of the whole data is kept: the ECE reads it)
     rows = _states.sorted_rows(lf, label, score, weight, pos_label, by).collect()
-    whole_q, segments_q = _states.state_queries(rows, label, score, weight, pos_label, by)
+    whole_q = rows.lazy().select(state_agg)
+    segments_q = rows.lazy().group_by(by).agg(state_agg) if by else None
     shared_cal = probability and bins == 10 and "ece" in names
     if shared_cal:
         whole_q = whole_q.with_columns(
-            binary_family.calibration_list(pl.col(_states.STATE), 10).alias(CALIBRATION)
+            binary_family.calibration_list(pl.col(column), 10).alias(CALIBRATION)
         )
     whole_q = whole_q.with_columns(
         binary_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
@@ -268,19 +270,23 @@ def build_binary(
         else f
         for f in on_state
     )
-    state_queries = [whole_q] + ([segments_q.with_columns(on_state)] if by else [])
+    state_queries = [whole_q]
+    if segments_q is not None:
+        state_queries.append(segments_q.with_columns(on_state))
     whole_state, *segment_state = pl.collect_all(state_queries)
     del rows
     on_state_names = [f.meta.output_name() for f in on_state]
+    one_pass = [a for a in planned.aggs if a.meta.output_name() != column]
+    summary_one_pass = [a for a in summary_planned.aggs if a.meta.output_name() != column]
 
     plan_args = {"label": label, "score": score, **common}
     undefined = {info.name: info.undefined or "no defined value" for info in infos}
-    whole_fins = whole_state.drop(_states.STATE, CALIBRATION, strict=False)
+    whole_fins = whole_state.drop(column, CALIBRATION, strict=False)
     queries: dict[str, pl.LazyFrame] = {
         "summary": execute(
             lf,
             Plan(
-                exprs=one_pass + summary_extra + counts,
+                exprs=summary_one_pass + counts,
                 inputs=inputs,
                 args=plan_args,
                 by=[],
@@ -317,6 +323,7 @@ def build_binary(
     notes = list(metric_notes)
     found.update(collect_quietly(queries, notes))
     summary_all = found["summary"]
+    summary_names = list(summary_specs)
     tables = _states.Tables(
         {"summary": summary_all.select(summary_names), "data": summary_all.select(COUNT_COLUMNS)}
     )
@@ -329,11 +336,22 @@ def build_binary(
         )
 
     # the curves: the short tables at once, the long ones when first read
-    curves = _states.StateCurves(whole_state, segment_state[0] if by else None, by)
+    args = {"label": label, "score": score, **common}
+    finalize = {  # each curve's finalizer over a threshold state (its spec's)
+        name: _state_finalizer(_registry.REGISTRY[name].spec(**args))
+        for name in ("roc_curve", "pr_curve", "lorenz_curve")
+    }
+    whole_state = whole_state.rename({column: _states.STATE})
+    segment_state = [f.rename({column: _states.STATE}) for f in segment_state]
+    curves = _states.StateCurves(whole_state, segment_state[0] if by else None, by, finalize)
     state = pl.col(_states.STATE)
     short = {
-        "threshold_table": binary_family.threshold_table_from_state(state, max_points),
-        "gain_table": binary_family.gain_from_state(state, bins),
+        "threshold_table": _state_finalizer(
+            _registry.REGISTRY["threshold_table"].spec(**args, n_thresholds=max_points)
+        )(state),
+        "gain_table": _state_finalizer(_registry.REGISTRY["gain_table"].spec(**args, bins=bins))(
+            state
+        ),
     }
     if probability:
         short["calibration_table"] = (
@@ -382,8 +400,35 @@ def build_binary(
         metric_notes=metric_notes,
     )
     parts = {"summary": summary_all, **({"segments": segments_all} if by else {})}
-    built.intervals = lambda ci, level: _binary_intervals(built, parts, by, ci, level)
+    built.intervals = lambda ci, level: _binary_intervals(built, parts, planned, by, ci, level)
     return built
+
+
+def _threshold_column(planned: Planned, names: list[str]) -> str:
+    """The column of the threshold state (the one ``list`` state the sort-based specs share)."""
+    found = {
+        planned.columns[name][key]
+        for name in names
+        for key, state in planned.specs[name].states.items()
+        if state.kind == "list"
+    }
+    assert len(found) == 1, found
+    return found.pop()
+
+
+def _split_plan(planned: Planned, column: str) -> tuple[pl.Expr, list[pl.Expr], list[pl.Expr]]:
+    """The aggregation of the threshold state ``column``, the finalizers that read only it,
+    and the other finalizers."""
+    (agg,) = [a for a in planned.aggs if a.meta.output_name() == column]
+    on_state = [f for f in planned.finals if f.meta.root_names() == [column]]
+    others = [f for f in planned.finals if f.meta.root_names() != [column]]
+    return agg, on_state, others
+
+
+def _state_finalizer(spec: Any) -> Callable[[pl.Expr], pl.Expr]:
+    """A sort-based spec's finalizer as a function of one threshold-state column."""
+    (key,) = spec.states
+    return lambda state: spec.finalize({key: state})
 
 
 def _short_curve(whole_state: pl.DataFrame, name: str, expr: pl.Expr) -> pl.DataFrame:
@@ -392,7 +437,12 @@ def _short_curve(whole_state: pl.DataFrame, name: str, expr: pl.Expr) -> pl.Data
 
 
 def _binary_intervals(
-    built: Built, parts: dict[str, pl.DataFrame], by: list[str], ci: str, level: float
+    built: Built,
+    parts: dict[str, pl.DataFrame],
+    planned: Planned,
+    by: list[str],
+    ci: str,
+    level: float,
 ) -> None:
     """The closed-form intervals of the summary and segment metrics, from their counts.
 
@@ -407,11 +457,10 @@ def _binary_intervals(
 
     check_ci(ci)
     z = iv.z_quantile(level)
-    raw = pl.col("__pe_counts")
-    has_nan = raw.list.get(4) > 0.0
+    # the weighted confusion counts as the Wilson intervals read them (NaN → NaN)
+    states = planned.columns["accuracy"] if "accuracy" in planned.columns else {}
     confusion = {
-        key: pl.when(has_nan).then(float("nan")).otherwise(raw.list.get(i))
-        for i, key in enumerate(("tp", "fp", "tn", "fn"))
+        k: nan_or(pl.col(states["nan"]), pl.col(states[k])) for k in ("tp", "fp", "tn", "fn")
     }
 
     def interval(name: str) -> pl.Expr | None:
@@ -493,7 +542,7 @@ def build_regression(
     _check_options("regression", options, REGRESSION_OPTIONS)
     bins = options.pop("bins", 10)
     lf = frame.lazy()
-    from polars_eval.families import regression as regression_family
+    from polars_eval.metrics import regression as regression_family
 
     check_columns(
         lf, {"actual": actual, "pred": pred, "weight": weight}, regression_family.INPUTS, by
@@ -731,7 +780,7 @@ def build_forecast(
     lf = frame.lazy()
     if cutoff is not None and "lead" in by and "lead" not in lf.collect_schema():
         # by="lead": the lead column the metric layer adds with cutoff= (with_lead)
-        from polars_eval.families.forecast import with_lead
+        from polars_eval.metrics.forecast import with_lead
 
         if isinstance(cutoff, str) and cutoff in lf.collect_schema():
             lf = with_lead(lf, series=series, time=options["time"], cutoff=cutoff)

@@ -45,7 +45,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families._curve import score_bin
+from polars_eval.metrics._curve import score_bin
 
 STATE_VERSION = 1
 """The format version of a state frame; a state of a newer version is refused."""
@@ -366,7 +366,7 @@ class Evaluation:
             total = w.sum() if d.weight is not None else pl.len().cast(pl.Float64)
             return lf.group_by(keys).agg(total.alias(W))
         # binned binary: (group, label, bin, score >= threshold) with exact sums
-        from polars_eval.families.binary import LOGLOSS_EPS
+        from polars_eval.metrics.binary import LOGLOSS_EPS
 
         label, score = d.columns["label"], d.columns["score"]
         y = binary_label(pl.col(label), d.options["pos_label"])
@@ -567,7 +567,7 @@ class Evaluation:
     def _compute_binned(self, rows: pl.DataFrame, by: list[str] | None) -> pl.DataFrame:
         """Sort-based metrics over the bins; log loss, Brier and threshold metrics exact."""
         from polars_eval._core import registry as _registry
-        from polars_eval.families import binary as b
+        from polars_eval.metrics import binary as b
 
         d = self._def
         n_bins = d.bins

@@ -22,11 +22,11 @@ import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import REGISTRY
+from polars_eval._core.spec import nan_or
 from polars_eval._exprs import (
     F64,
     binary_label,
     check_fraction,
-    check_number,
     drop_null_rows,
     nan_guard,
     safe_div,
@@ -35,7 +35,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
-from polars_eval.families import binary as _binary
+from polars_eval.metrics import binary as _binary
 
 PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # metric: (confusion counts in the numerator, confusion counts in the denominator)
@@ -258,25 +258,12 @@ def _confusion_counts(
     weight: IntoExpr | None,
     pos_label: Any,
 ) -> dict[str, pl.Expr]:
-    """Weighted tp, fp, tn, fn as the binary threshold metrics count them (NaN → NaN)."""
-    if (score is None) == (pred is None):
-        raise InvalidParameterError(
-            "give exactly one of score= (with threshold=) or pred= (hard 0/1 predictions)"
-        )
-    check_number("threshold", threshold)
-    raw_in = pred if pred is not None else score
-    assert raw_in is not None
-    y, raw, w = drop_null_rows(
-        binary_label(label, pos_label), to_float(raw_in), weight=weight_expr(weight)
+    """Weighted tp, fp, tn, fn: the states of the binary threshold metrics (NaN → NaN)."""
+    states = _binary.confusion_states(
+        label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    yhat = raw if pred is not None else (raw >= threshold).cast(F64)
-    counts = {
-        "tp": (w * y * yhat).sum(),
-        "fp": (w * (1.0 - y) * yhat).sum(),
-        "tn": (w * (1.0 - y) * (1.0 - yhat)).sum(),
-        "fn": (w * y * (1.0 - yhat)).sum(),
-    }
-    return {k: nan_guard(v, raw) for k, v in counts.items()}
+    nan = states["nan"].aggregate()
+    return {k: nan_or(nan, states[k].aggregate()) for k in ("tp", "fp", "tn", "fn")}
 
 
 def proportion_ci(

@@ -1,7 +1,7 @@
 """Forecasting metrics (SPEC §6), on long data: series id, time, actual, forecast.
 
 The plain regression errors (``mae``, ``rmse``, ``mape``, ``smape``, ``wape``, ``bias`` ...)
-of :mod:`polars_eval.families.regression` apply per series with
+of :mod:`polars_eval.metrics.regression` apply per series with
 ``group_by(series).agg(...)``. This module adds what needs more than two columns:
 
 * :func:`mase` and :func:`rmsse`: errors scaled by the in-sample error of the seasonal

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
@@ -92,15 +93,66 @@ def threshold_state(
     materialised columns and never sort or accumulate again.
     """
     e = pl.element()
-    score_ = e.struct.field("s")
     sw = e.struct.field("sw")
-    block_end = (score_ != score_.shift(-1)).fill_null(True)
-    body = pl.struct(
-        t=score_.filter(block_end),
-        tp=sw.clip(lower_bound=0.0).cum_sum().filter(block_end),
-        fp=(-sw).clip(lower_bound=0.0).cum_sum().filter(block_end),
-    )
+    body = _accumulate(e.struct.field("s"), sw.clip(lower_bound=0.0), (-sw).clip(lower_bound=0.0))
     return sorted_state(label, score, weight, pos_label, bins).list.eval(body)
+
+
+def _accumulate(s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:
+    """``{t, tp, fp}`` at the end of each tie block of rows sorted by score descending:
+    the cumulative positive and negative weights ``p``/``n`` at each distinct score ``s``."""
+    block_end = (s != s.shift(-1)).fill_null(True)
+    return pl.struct(
+        t=s.filter(block_end),
+        tp=p.cum_sum().filter(block_end),
+        fp=n.cum_sum().filter(block_end),
+    )
+
+
+def merge_threshold_states(column: pl.Expr) -> pl.Expr:
+    """The threshold state of the union of parts, from their states (an aggregation).
+
+    Each part's cumulative counts go back to counts per distinct score (differences of
+    consecutive points), the parts' points are stacked and sorted by score, and the
+    counts accumulated again at the end of each tie block (equal scores of two parts
+    form one block).
+    """
+    e = pl.element()
+    tp, fp = e.struct.field("tp"), e.struct.field("fp")
+    points = (
+        column.list.eval(
+            pl.struct(
+                e.struct.field("t").alias("s"),
+                (tp - tp.shift(1).fill_null(0.0)).alias("p"),
+                (fp - fp.shift(1).fill_null(0.0)).alias("n"),
+            )
+        )
+        .explode()
+        .drop_nulls()
+    )  # an empty part explodes to one null
+    rows = points.sort_by(points.struct.field("s"), descending=True)
+    s, p, n = (rows.struct.field(f) for f in ("s", "p", "n"))
+    return _accumulate(s, p, n).implode()
+
+
+def thresholds(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any = None,
+    bins: int | None = None,
+) -> State:
+    """:func:`threshold_state` as a mergeable state of the metric model."""
+    return State(
+        threshold_state(label, score, weight, pos_label, bins), "list", merge_threshold_states
+    )
+
+
+def sorted_spec(state: State, body: Callable[[Curve], pl.Expr], form: str = "scalar") -> MetricSpec:
+    """A sort-based metric: ``body`` over the :class:`Curve` of one threshold state, read as
+    a scalar, a struct (one row) or a list of points (a curve or table)."""
+    run = {"scalar": finalize, "struct": finalize_struct, "list": finalize_list}[form]
+    return MetricSpec({"c": state}, lambda s: run(s["c"], body))
 
 
 class Curve:

@@ -10,7 +10,7 @@ Two kinds of state:
 * threshold metrics sum weighted confusion counts (tp, fp, tn, fn) in one pass and
   finalize them with a formula: the counts merge across partitions by addition;
 * threshold-free metrics, curves and tables finalize the sorted state of
-  :mod:`polars_eval.families._curve` (one sort per group, shared by ``df.eval.binary``).
+  :mod:`polars_eval.metrics._curve` (one sort per group, shared by ``df.eval.binary``).
 
 Undefined values (one class present, 0/0) are null, never 0 or NaN; NaN scores give NaN.
 """
@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State, nan_or, weighted_mean
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -40,13 +41,11 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.families._curve import (
+from polars_eval.metrics._curve import (
     Curve,
-    finalize,
-    finalize_list,
-    finalize_struct,
     prev,
-    threshold_state,
+    sorted_spec,
+    thresholds,
 )
 
 LOGLOSS_EPS = float(np.finfo(np.float64).eps)
@@ -145,7 +144,7 @@ def auc(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Area under the ROC curve, by the trapezoid rule (no convex hull).
 
     AUC = Σ (FP_i − FP_{i−1})(TP_i + TP_{i−1}) / (2 P N) over the distinct thresholds in
@@ -157,7 +156,7 @@ def auc(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -183,7 +182,7 @@ def auc(
     │ b   ┆ 0.75 │
     └─────┴──────┘
     """
-    return finalize(threshold_state(label, score, weight, pos_label, bins), _auc).alias("auc")
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _auc)
 
 
 @register(
@@ -201,13 +200,13 @@ def gini(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Gini coefficient (Somers' D of the score), 2·AUC − 1.
 
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -217,9 +216,7 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    return finalize(
-        threshold_state(label, score, weight, pos_label, bins), AUC_FINALIZE["gini"]
-    ).alias("gini")
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), AUC_FINALIZE["gini"])
 
 
 @register(
@@ -238,7 +235,7 @@ def pr_auc(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Area under the precision–recall curve by the lower trapezoid rule (as YDF).
 
     Points are the distinct thresholds in descending order, preceded by the empty
@@ -248,7 +245,7 @@ def pr_auc(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -264,7 +261,7 @@ def pr_auc(
     >>> round(df.eval.pr_auc("y", "p"), 6)
     0.958333
     """
-    return finalize(threshold_state(label, score, weight, pos_label, bins), _pr_auc).alias("pr_auc")
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _pr_auc)
 
 
 @register(
@@ -282,7 +279,7 @@ def average_precision(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Average precision, the step-rule area under the PR curve (as scikit-learn).
 
     AP = Σ (R_i − R_{i−1}) P_i over the distinct thresholds in descending order.
@@ -290,7 +287,7 @@ def average_precision(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     References
@@ -306,9 +303,7 @@ def average_precision(
     >>> round(df.eval.average_precision("y", "p"), 6)
     0.916667
     """
-    return finalize(
-        threshold_state(label, score, weight, pos_label, bins), _average_precision
-    ).alias("average_precision")
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _average_precision)
 
 
 @register(
@@ -326,13 +321,13 @@ def ks(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Kolmogorov–Smirnov statistic: max over thresholds of |TPR − FPR|.
 
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -342,16 +337,12 @@ def ks(
     >>> pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.9]}).select(pe.ks("y", "p")).item()
     0.5
     """
-    return finalize(threshold_state(label, score, weight, pos_label, bins), _ks).alias("ks")
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _ks)
 
 
 # ---------------------------------------------------------------------------------------
 # Probability metrics: one pass of weighted sums
 # ---------------------------------------------------------------------------------------
-
-
-def _mean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
-    return safe_div((values * w).sum(), w.sum())
 
 
 @register(
@@ -364,7 +355,7 @@ def _mean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
 )
 def logloss(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Log loss (binary cross-entropy) of predicted probabilities, in nats.
 
     −Σ w (y ln p + (1 − y) ln(1 − p)) / Σ w, with p clipped to [eps, 1 − eps] and
@@ -382,8 +373,7 @@ def logloss(
         binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
     )
     pc = p.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    loss = -(y * pc.log() + (1.0 - y) * (1.0 - pc).log())
-    return _mean(loss, w).alias("logloss")
+    return weighted_mean(-(y * pc.log() + (1.0 - y) * (1.0 - pc).log()), w)
 
 
 @register(
@@ -396,7 +386,7 @@ def logloss(
 )
 def brier(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Brier score: the weighted mean of (p − y)².
 
     Examples
@@ -409,7 +399,7 @@ def brier(
     y, p, w = drop_null_rows(
         binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
     )
-    return _mean((p - y) ** 2, w).alias("brier")
+    return weighted_mean((p - y) ** 2, w)
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,7 +426,7 @@ def _hard_prediction(
     return y, raw, yhat
 
 
-def confusion_state(
+def confusion_states(
     label: IntoExpr,
     score: IntoExpr | None,
     *,
@@ -444,40 +434,33 @@ def confusion_state(
     threshold: float,
     weight: IntoExpr | None,
     pos_label: Any,
-) -> pl.Expr:
-    """The state of every threshold metric: ``[tp, fp, tn, fn, has_nan]`` (Float64) per group.
+) -> dict[str, State]:
+    """The states of every threshold metric: the weighted confusion counts ``tp``, ``fp``,
+    ``tn``, ``fn`` (summed) and ``nan`` (whether a used score/prediction is NaN).
 
-    Weighted confusion counts in one pass. The prediction is ``pred`` (hard 0/1) if given,
-    else ``score >= threshold``; ``has_nan`` is 1 when a score/prediction is NaN (``NaN >= t``
+    The prediction is ``pred`` (hard 0/1) if given, else ``score >= threshold``. ``NaN >= t``
     is true in Polars: the finalize step turns the metric into NaN rather than let NaN be
-    positive). Counts merge across partitions by addition.
+    positive.
     """
     y, raw, yhat = _hard_prediction(label, score, pred, threshold, pos_label)
     w = weight_expr(weight)
     valid = not_null(y, raw, w)
 
-    def total(expr: pl.Expr) -> pl.Expr:
-        return pl.when(valid).then(w * expr).sum()
+    def total(expr: pl.Expr) -> State:
+        return State(pl.when(valid).then(w * expr))
 
-    return pl.concat_list(
-        [
-            total(y * yhat),
-            total((1.0 - y) * yhat),
-            total((1.0 - y) * (1.0 - yhat)),
-            total(y * (1.0 - yhat)),
-            (raw.is_nan() & valid).any().cast(F64),
-        ]
-    )
+    return {
+        "tp": total(y * yhat),
+        "fp": total((1.0 - y) * yhat),
+        "tn": total((1.0 - y) * (1.0 - yhat)),
+        "fn": total(y * (1.0 - yhat)),
+        "nan": State(raw.is_nan() & valid, "max"),
+    }
 
 
-def finalize_counts(state: pl.Expr, formula: Any) -> pl.Expr:
-    """A threshold metric from :func:`confusion_state`: ``formula`` maps the counts to a value."""
-    e = pl.element()
-    counts = {name: e.get(i) for i, name in enumerate(("tp", "fp", "tn", "fn"))}
-    value = (
-        pl.when(e.get(4) > 0.0).then(pl.lit(NAN, dtype=F64)).otherwise(formula(counts).cast(F64))
-    )
-    return state.list.eval(value).list.first()
+def counts_spec(states: dict[str, State], formula: Any) -> MetricSpec:
+    """A threshold metric: ``formula`` over the confusion counts of :func:`confusion_states`."""
+    return MetricSpec(states, lambda c: nan_or(c["nan"], formula(c).cast(F64)))
 
 
 def _precision(c: dict[str, pl.Expr]) -> pl.Expr:
@@ -536,11 +519,11 @@ def _from_counts(
     threshold: float,
     weight: IntoExpr | None,
     pos_label: Any,
-) -> pl.Expr:
-    state = confusion_state(
+) -> MetricSpec:
+    states = confusion_states(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return finalize_counts(state, THRESHOLD_FORMULAS[name]).alias(name)
+    return counts_spec(states, THRESHOLD_FORMULAS[name])
 
 
 _THRESHOLD_DOC = """{summary}
@@ -718,7 +701,7 @@ def _make_threshold_metric(name: str) -> Any:
         threshold: float = 0.5,
         weight: IntoExpr | None = None,
         pos_label: Any = None,
-    ) -> pl.Expr:
+    ) -> MetricSpec:
         return _from_counts(name, label, score, pred, threshold, weight, pos_label)
 
     metric.__name__ = metric.__qualname__ = name
@@ -779,7 +762,7 @@ def f_beta(
     threshold: float = 0.5,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """F-beta score: (1 + β²) TP / ((1 + β²) TP + β² FN + FP).
 
     β > 1 weighs recall higher, β < 1 precision. Null for 0/0.
@@ -797,11 +780,11 @@ def f_beta(
     0.666667
     """
     check_beta(beta)
-    state = confusion_state(
+    states = confusion_states(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
     b = float(beta)
-    return finalize_counts(state, lambda c: _f_beta(c, b)).alias("f_beta")
+    return counts_spec(states, lambda c: _f_beta(c, b))
 
 
 @register(
@@ -855,12 +838,11 @@ def confusion_matrix(
         return pl.struct(**_integer_counts(label, score, pred, threshold, pos_label)).alias(
             "confusion_matrix"
         )
-    state = confusion_state(
+    states = confusion_states(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return pl.struct(**{k: finalize_counts(state, lambda c, k=k: c[k]) for k in names}).alias(
-        "confusion_matrix"
-    )
+    spec = MetricSpec(states, lambda c: pl.struct(**{k: nan_or(c["nan"], c[k]) for k in names}))
+    return spec.expr().alias("confusion_matrix")
 
 
 def _integer_counts(
@@ -932,10 +914,8 @@ _MAX_DOC = """Maximum {what} over all thresholds (every distinct score).
 def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
-    ) -> pl.Expr:
-        return finalize(threshold_state(label, score, weight, pos_label), AUC_FINALIZE[name]).alias(
-            name
-        )
+    ) -> MetricSpec:
+        return sorted_spec(thresholds(label, score, weight, pos_label), AUC_FINALIZE[name])
 
     metric.__name__ = metric.__qualname__ = name
     metric.__module__ = __name__
@@ -971,7 +951,7 @@ def max_f_beta(
     beta: float,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Maximum F-beta over all thresholds (every distinct score), as H2O.
 
     Examples
@@ -984,10 +964,9 @@ def max_f_beta(
     """
     check_beta(beta)
     b = float(beta)
-    return finalize(
-        threshold_state(label, score, weight, pos_label),
-        lambda c: c.guard(_f_beta_points(c, b).max()),
-    ).alias("max_f_beta")
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label), lambda c: c.guard(_f_beta_points(c, b).max())
+    )
 
 
 BEST_METRICS = ("accuracy", "f1", "f_beta", "mcc")
@@ -1009,7 +988,7 @@ def best_threshold(
     beta: float = 1.0,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """The threshold that maximises ``metric`` and its value, as a struct ``{threshold, value}``.
 
     ``metric`` is one of "accuracy", "f1", "f_beta" (with ``beta=``), "mcc". The candidates
@@ -1036,9 +1015,7 @@ def best_threshold(
             value=c.guard(values.gather(best).first()),
         )
 
-    return finalize_struct(threshold_state(label, score, weight, pos_label), body).alias(
-        "best_threshold"
-    )
+    return sorted_spec(thresholds(label, score, weight, pos_label), body, "struct")
 
 
 # ---------------------------------------------------------------------------------------
@@ -1108,10 +1085,10 @@ def _make_xy(
         *,
         weight: IntoExpr | None = None,
         pos_label: Any = None,
-    ) -> pl.Expr:
+    ) -> MetricSpec:
         check_fraction(arg, value)
         body = _xy(arg, target, op, float(value), first)
-        return finalize(threshold_state(label, score, weight, pos_label), body).alias(name)
+        return sorted_spec(thresholds(label, score, weight, pos_label), body)
 
     # rename the constraint parameter (recall=, precision=, volume=, fpr=) for the signature
     import inspect
@@ -1119,7 +1096,7 @@ def _make_xy(
     sig = inspect.signature(metric)
     params = [p.replace(name=arg) if p.name == "value" else p for p in sig.parameters.values()]
 
-    def wrapper(label: IntoExpr, score: IntoExpr, *args: Any, **kwargs: Any) -> pl.Expr:
+    def wrapper(label: IntoExpr, score: IntoExpr, *args: Any, **kwargs: Any) -> MetricSpec:
         bound = wrapper.__signature__.bind(label, score, *args, **kwargs)  # type: ignore[attr-defined]
         bound.apply_defaults()
         a = dict(bound.arguments)
@@ -1223,7 +1200,7 @@ def roc_curve(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """ROC curve: one point per distinct threshold, descending, after the point (inf, 0, 0).
 
     Fields ``threshold``, ``fpr``, ``tpr`` (weighted). Unlike scikit-learn's default no
@@ -1233,7 +1210,7 @@ def roc_curve(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -1256,12 +1233,6 @@ def roc_curve(
     └───────────┴─────┴─────┘
     """
 
-    return roc_from_state(threshold_state(label, score, weight, pos_label, bins)).alias("roc_curve")
-
-
-def roc_from_state(state: pl.Expr) -> pl.Expr:
-    """:func:`roc_curve` from a threshold state (``List[Struct]`` per group)."""
-
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
         return c.nan_struct(
@@ -1270,7 +1241,7 @@ def roc_from_state(state: pl.Expr) -> pl.Expr:
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(state, body)
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), body, "list")
 
 
 @register(
@@ -1287,7 +1258,7 @@ def pr_curve(
     weight: IntoExpr | None = None,
     pos_label: Any = None,
     bins: int | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Precision–recall curve: one point per distinct threshold, in descending order.
 
     Fields ``threshold``, ``precision``, ``recall``. scikit-learn's ``precision_recall_curve``
@@ -1297,7 +1268,7 @@ def pr_curve(
     ``bins=N`` counts the scores in N equal bins of [0, 1] (probabilities) and treats the
     scores of a bin as tied: memory and time bounded by the bins, and the AUC off by at
     most half the weighted share of (positive, negative) pairs that share a bin (SPEC §10;
-    :func:`polars_eval.families._curve.score_bin`). For a score on another scale, pass a
+    :func:`polars_eval.metrics._curve.score_bin`). For a score on another scale, pass a
     monotone map of it into [0, 1], e.g. ``1 / (1 + (-pl.col("s")).exp())``.
 
     Examples
@@ -1319,19 +1290,13 @@ def pr_curve(
     └───────────┴───────────┴────────┘
     """
 
-    return pr_from_state(threshold_state(label, score, weight, pos_label, bins)).alias("pr_curve")
-
-
-def pr_from_state(state: pl.Expr) -> pl.Expr:
-    """:func:`pr_curve` from a threshold state (``List[Struct]`` per group)."""
-
     def body(c: Curve) -> pl.Expr:
         tp, fp = c.tp, c.fp
         return c.nan_struct(
             threshold=c.threshold, precision=tp / (tp + fp), recall=safe_div(tp, c.P)
         )
 
-    return finalize_list(state, body)
+    return sorted_spec(thresholds(label, score, weight, pos_label, bins), body, "list")
 
 
 TABLE_FIELDS = (
@@ -1359,7 +1324,7 @@ def threshold_table(
     n_thresholds: int | None = None,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Confusion counts and derived rates at every distinct threshold, descending.
 
     With ``n_thresholds=q`` only q thresholds are kept: for j = 1..q the highest threshold
@@ -1386,12 +1351,6 @@ def threshold_table(
     └───────────┴─────┴─────┴─────┴─────┴──────────┘
     """
     check_positive_int("n_thresholds", n_thresholds, allow_none=True)
-    state = threshold_state(label, score, weight, pos_label)
-    return threshold_table_from_state(state, n_thresholds).alias("threshold_table")
-
-
-def threshold_table_from_state(state: pl.Expr, n_thresholds: int | None) -> pl.Expr:
-    """:func:`threshold_table` from a threshold state (``List[Struct]`` per group)."""
 
     def body(c: Curve) -> pl.Expr:
         tp, fp = c.tp, c.fp
@@ -1423,7 +1382,7 @@ def threshold_table_from_state(state: pl.Expr, n_thresholds: int | None) -> pl.E
         # an index equal to the length (targets past the last point, or an empty group) is dropped
         return table.gather(index.filter(index < tp.len())).unique(maintain_order=True)
 
-    return finalize_list(state, body)
+    return sorted_spec(thresholds(label, score, weight, pos_label), body, "list")
 
 
 @register(
@@ -1435,7 +1394,7 @@ def threshold_table_from_state(state: pl.Expr, n_thresholds: int | None) -> pl.E
 )
 def lorenz_curve(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
-) -> pl.Expr:
+) -> MetricSpec:
     """Lorenz (cumulative accuracy profile) curve: share of positives captured vs share of rows.
 
     Rows sorted by score, descending; one point per distinct threshold after (0, 0):
@@ -1451,12 +1410,6 @@ def lorenz_curve(
     [0.0, 0.5, 0.5, 1.0, 1.0]
     """
 
-    return lorenz_from_state(threshold_state(label, score, weight, pos_label)).alias("lorenz_curve")
-
-
-def lorenz_from_state(state: pl.Expr) -> pl.Expr:
-    """:func:`lorenz_curve` from a threshold state (``List[Struct]`` per group)."""
-
     def body(c: Curve) -> pl.Expr:
         zero = pl.lit(0.0, dtype=F64)
         return c.nan_struct(
@@ -1465,7 +1418,7 @@ def lorenz_from_state(state: pl.Expr) -> pl.Expr:
             positives=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return finalize_list(state, body)
+    return sorted_spec(thresholds(label, score, weight, pos_label), body, "list")
 
 
 GAIN_FIELDS = (
@@ -1492,7 +1445,7 @@ def gain_table(
     bins: int = 10,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Gain / lift table by score quantile (deciles by default), highest scores first.
 
     Rows sorted by score descending are cut into ``bins`` groups of equal weighted size;
@@ -1520,12 +1473,7 @@ def gain_table(
     └─────┴───────┴───────────┴──────┴──────────┘
     """
     check_positive_int("bins", bins)
-    state = threshold_state(label, score, weight, pos_label)
-    return gain_from_state(state, bins).alias("gain_table")
 
-
-def gain_from_state(state: pl.Expr, bins: int) -> pl.Expr:
-    """:func:`gain_table` from a threshold state (``List[Struct]`` per group)."""
     # Two list.eval stages so that the bin of each threshold is computed a few times only:
     # (1) keep the last threshold of each bin, with the class totals; (2) the bin table.
     c = Curve()
@@ -1568,7 +1516,8 @@ def gain_from_state(state: pl.Expr, bins: int) -> pl.Expr:
             k: pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(v) for k, v in fields.items()
         },
     )
-    return state.list.eval(ends).list.eval(table)
+    state = thresholds(label, score, weight, pos_label)
+    return MetricSpec({"c": state}, lambda s: s["c"].list.eval(ends).list.eval(table))
 
 
 def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
@@ -1638,7 +1587,7 @@ def calibration_table(
     bins: int = 10,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Reliability table: ``bins`` equal-width probability bins on [0, 1], empty bins omitted.
 
     Per bin: its edges, the weighted mean score, the weighted positive rate and the
@@ -1666,8 +1615,8 @@ def calibration_table(
     └─────┴────────────┴───────────────┴───────┘
     """
     check_positive_int("bins", bins)
-    state = threshold_state(label, score, weight, pos_label)
-    return calibration_list(state, bins).alias("calibration_table")
+    state = thresholds(label, score, weight, pos_label)
+    return MetricSpec({"c": state}, lambda s: calibration_list(s["c"], bins))
 
 
 @register(
@@ -1685,7 +1634,7 @@ def ece(
     bins: int = 10,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Expected calibration error over ``bins`` equal-width bins.
 
     ECE = Σ_b (n_b / n) |positive_rate_b − mean_score_b| with the bins of
@@ -1705,4 +1654,5 @@ def ece(
     0.175
     """
     check_positive_int("bins", bins)
-    return ece_from_state(threshold_state(label, score, weight, pos_label), bins).alias("ece")
+    state = thresholds(label, score, weight, pos_label)
+    return MetricSpec({"c": state}, lambda s: ece_from_state(s["c"], bins))
