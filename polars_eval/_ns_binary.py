@@ -34,6 +34,18 @@ def constant_predictor(
     return pl.when(valid).then(rate), pl.when(valid).then(majority)
 
 
+def summary_infos(probability: bool) -> list[MetricInfo]:
+    """The binary summary metrics of ``df.eval.binary`` (without the probability ones when
+    the scores are not probabilities)."""
+    return [
+        info
+        for info in _registry.by_task("binary")
+        if info.summary
+        and info.kind == "scalar"
+        and (probability or info.inputs.get("score") != "proba")
+    ]
+
+
 def _summary_specs(
     infos: list[MetricInfo],
     label: IntoExpr,
@@ -143,13 +155,7 @@ class BinaryMethods:
                 bins=bins,
                 by=by,
             )
-        infos = [
-            info
-            for info in _registry.by_task("binary")
-            if info.summary
-            and info.kind == "scalar"
-            and (probability or info.inputs.get("score") != "proba")
-        ]
+        infos = summary_infos(probability)
         specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
             constant, majority = constant_predictor(label, score, weight, pos_label)

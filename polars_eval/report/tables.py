@@ -3,8 +3,10 @@
 Every table is the DataFrame a namespace method returns (``df.eval.binary``,
 ``df.eval.roc_curve`` ...), computed once: the lazy queries of one task are built first
 and collected together with :func:`polars.collect_all`, so a ``LazyFrame`` scanned from
-files is read in one go and the queries run in parallel. Charts and HTML only read these
-tables; nothing is recomputed there.
+files is read in one go and the queries run in parallel. The binary task sorts the rows
+once and finalizes its metrics, tables and curves from the threshold states of that sort
+(:mod:`polars_eval.report._states`). Charts and HTML only read these tables; nothing is
+recomputed there.
 
 A task is one :class:`TaskSpec` in :data:`TASKS`: how to compute its tables, which metric
 orders its segments (worst first), which charts it draws. Adding a task (regression,
@@ -27,7 +29,12 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
 from polars_eval._core.spec import nan_or
 from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
-from polars_eval._ns_binary import BASELINE, _summary_specs, constant_predictor
+from polars_eval._ns_binary import (
+    BASELINE,
+    _summary_specs,
+    constant_predictor,
+    summary_infos,
+)
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
@@ -230,13 +237,7 @@ def build_binary(
     common: dict[str, Any] = {"weight": weight, "pos_label": pos_label}
     inputs = binary_family.PROBA_INPUTS if probability else binary_family.ORDER_INPUTS
     check_columns(lf, {"label": label, "score": score, **common}, inputs, by)
-    infos = [
-        info
-        for info in _registry.by_task("binary")
-        if info.summary
-        and info.kind == "scalar"
-        and (probability or info.inputs.get("score") != "proba")
-    ]
+    infos = summary_infos(probability)
     specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
     names = list(specs)
     summary_specs = dict(specs)
