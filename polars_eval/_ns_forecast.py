@@ -51,6 +51,8 @@ from polars_eval.namespace import _make_method
 STATE = "__pe_s_"
 POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
 """The point-forecast metrics of ``df.eval.forecast``, per series then across series."""
+SCALED_METRICS = ("mase", "rmsse")
+"""The scaled metrics of ``df.eval.forecast`` (with ``train=``)."""
 UNDEFINED = {
     "mape": reg.NO_NONZERO,
     "wape": "all actuals are 0",
@@ -301,7 +303,8 @@ class ForecastMethods:
             for name in POINT_METRICS
         }
         if train is not None:
-            for name, scale in TRAIN_SCALED.items():
+            for name in SCALED_METRICS:
+                scale = TRAIN_SCALED[name]
                 specs[name] = REGISTRY[name].spec(actual, forecast, scale, weight=weight)  # type: ignore[misc]
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
@@ -415,7 +418,16 @@ class ForecastMethods:
 # ---------------------------------------------------------------------------------------
 
 KEY_TASKS = ("regression", "forecast")
-TRAIN_SCALED = {"mase": "mase_scale", "rmsse": "rmsse_scale"}
+TRAIN_SCALED = {
+    "mase": "mase_scale",
+    "rmsse": "rmsse_scale",
+    "msse": "rmsse_scale",
+    "spis": "spis_scale",
+    "scaled_quantile_loss": "mase_scale",
+    "scaled_mqloss": "mase_scale",
+}
+"""The metrics whose ``scale`` column ``train=`` can replace, and which scale of
+``pe.seasonal_scale`` each reads."""
 SCALE = "__pe_scale"
 
 KEYS_DOC = """    On the ``.eval`` namespace, the forecast keys (SPEC §6): ``time=`` (with ``series=``)
@@ -427,14 +439,16 @@ KEYS_DOC = """    On the ``.eval`` namespace, the forecast keys (SPEC §6): ``ti
 
 """
 TRAIN_DOC = """ ``train=`` (a frame with the same series, time and actual columns)
-    and ``season_length=`` give the scale, the in-sample seasonal naive error of each series
-    (see ``pe.seasonal_scale``), instead of a ``scale`` column; without ``series=`` the
-    series key is then the ``by`` column(s) present in ``train``."""
+    and ``season_length=`` give the scale of each series from its training rows (column
+    ``{scale}`` of ``pe.seasonal_scale``) instead of a ``scale`` column; without ``series=``
+    the series key is then the ``by`` column(s) present in ``train``."""
 
 
-def _with_keys_doc(doc: str, scaled: bool) -> str:
-    """The metric's docstring with the paragraph on the forecast keys before its sections."""
-    note = textwrap.dedent(KEYS_DOC.format(train=TRAIN_DOC if scaled else ""))
+def _with_keys_doc(doc: str, scale: str | None) -> str:
+    """The metric's docstring with the paragraph on the forecast keys before its sections
+    (and on ``train=`` for a metric reading the ``scale`` column of ``pe.seasonal_scale``)."""
+    train = TRAIN_DOC.format(scale=scale) if scale is not None else ""
+    note = textwrap.dedent(KEYS_DOC.format(train=train))
     note = note.replace("\n    ", "\n")  # the train paragraph's continuation lines
     doc = inspect.cleandoc(doc)
     at = [doc.find(f"\n{h}\n") for h in ("References", "Examples")]
@@ -541,8 +555,8 @@ def _keyed_frame(
 def scale_frame(
     train: pl.LazyFrame, keys: list[str], time: str, actual: str, season_length: int, validate: bool
 ) -> pl.LazyFrame:
-    """Both in-sample scales per series (``mase_scale``, ``rmsse_scale``); NaN/inf in the
-    training actuals is an error naming the column (at collect on lazy data)."""
+    """The in-sample scales per series (``mase_scale``, ``rmsse_scale``, ``spis_scale``);
+    NaN/inf in the training actuals is an error naming the column (at collect on lazy data)."""
     scale = fc.scale_query(train, keys, time, actual, season_length)
     if not validate:
         return scale
@@ -644,7 +658,7 @@ def _keyed_method(info: MetricInfo) -> Any:
         inspect.Parameter(k, keyword, default=None) for k in ("series", "time", "cutoff", "lead")
     ]
     method.__signature__ = base_sig.replace(parameters=params)  # type: ignore[attr-defined]
-    method.__doc__ = _with_keys_doc(base.__doc__ or "", scaled)
+    method.__doc__ = _with_keys_doc(base.__doc__ or "", TRAIN_SCALED.get(info.name))
     return method
 
 

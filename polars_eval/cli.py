@@ -960,6 +960,7 @@ examples:
   polars-eval binary a.csv b.csv --label y --score p --weight w --format json -o out.json
   polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
   polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
+  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --bins 1000
 """
 
 
@@ -991,12 +992,23 @@ def _binary_command(sub: Any) -> None:
         action="store_false",
         help="scores are not probabilities: leave out logloss, Brier and ECE",
     )
+    p.add_argument(
+        "--bins",
+        type=int,
+        metavar="N",
+        help="binned mode (SPEC §10): the sort-based metrics over N score bins, memory "
+        "bounded by the groups and bins (AUC within half the share of pairs sharing a bin); "
+        "logloss, Brier and the threshold metrics stay exact",
+    )
     _add_baseline(p, "binary")
     _add_common(p, "binary")
     p.set_defaults(handler=_run_binary)
 
 
 def _run_binary(args: argparse.Namespace) -> int:
+    if args.bins is not None and (getattr(args, "ci", None) or getattr(args, "report", None)):
+        raise CliError("--bins works without --ci and --report (they read the rows themselves)")
+
     def options(lf: pl.LazyFrame) -> dict[str, Any]:
         return {
             "weight": args.weight,
@@ -1004,6 +1016,7 @@ def _run_binary(args: argparse.Namespace) -> int:
             "threshold": args.threshold,
             "probability": args.probability,
             "baseline": getattr(args, "baseline", None),
+            "bins": args.bins,
         }
 
     return evaluate(args, "binary", (args.label, args.score), options, [args.weight])

@@ -231,9 +231,6 @@ def test_ece_vs_brute_force(tied: bool, weighted: bool, collect: Collect) -> Non
 # ydf: PR-AUC and the conservative X@Y metrics
 # ---------------------------------------------------------------------------------------
 
-ydf_only = pytest.mark.skipif(
-    __import__("importlib").util.find_spec("ydf") is None, reason="ydf not installed"
-)
 
 YDF_EXAMPLE = {"y": [0, 1, 1, 0, 1], "score": [0.1, 0.8, 0.4, 0.4, 0.9]}
 
@@ -258,7 +255,6 @@ def ydf_data(tied: bool, seed: int = 0) -> pl.DataFrame:
     return df.with_columns(pl.col("score").cast(pl.Float32).cast(pl.Float64))
 
 
-@ydf_only
 @tied_param
 @weighted_param
 def test_pr_auc_vs_ydf(tied: bool, weighted: bool, collect: Collect) -> None:
@@ -286,7 +282,6 @@ def _ydf_xy_or_skip(y: Any, s: Any, w: Any, name: str) -> list[float]:
         pytest.skip(f"ydf X@Y internals not reachable: {error}")
 
 
-@ydf_only
 @tied_param
 @weighted_param
 @pytest.mark.parametrize("name", list(XY_ARG))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -351,3 +353,302 @@ def test_generated_namespace_methods() -> None:
     assert np.allclose(per["mase"], mine["mase"])
     cov = test.lazy().eval.coverage("y", "f-lo-80", "f-hi-80", by="unique_id").collect()
     assert np.allclose(cov["coverage"], ufl.coverage(test, models=["f"], level=80)["f"])
+
+
+# ---------------------------------------------------------------------------------------
+# SPEC §12: the rest of utilsforecast.losses, against utilsforecast
+# ---------------------------------------------------------------------------------------
+
+QCOLS = ["q10", "f", "q90"]
+QS = [0.1, 0.5, 0.9]
+SEASON = 4
+
+
+def coverage_data(seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """make_data plus a baseline forecast ``naive``, integer weights ``w`` and the scale
+    columns of seasonal_scale joined (utilsforecast reads only its own columns)."""
+    train, test = make_data(seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    test = test.with_columns(
+        naive=pl.col("y") + pl.Series(rng.normal(0.0, 2.0, test.height)),
+        w=pl.Series(rng.integers(0, 4, test.height).astype(float)),
+    )
+    scale = pe.seasonal_scale(
+        train, series="unique_id", time="ds", actual="y", season_length=SEASON
+    )
+    assert (test["y"] > 0).all() and (test["f"] > 0).all()  # the Tweedie domain
+    return train, test.join(scale, on="unique_id")
+
+
+# name -> (our expression, given the weight keyword; utilsforecast's per-series frame of
+# (test, train) and its value column)
+LOSSES: dict[str, tuple[Callable[..., pl.Expr], Callable[..., tuple[Any, str]]]] = {
+    "msse": (
+        lambda **kw: pe.msse("y", "f", "rmsse_scale", **kw),
+        lambda t, tr: (ufl.msse(t, ["f"], SEASON, tr), "f"),
+    ),
+    "rmae": (
+        lambda **kw: pe.rmae("y", "f", baseline="naive", **kw),
+        lambda t, tr: (ufl.rmae(t, ["f"], baseline="naive"), "f"),
+    ),
+    "cfe": (lambda **kw: pe.cfe("y", "f", **kw), lambda t, tr: (ufl.cfe(t, ["f"]), "f")),
+    "pis": (lambda **kw: pe.pis("y", "f", **kw), lambda t, tr: (ufl.pis(t, ["f"]), "f")),
+    "spis": (
+        lambda **kw: pe.spis("y", "f", "spis_scale", **kw),
+        lambda t, tr: (ufl.spis(t, ["f"], tr), "f"),
+    ),
+    "linex": (
+        lambda **kw: pe.linex("y", "f", a=0.5, **kw),
+        lambda t, tr: (ufl.linex(t, ["f"], a=0.5), "f"),
+    ),
+    "tweedie_deviance": (
+        lambda **kw: pe.tweedie_deviance("y", "f", **kw),  # power 1.5 by default, as theirs
+        lambda t, tr: (ufl.tweedie_deviance(t, ["f"]), "f"),
+    ),
+    "scaled_quantile_loss": (
+        lambda **kw: pe.scaled_quantile_loss("y", "q90", "mase_scale", quantile=0.9, **kw),
+        lambda t, tr: (ufl.scaled_quantile_loss(t, {"m": "q90"}, SEASON, tr, q=0.9), "m"),
+    ),
+    "mqloss": (
+        lambda **kw: pe.mqloss("y", QCOLS, quantiles=QS, **kw),
+        lambda t, tr: (ufl.mqloss(t, {"m": QCOLS}, np.array(QS)), "m"),
+    ),
+    "scaled_mqloss": (
+        lambda **kw: pe.scaled_mqloss("y", QCOLS, "mase_scale", quantiles=QS, **kw),
+        lambda t, tr: (ufl.scaled_mqloss(t, {"m": QCOLS}, np.array(QS), SEASON, tr), "m"),
+    ),
+    "scaled_crps": (
+        lambda **kw: pe.scaled_crps("y", QCOLS, quantiles=QS, **kw),
+        lambda t, tr: (ufl.scaled_crps(t, {"m": QCOLS}, np.array(QS)), "m"),
+    ),
+    "calibration": (
+        lambda **kw: pe.calibration("y", "q90", **kw),
+        lambda t, tr: (ufl.calibration(t, {"m": "q90"}), "m"),
+    ),
+    "winkler": (
+        lambda **kw: pe.winkler("y", "f-lo-80", "f-hi-80", alpha=0.2, **kw),
+        lambda t, tr: (ufl.winkler_score(t, ["f"], level=80), "f"),
+    ),
+}
+
+
+def uf_series(out: Any, column: str) -> dict[str, float]:
+    out = pl.from_pandas(out) if not isinstance(out, pl.DataFrame) else out
+    return dict(zip(out["unique_id"].to_list(), out[column].to_list(), strict=True))
+
+
+def repeated(frame: pl.DataFrame, weight: str = "w") -> pl.DataFrame:
+    """Each row repeated ``weight`` times (rows of weight 0 dropped)."""
+    return frame[np.repeat(np.arange(frame.height), frame[weight].cast(pl.Int64).to_numpy())]
+
+
+def test_every_utilsforecast_loss_is_here() -> None:
+    """Every name of utilsforecast.losses has a counterpart: ours of the same name, or the
+    one named in SPEC §12 (quantile_loss is pinball_loss, winkler_score winkler, nd wape)."""
+    renamed = {"quantile_loss": "pinball_loss", "winkler_score": "winkler", "nd": "wape"}
+    names = set(pe.metrics()["name"])
+    missing = [n for n in ufl.__all__ if renamed.get(n, n) not in names]
+    assert not missing
+    forecast = set(pe.metrics().filter(pl.col("task") == "forecast")["name"])
+    assert set(LOSSES) <= forecast
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_losses_against_utilsforecast(name: str, weighted: bool, collect) -> None:
+    """Per series against utilsforecast (weights: utilsforecast on the rows repeated), on a
+    LazyFrame on both engines equal to the eager frame."""
+    ours_fn, theirs_fn = LOSSES[name]
+    train, test = coverage_data(seed=21)
+    expr = ours_fn(weight="w") if weighted else ours_fn()
+    eager = test.group_by("unique_id").agg(expr).sort("unique_id")
+    lazy = collect(test.lazy().group_by("unique_id").agg(expr).sort("unique_id"))
+    assert_frame_equal(lazy, eager, check_exact=False, rel_tol=1e-12)
+    out, column = theirs_fn(repeated(test) if weighted else test, train)
+    expected = uf_series(out, column)
+    got = dict(zip(eager["unique_id"].to_list(), eager[name].to_list(), strict=True))
+    assert got.keys() == expected.keys()
+    for sid, value in expected.items():
+        assert got[sid] == pytest.approx(value, rel=1e-10, abs=1e-12), sid
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_losses_per_series_equal_per_frame(name: str) -> None:
+    ours_fn, _ = LOSSES[name]
+    _, test = coverage_data(seed=22)
+    for weighted in (False, True):
+        expr = ours_fn(weight="w") if weighted else ours_fn()
+        grouped = test.group_by("unique_id").agg(expr)
+        for sid, value in grouped.iter_rows():
+            alone = test.filter(pl.col("unique_id") == sid).select(expr).item()
+            assert alone == pytest.approx(value, rel=1e-12), (sid, weighted)
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_losses_weights_are_repetitions(name: str) -> None:
+    """The whole frame (every series pooled): weighted = the rows repeated, weight 0 = the
+    row removed."""
+    ours_fn, _ = LOSSES[name]
+    _, test = coverage_data(seed=23)
+    weighted = test.select(ours_fn(weight="w")).item()
+    assert weighted == pytest.approx(repeated(test).select(ours_fn()).item(), rel=1e-12)
+    kept = test.filter(pl.col("w") > 0).select(ours_fn(weight="w")).item()
+    assert weighted == pytest.approx(kept, rel=1e-12)
+
+
+def test_scaled_losses_take_train_on_the_namespace() -> None:
+    """train= and season_length= give the scale (SPEC §6), as a joined scale column does."""
+    train, test = coverage_data(seed=24)
+    plain = test.drop("mase_scale", "rmsse_scale", "spis_scale", "n_train")
+    calls = {
+        "msse": (("y", "f"), {}),
+        "spis": (("y", "f"), {}),
+        "scaled_quantile_loss": (("y", "q90"), {"quantile": 0.9}),
+        "scaled_mqloss": (("y", QCOLS), {"quantiles": QS}),
+    }
+    for name, (args, options) in calls.items():
+        keyed = getattr(plain.eval, name)(
+            *args, train=train, season_length=SEASON, time="ds", by="unique_id", **options
+        )
+        column = LOSSES[name][0]()
+        expected = test.group_by("unique_id").agg(column).sort("unique_id")
+        assert_frame_equal(keyed, expected, check_exact=False, rel_tol=1e-12)
+    # without by: every series pooled (the mean of every row's scaled error), lazily
+    lazy = plain.lazy().eval.msse(
+        "y", "f", train=train.lazy(), season_length=SEASON, series="unique_id", time="ds"
+    )
+    pooled = test.select(pe.msse("y", "f", "rmsse_scale")).item()
+    assert lazy.collect().item() == pytest.approx(pooled, rel=1e-12)
+
+
+@pytest.mark.parametrize("power", [0.0, 1.0, 1.2, 2.0, 3.0])
+def test_tweedie_deviance_powers(power: float) -> None:
+    _, test = coverage_data(seed=25)
+    got = test.group_by("unique_id").agg(pe.tweedie_deviance("y", "f", power=power))
+    expected = uf_series(ufl.tweedie_deviance(test, ["f"], power=power), "f")
+    for sid, value in got.iter_rows():
+        assert value == pytest.approx(expected[sid], rel=1e-10)
+    # the same deviance as the regression metric (checked against scikit-learn)
+    assert test.eval.tweedie_deviance("y", "f", power=power) == pytest.approx(
+        test.eval.mean_tweedie_deviance("y", "f", power=power), rel=1e-12
+    )
+
+
+def test_linex_negative_a_and_bad_options() -> None:
+    _, test = coverage_data(seed=26)
+    got = test.group_by("unique_id").agg(pe.linex("y", "f", a=-1.0))
+    expected = uf_series(ufl.linex(test, ["f"], a=-1.0), "f")
+    for sid, value in got.iter_rows():
+        assert value == pytest.approx(expected[sid], rel=1e-10)
+    with pytest.raises(InvalidParameterError, match="a must be non-zero"):
+        pe.linex("y", "f", a=0)
+    for power in (-1.0, 0.5):
+        with pytest.raises(InvalidParameterError, match="power must be 0 or >= 1"):
+            pe.tweedie_deviance("y", "f", power=power)
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        pe.winkler("y", "lo", "hi", alpha=1.0)
+    with pytest.raises(InvalidParameterError, match="quantile"):
+        pe.scaled_quantile_loss("y", "q", "s", quantile=0.0)
+
+
+def test_multi_quantile_arguments() -> None:
+    _, test = coverage_data(seed=27)
+    base = test.select(pe.mqloss("y", QCOLS, quantiles=QS)).item()
+    # the pairs, not the order, matter; numpy arrays and expressions are accepted
+    shuffled = pe.mqloss("y", [pl.col("q90"), "q10", "f"], quantiles=np.array([0.9, 0.1, 0.5]))
+    assert test.select(shuffled).item() == pytest.approx(base, rel=1e-12)
+    # one quantile: the pinball loss
+    one = test.select(pe.mqloss("y", ["q90"], quantiles=[0.9])).item()
+    assert one == pytest.approx(test.select(pe.pinball_loss("y", "q90", quantile=0.9)).item())
+    with pytest.raises(InvalidParameterError, match="2 columns and 3 quantiles"):
+        pe.mqloss("y", ["q10", "q90"], quantiles=QS)
+    with pytest.raises(InvalidParameterError, match="list of columns"):
+        pe.scaled_crps("y", "q10", quantiles=[0.1])
+    with pytest.raises(InvalidParameterError, match="at least one column"):
+        pe.mqloss("y", [], quantiles=[])
+    with pytest.raises(InvalidParameterError, match=r"each quantile must be a number in \(0, 1\)"):
+        pe.scaled_mqloss("y", ["q10", "q90"], "s", quantiles=[0.1, 90])
+    with pytest.raises(InvalidParameterError, match="list of numbers"):
+        pe.mqloss("y", ["q10"], quantiles=0.1)  # type: ignore[arg-type]
+    # a null in any quantile column leaves the row out
+    holed = test.with_columns(pl.when(pl.col("ds") == 25).then(None).otherwise("q10").alias("q10"))
+    assert holed.select(pe.mqloss("y", QCOLS, quantiles=QS)).item() == pytest.approx(
+        holed.filter(pl.col("ds") != 25).select(pe.mqloss("y", QCOLS, quantiles=QS)).item()
+    )
+    # the namespace validates every quantile column
+    nan = test.with_columns(
+        pl.when(pl.col("ds") == 25).then(float("nan")).otherwise("q90").alias("q90")
+    )
+    with pytest.raises(DataValidationError, match='column "q90".*NaN'):
+        nan.eval.mqloss("y", QCOLS, quantiles=QS)
+    with pytest.raises(DataValidationError, match='column "q50".*not found'):
+        test.eval.scaled_crps("y", ["q10", "q50"], quantiles=[0.1, 0.5])
+
+
+def test_domain_checks_on_the_namespace() -> None:
+    _, test = coverage_data(seed=28)
+    crossed = test.with_columns(
+        pl.when(pl.col("ds") == 25).then(pl.col("f-lo-80") - 1.0).otherwise("f-hi-80").alias("hi")
+    )
+    with pytest.raises(
+        DataValidationError, match='column "hi" must not be below "f-lo-80".*5 rows'
+    ):
+        crossed.eval.winkler("y", "f-lo-80", "hi", alpha=0.2)
+    with pytest.raises(DataValidationError, match='column "hi"'):
+        crossed.lazy().eval.winkler("y", "f-lo-80", "hi", alpha=0.2).collect()
+    negative = test.with_columns(pl.when(pl.col("ds") == 25).then(-1.0).otherwise("y").alias("y"))
+    with pytest.raises(DataValidationError, match='column "y" must hold values >= 0'):
+        negative.eval.tweedie_deviance("y", "f", power=1.5)
+    with pytest.raises(DataValidationError, match='column "f" must hold values > 0'):
+        test.with_columns(f=pl.col("f") - 100.0).eval.tweedie_deviance("y", "f", power=1.0)
+    negative.eval.tweedie_deviance("y", "f", power=0.0)  # squared error: any value
+
+
+def test_undefined_and_nan() -> None:
+    df = pl.DataFrame({"id": ["a", "a", "b", "b"], "y": [1.0, 2.0, 0.0, 0.0],
+                       "f": [1.5, 2.5, 1.0, 1.0], "naive": [1.0, 2.0, 1.0, 1.0],
+                       "lo": [0.0, 0.0, 0.0, 0.0], "hi": [3.0, 3.0, 3.0, 3.0]})  # fmt: skip
+    out = (
+        df.group_by("id")
+        .agg(
+            pe.rmae("y", "f", "naive"),  # a: the baseline is perfect
+            pe.scaled_crps("y", ["lo", "hi"], quantiles=[0.1, 0.9]),  # b: all actuals 0
+            pe.cfe("y", "f", weight=pl.col("y")),  # b: every weight 0
+        )
+        .sort("id")
+    )
+    assert out["rmae"].to_list() == [None, pytest.approx(1.0)]
+    assert out["scaled_crps"][1] is None and out["scaled_crps"][0] is not None
+    assert out["cfe"].to_list() == [pytest.approx(1.5), None]
+    with pytest.raises(pe.UndefinedMetricError, match="rmae is undefined.*baseline"):
+        df.filter(pl.col("id") == "a").eval.rmae("y", "f", "naive")
+    with pytest.warns(UndefinedMetricWarning, match="scaled_crps is null for 1 of 2"):
+        df.eval.scaled_crps("y", ["lo", "hi"], quantiles=[0.1, 0.9], by="id")
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate for cfe"):
+        df.clear().eval.cfe("y", "f")
+    # a NaN input gives NaN in the bare expression, comparisons included
+    nan = df.with_columns(pl.when(pl.col("y") == 2.0).then(float("nan")).otherwise("y").alias("y"))
+    exprs = [
+        pe.calibration("y", "hi"),
+        pe.winkler("y", "lo", "hi", alpha=0.2),
+        pe.mqloss("y", ["lo", "hi"], quantiles=[0.1, 0.9]),
+        pe.scaled_crps("y", ["lo", "hi"], quantiles=[0.1, 0.9]),
+        pe.scaled_quantile_loss("y", "hi", pl.lit(1.0), quantile=0.9),
+        pe.cfe("y", "f"),
+        pe.pis("y", "f"),
+        pe.linex("y", "f"),
+        pe.rmae("y", "f", "naive"),
+    ]
+    row = nan.select(exprs).row(0)
+    assert all(math.isnan(v) for v in row), row
+
+
+def test_spis_scale_is_the_mean_training_actual() -> None:
+    train, _ = make_data(n_series=3, seed=29)
+    train = train.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(-pl.col("y")).otherwise("y").alias("y")
+    )
+    scale = pe.seasonal_scale(train, series="unique_id", time="ds", actual="y").sort("unique_id")
+    means = train.group_by("unique_id").agg(pl.col("y").mean()).sort("unique_id")["y"]
+    assert scale["spis_scale"][0] is None  # a negative mean demand: no scale
+    assert np.allclose(scale["spis_scale"][1:].to_numpy(), means[1:].to_numpy(), rtol=1e-12)

@@ -24,13 +24,15 @@ from polars_eval._core import planner
 from polars_eval._core.registry import REGISTRY, MetricInfo
 
 # argument name -> column of the test frame, per task
-COLUMNS: dict[str, dict[str, str]] = {
+COLUMNS: dict[str, dict[str, Any]] = {
     "regression": {"actual": "y", "pred": "p", "weight": "w"},
     "binary": {"label": "y", "score": "s", "weight": "w"},
     "forecast": {
         "actual": "y",
         "forecast": "p",
         "quantile_pred": "p",
+        "quantile_preds": ["lo", "p", "hi"],
+        "baseline": "lo",
         "scale": "sc",
         "lower": "lo",
         "upper": "hi",
@@ -38,7 +40,16 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
 }
 # values of the options that have no default
-OPTIONS = {"beta": 2.0, "recall": 0.5, "precision": 0.6, "volume": 0.3, "fpr": 0.2, "quantile": 0.3}
+OPTIONS = {
+    "beta": 2.0,
+    "recall": 0.5,
+    "precision": 0.6,
+    "volume": 0.3,
+    "fpr": 0.2,
+    "quantile": 0.3,
+    "quantiles": [0.2, 0.5, 0.9],
+    "alpha": 0.2,
+}
 
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
 
@@ -115,6 +126,7 @@ def test_some_metrics_are_specs() -> None:
     names = {i.name for i in SPECS}
     assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= names
     assert {"auc", "f1", "logloss", "roc_curve", "mase", "pinball_loss"} <= names
+    assert {"msse", "cfe", "mqloss", "scaled_crps", "calibration", "winkler"} <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])

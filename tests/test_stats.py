@@ -347,8 +347,7 @@ def test_registry_declares_intervals() -> None:
     for name in ("accuracy", "precision", "recall", "specificity"):
         assert REGISTRY[name].intervals[0] == "wilson"
     assert "bootstrap" in REGISTRY["logloss"].intervals
-    if "rmse" in REGISTRY:
-        assert REGISTRY["rmse"].intervals == ("chi2", "bootstrap")
+    assert REGISTRY["rmse"].intervals == ("chi2", "bootstrap")
     assert "Interval" in pe.__all__ and "run_interval" not in pe.__all__
     table = pe.metrics().filter(pl.col("name") == "auc")
     assert table["intervals"].to_list() == [["hanley", "bootstrap"]]
@@ -357,8 +356,7 @@ def test_registry_declares_intervals() -> None:
 def test_namespace_ci_keyword() -> None:
     df = binary_data(200, seed=12, groups=2)
     method = type(df.eval).auc
-    if "ci" not in inspect.signature(method).parameters:
-        pytest.skip("the namespace ci= hook is not wired yet")
+    assert "ci" in inspect.signature(method).parameters
     got = df.eval.auc("y", "score", ci="hanley", level=0.9)
     assert isinstance(got, pe.Interval)
     assert tuple(got) == pytest.approx(

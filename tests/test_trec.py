@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+import pytrec_eval
 
 import polars_eval as pe
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.io.trec import trec_cli
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 MEASURES = [
     "map",

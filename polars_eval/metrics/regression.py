@@ -1097,6 +1097,7 @@ def normal_quantile(p: pl.Expr) -> pl.Expr:
     kind="curve",
     summary=False,
     fields=("theoretical", "sample", "residual"),
+    per_row=True,  # one point per row (weights move the plotting positions)
 )
 def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
     """Normal QQ view of the residuals: theoretical vs sample quantiles.
@@ -1131,17 +1132,23 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     │ 0.9674      ┆ 1.2247  ┆ 1.0      │
     └─────────────┴─────────┴──────────┘
     """
-    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    r = y - p
-    mean = _wmean(r, w)
-    sd = _wmean((r - mean) ** 2, w).sqrt()
-    order = r.arg_sort()
-    rs = r.gather(order)
-    ws = _gathered(w, order)
+    y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
+    kept = pl.struct((y - p).alias("r"), w.alias("w")).filter(not_null(y, p, w) & (w != 0.0))
+    # sorted by residual, tied residuals by weight: the points do not depend on row order
+    rows = kept.sort_by(kept.struct.field("r"), kept.struct.field("w"))
+    rs, ws = rows.struct.field("r"), rows.struct.field("w").cast(F64, strict=False)
+    mean = _wmean(rs, ws)
+    sd = _wmean((rs - mean) ** 2, ws).sqrt()
     position = (ws.cum_sum() - ws / 2.0) / ws.sum()
     z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
     return (
-        pl.struct(theoretical=normal_quantile(position), sample=z, residual=rs)
+        # the quantile inside list.eval: Polars 2.1 panics (a length assertion) evaluating
+        # its when/then branches directly over a filtered, sorted column
+        pl.struct(
+            theoretical=position.implode().list.eval(normal_quantile(pl.element())).explode(),
+            sample=z,
+            residual=rs,
+        )
         .implode()
         .alias("residual_qq")
     )
