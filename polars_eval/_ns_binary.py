@@ -36,6 +36,29 @@ def constant_predictor(
     return pl.when(valid).then(rate), pl.when(valid).then(majority)
 
 
+def summary_infos(
+    probability: bool, metrics: str | Sequence[str] | None = None
+) -> list[MetricInfo]:
+    """The metrics of ``df.eval.binary``: the summary metrics (without the probability ones
+    when the scores are not probabilities), or the binary metrics named in ``metrics=``."""
+    infos = _registry.select(
+        "binary",
+        metrics,
+        lambda info: (
+            info.summary
+            and info.kind == "scalar"
+            and (probability or info.inputs.get("score") != "proba")
+        ),
+    )
+    if not probability:
+        needs = [i.name for i in infos if i.inputs.get("score") == "proba"]
+        if needs:
+            raise InvalidParameterError(
+                f"{needs[0]} needs probabilities: it cannot be computed with probability=False"
+            )
+    return infos
+
+
 def _summary_specs(
     infos: list[MetricInfo],
     label: IntoExpr,
@@ -151,21 +174,7 @@ class BinaryMethods:
                 by=by,
                 metrics=metrics,
             )
-        infos = _registry.select(
-            "binary",
-            metrics,
-            lambda info: (
-                info.summary
-                and info.kind == "scalar"
-                and (probability or info.inputs.get("score") != "proba")
-            ),
-        )
-        if not probability:
-            needs = [i.name for i in infos if i.inputs.get("score") == "proba"]
-            if needs:
-                raise InvalidParameterError(
-                    f"{needs[0]} needs probabilities: it cannot be computed with probability=False"
-                )
+        infos = summary_infos(probability, metrics)
         specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
             constant, majority = constant_predictor(label, score, weight, pos_label)

@@ -31,11 +31,15 @@ class ReportMethods:
     ) -> Any:
         """An evaluation report: tables (DataFrames), charts (Altair) and ``.to_html(path)``.
 
-        Every table is computed once by the metric layer (``df.eval.binary``,
-        ``df.eval.roc_curve`` ...; on a LazyFrame, all in one ``collect_all``). The charts
-        read those tables only; curves longer than ``max_points`` points are thinned for
-        drawing (first, last and evenly spaced points along the curve), never in
-        ``report.tables``. With ``by``, the segment table is sorted worst first and the ROC
+        Every table is what the metric layer returns (``df.eval.binary``,
+        ``df.eval.roc_curve`` ...), computed once. A binary report sorts the rows by score
+        once: the threshold state of the whole data and of every segment comes from that
+        sort, and every metric, table, curve and closed-form interval is finalized from
+        those states; its long curves (``roc_curve``, ``pr_curve``, ``lorenz_curve``,
+        ``roc_curve_by``, ``pr_curve_by``) are computed when first read from
+        ``report.tables``. The charts get curves thinned inside Polars (evenly spaced
+        points, the first and last kept, then at most ``max_points`` chosen by length
+        along the curve), never in ``report.tables``. With ``by``, the segment table is sorted worst first and the ROC
         and PR charts overlay the ``max_segments`` largest segments.
 
         Parameters

@@ -907,6 +907,29 @@ def _report_available(task: str | None = None) -> bool:
 
 def write_report(frame: pl.DataFrame | pl.LazyFrame, path: str, **kwargs: Any) -> str:
     """Write ``frame.eval.report(**kwargs)`` to ``path``; the absolute path written."""
+    report = build_report(frame, **kwargs)
+    report.to_html(path)
+    return str(Path(path).resolve())
+
+
+def _report_intervals(args: argparse.Namespace) -> dict[str, Any]:
+    """The report's intervals under ``--ci``: its closed forms, or also the bootstrap."""
+    return {"ci": "bootstrap" if args.ci == "bootstrap" else "closed", "level": args.level}
+
+
+def _report_shares_metrics(task: str, frame: Any) -> bool:
+    """Whether the report of ``task`` computes the metric table on its way (the input in
+    memory): then it is built first, and the table printed is the report's."""
+    try:
+        from polars_eval.report.tables import task_spec
+
+        return task_spec(task).shares_metrics and isinstance(frame, pl.DataFrame)
+    except (ImportError, AttributeError, PolarsEvalError):
+        return False
+
+
+def build_report(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
+    """``frame.eval.report(**kwargs)`` with the options its task takes (tables computed)."""
     if not _report_available():
         raise CliError("HTML reports are not available in this installation")
     task = str(kwargs.get("task"))
@@ -920,9 +943,7 @@ def write_report(frame: pl.DataFrame | pl.LazyFrame, path: str, **kwargs: Any) -
     if allowed is not None:
         params = inspect.signature(frame.eval.report).parameters
         kwargs = {k: v for k, v in kwargs.items() if k in params or k in allowed}
-    report = _call(frame.eval.report, strict=False, **kwargs)
-    report.to_html(path)
-    return str(Path(path).resolve())
+    return _call(frame.eval.report, strict=False, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1040,15 +1061,29 @@ def evaluate(
                 frame = _materialize(meter.count_rows(lf, needed) if not missing else lf, needed)
         if isinstance(frame, pl.DataFrame):
             total, present = frame.height, frame.columns
+        report_args: dict[str, Any] = {
+            "task": task,
+            **dict(zip(names, inputs, strict=False)),
+            **opts,
+            **(_report_intervals(args) if ci else {}),
+        }
+        early = None  # the report, when it computes the metric table on its way
         with progress("evaluating", total) as meter:
-            source = meter.count_rows(frame.lazy(), present) if countable else frame.lazy()
-            result = _call(
-                getattr(source.eval, task),
-                *inputs,
-                by=by or None,
-                validate=args.validate,
-                **opts,
-            )
+            if report and _report_shares_metrics(task, frame):
+                early = build_report(frame, by=by or None, validate=args.validate, **report_args)
+            if early is not None and early.metrics is not None:
+                for note in early.metric_notes:  # the metric layer's warnings, as without
+                    warnings.warn(note, pe.UndefinedMetricWarning, stacklevel=1)
+                result = early.metrics
+            else:
+                source = meter.count_rows(frame.lazy(), present) if countable else frame.lazy()
+                result = _call(
+                    getattr(source.eval, task),
+                    *inputs,
+                    by=by or None,
+                    validate=args.validate,
+                    **opts,
+                )
             table = _select_metrics(collect(result), by, _split(args.metrics))
         if ci:
             with progress(f"computing the intervals ({ci})"):
@@ -1063,19 +1098,11 @@ def evaluate(
             # frame has no such column, and the report has its own table by lead
             report_by = [b for b in by if b != "lead"]
         with progress("writing the report"), reading(args.paths):
-            intervals: dict[str, Any] = {}
-            if ci:  # the report's intervals: its closed forms, or also the bootstrap
-                intervals = {"ci": "bootstrap" if ci == "bootstrap" else "closed"}
-                intervals["level"] = args.level
-            where = write_report(
-                frame,
-                report,
-                task=task,
-                by=report_by or None,
-                **dict(zip(names, inputs, strict=False)),
-                **opts,
-                **intervals,
-            )
+            if early is not None:
+                early.to_html(report)
+                where = str(Path(report).resolve())
+            else:
+                where = write_report(frame, report, by=report_by or None, **report_args)
         _say(f"report written to {where}")
     return 0
 

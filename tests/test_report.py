@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import oracles as O
 import polars as pl
 import pytest
 from hypothesis import given
@@ -237,6 +238,136 @@ def test_downsample_properties(n: int, max_points: int, seed: int, by_rank: bool
         assert kept["i"][0] == part["i"][0] and kept["i"][-1] == part["i"][-1]
         if part.height <= max_points:
             assert kept.height == part.height
+
+
+# ---------------------------------------------------------------------------------------
+# One sort for the whole report: its tables are the metric layer's, its curves thinned
+# ---------------------------------------------------------------------------------------
+
+
+def tied_frame(n: int = 2000, seed: int = 5) -> pl.DataFrame:
+    """Scores on a coarse grid (many ties), fractional weights, a null segment key, a
+    segment of one class and rows skipped for a null or a zero weight."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    seg = rng.choice(["a", "b", "c", None], n).astype(object)
+    seg[:40] = "one class"
+    y[:40] = 1
+    return pl.DataFrame(
+        {
+            "y": y,
+            "p": np.round(np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0.0, 1.0), 2),
+            "w": rng.choice([0.0, 0.5, 1.25, 3.0], n),
+            "seg": seg,
+        },
+        schema_overrides={"seg": pl.String},
+    ).with_columns(pl.when(pl.int_range(pl.len()) % 53 == 7).then(None).otherwise("p").alias("p"))
+
+
+@pytest.mark.filterwarnings("ignore::polars_eval.UndefinedMetricWarning")
+def test_report_tables_equal_the_metric_methods() -> None:
+    df = tied_frame()
+    rep = df.eval.report("binary", label="y", score="p", by="seg", weight="w")
+    seg, t, kw = rep.tables["segments"], rep.tables, {"weight": "w"}
+    by_key = seg.sort("seg", nulls_last=True)
+    auc = df.eval.auc("y", "p", by="seg", **kw)
+    assert by_key["seg"].to_list() == auc["seg"].to_list()
+    assert by_key["auc"].to_list() == pytest.approx(auc["auc"].to_list(), rel=1e-12, nan_ok=True)
+    assert t["summary"]["auc"].item() == pytest.approx(df.eval.auc("y", "p", **kw), rel=1e-12)
+    for name in ("pr_auc", "average_precision", "ks", "max_mcc", "ece", "logloss", "f1"):
+        one = getattr(df.eval, name)("y", "p", by="seg", **kw)
+        got, want = by_key[name].to_list(), one[name].to_list()
+        assert [v is None for v in got] == [v is None for v in want], name
+        assert [v for v in got if v is not None] == pytest.approx(
+            [v for v in want if v is not None], rel=1e-12
+        ), name
+    assert by_key.filter(pl.col("seg") == "one class")["auc"].item() is None
+    # outside oracle: scikit-learn's AUC of each segment (rows with a null score dropped)
+    for key, part in df.filter(pl.col("p").is_not_null() & (pl.col("w") > 0)).group_by("seg"):
+        row = seg.filter(pl.col("seg").eq_missing(key[0]))
+        if part["y"].n_unique() == 2:
+            expected = O.sk_auc(part["y"].to_numpy(), part["p"].to_numpy(), part["w"].to_numpy())
+            assert row["auc"].item() == pytest.approx(expected, rel=1e-12)
+    # the curves, read from report.tables when asked for, are the namespace's
+    for name in ("roc_curve", "pr_curve"):
+        assert_frame_equal(t[f"{name}_by"], getattr(df.eval, name)("y", "p", by="seg", **kw))
+        assert_frame_equal(t[name], getattr(df.eval, name)("y", "p", **kw))
+    assert_frame_equal(t["lorenz_curve"], df.eval.lorenz_curve("y", "p", **kw))
+
+
+@given(
+    n=st.integers(0, 300),
+    points=st.integers(2, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_thin_keeps_end_points_and_exact_points(n: int, points: int, seed: int) -> None:
+    from polars_eval.report._states import thin
+
+    values = np.random.default_rng(seed).random(n).tolist()
+    kept = pl.select(thin(pl.lit(pl.Series([values])), points)).to_series()[0].to_list()
+    assert len(kept) <= points
+    if n <= points - 1:
+        assert kept == values  # short curves are kept whole
+    if n:
+        assert kept[0] == values[0] and kept[-1] == values[-1]
+    # a subsequence of the curve: its points, exact, in their order
+    it = iter(values)
+    assert all(any(v == w for w in it) for v in kept)
+
+
+def test_thinned_chart_curves_are_subsets_of_the_full_curves() -> None:
+    rng = np.random.default_rng(11)
+    n = 20_000
+    y = rng.integers(0, 2, n)
+    frame = pl.DataFrame(
+        {"y": y, "p": rng.random(n) * 0.7 + 0.3 * y * rng.random(n), "g": rng.integers(0, 4, n)}
+    )
+    rep = frame.eval.report("binary", label="y", score="p", by="g", max_points=50)
+    cap = C.PRE_THIN * 50
+    for name in ("roc_curve", "pr_curve", "lorenz_curve"):
+        full, thinned = rep.tables[name], rep.curve_table(name)
+        assert full.height > cap >= thinned.height - 1  # the ROC may add its KS point
+        assert rep.curve_length(name) == full.height
+        assert thinned.row(0) == full.row(0) and thinned.row(-1) == full.row(-1)
+        joined = thinned.with_row_index("k").join(full.with_row_index("src"), on=full.columns)
+        assert joined.height == thinned.height and joined["src"].is_sorted()
+    labels = ["0", "3"]
+    by_curve = rep.curve_table("roc_curve_by", labels)
+    assert set(by_curve[SEGMENT]) == set(labels)
+    for label in labels:
+        part = by_curve.filter(pl.col(SEGMENT) == label).drop(SEGMENT)
+        full = rep.tables["roc_curve_by"].filter(pl.col("g") == int(label)).drop("g")
+        assert part.height <= cap
+        assert part.row(0) == full.row(0) and part.row(-1) == full.row(-1)
+        assert part.join(full, on=full.columns).height == part.height
+    # the KS point of the full curve is among the thinned points: the chart marks it
+    roc = rep.tables["roc_curve"].filter(pl.col("threshold").is_finite())
+    gap = (pl.col("tpr") - pl.col("fpr")).abs()
+    best = roc.filter(gap == gap.max()).head(1)
+    assert best.join(rep.curve_table("roc_curve"), on=roc.columns).height == 1
+    rule = rep.charts["ks"].layer[1].data
+    assert rule.row(0) == best.row(0)
+    assert rep.charts["roc"].data.group_by(SEGMENT).len()["len"].max() <= 50
+
+
+def test_cli_report_prints_the_same_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from polars_eval import cli
+
+    df = tied_frame(600, seed=2)
+    data = tmp_path / "scores.parquet"
+    df.write_parquet(data)
+    argv = ["binary", str(data), "--label", "y", "--score", "p", "--weight", "w", "--by", "seg"]
+    tables, errs = [], []
+    for extra in ([], ["--report", str(tmp_path / "r.html")]):
+        out = tmp_path / f"out{len(extra)}.csv"
+        assert cli.main([*argv, *extra, "-o", str(out)]) == 0
+        tables.append(pl.read_csv(out))
+        errs.append([x for x in capsys.readouterr().err.splitlines() if "warning" in x])
+    assert_frame_equal(tables[0], tables[1], rel_tol=1e-12)
+    # the segment without negatives is reported the same way, report or not
+    assert any("auc" in line and "1 of 5 groups" in line for line in errs[0])
+    assert errs[1] == errs[0]
+    assert (tmp_path / "r.html").stat().st_size > 0
 
 
 def _layer_marks(chart) -> list[str]:

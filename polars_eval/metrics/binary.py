@@ -1861,11 +1861,16 @@ def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
 
 def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
     """ECE from a threshold state (NaN scores give NaN through the bin means)."""
+    return ece_from_calibration(calibration_list(state, bins))
+
+
+def ece_from_calibration(table: pl.Expr) -> pl.Expr:
+    """ECE from the reliability table of :func:`calibration_list` (one list per group)."""
     e = pl.element()
     count = e.struct.field("count")
     gap = (e.struct.field("positive_rate") - e.struct.field("mean_score")).abs()
     value = safe_div((count * gap).sum(), count.sum())
-    return calibration_list(state, bins).list.eval(value).list.first().cast(F64)
+    return table.list.eval(value).list.first().cast(F64)
 
 
 @register(

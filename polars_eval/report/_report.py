@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,10 @@ class Report:
         max_segments: int,
     ) -> None:
         self.task = task
-        self.tables: dict[str, pl.DataFrame] = built.tables
+        self.tables: MutableMapping[str, pl.DataFrame] = built.tables
+        self.metrics = built.metrics
+        self.metric_notes = list(built.metric_notes)
+        self._curves = built.curves
         self.counts: dict[str, Any] = built.counts
         self.primary = built.primary
         self.inputs = built.inputs
@@ -91,6 +95,31 @@ class Report:
         self._charts: dict[str, Any] | None = None
         self.captions: dict[str, str] = {}
         self._svgs: dict[str, str] | None = None
+
+    def curve_table(self, name: str, labels: list[str] | None = None) -> pl.DataFrame:
+        """The data of curve ``name`` for a chart, thinned inside Polars where it is long.
+
+        A curve finalized from a kept threshold state (binary) comes with at most
+        ``PRE_THIN * max_points`` evenly spaced points per curve, its first and last always
+        among them (the charts then choose the drawn points by length along the curve);
+        any other curve is ``tables[name]`` itself. With ``labels`` (a per-segment curve):
+        only the rows of those segments, with a ``segment`` column.
+        """
+        from polars_eval.report.charts import PRE_THIN
+
+        if self._curves is not None and name in self._curves.names:
+            return self._curves.thinned(name, PRE_THIN * self.max_points, labels)
+        table = self.tables[name]
+        if labels is None:
+            return table
+        label = _tables.segment_label(self.by)
+        return table.with_columns(label).filter(pl.col(_tables.SEGMENT).is_in(labels))
+
+    def curve_length(self, name: str) -> int:
+        """The number of points of the whole data's curve ``name`` (before any thinning)."""
+        if self._curves is not None and name in self._curves.names:
+            return self._curves.length(name)
+        return self.tables[name].height
 
     @property
     def charts(self) -> dict[str, Any]:
@@ -176,7 +205,9 @@ def make_report(
     )
     if ci is DEFAULT_CI:
         ci = "closed" if built.metric_args else None
-    if ci:
+    if ci and built.intervals is not None:
+        built.intervals(ci, level)
+    elif ci:
         _tables.add_intervals(frame, built, by_cols, ci, level)
     return Report(
         task, built, by=by_cols, title=title, max_points=max_points, max_segments=max_segments

@@ -173,7 +173,7 @@ def overlay(
     per curve it was thinned to, and the segments shown (largest ``max_segments`` by rows
     used).
     """
-    curve = report.tables[whole]
+    curve = report.curve_table(whole)
     shown: list[str] = []
     by_curve = curve.clear()
     if report.by and per_segment in report.tables:
@@ -187,12 +187,7 @@ def overlay(
             .to_list()
         )
         shown = top
-        by_curve = (
-            report.tables[per_segment]
-            .with_columns(segment_label(report.by))
-            .filter(pl.col(SEGMENT).is_in(top))
-            .select([*curve.columns, SEGMENT])
-        )
+        by_curve = report.curve_table(per_segment, top).select([*curve.columns, SEGMENT])
     per_curve = max(2, min(report.max_points, MAX_ROWS // (1 + len(shown))))
     parts = [downsample(curve, columns, per_curve).with_columns(pl.lit(ALL).alias(SEGMENT))]
     if shown:
@@ -318,7 +313,7 @@ def _thin_note(n: int, kept: int) -> str:
 def roc_chart(report: Report) -> tuple[Any, str] | None:
     """ROC curve (``roc_curve``), one line per segment shown, the chance diagonal."""
     alt = require_altair()
-    if not _defined(report.tables["roc_curve"], ["fpr", "tpr"]):
+    if not _defined(report.curve_table("roc_curve"), ["fpr", "tpr"]):
         return None
     data, per_curve, shown = overlay(report, "roc_curve", "roc_curve_by", ["fpr", "tpr"])
     line = (
@@ -332,7 +327,7 @@ def roc_chart(report: Report) -> tuple[Any, str] | None:
         )
     )
     chart = alt.layer(_diagonal(alt, "fpr", "tpr"), line, data=data)
-    n = report.tables["roc_curve"].height
+    n = report.curve_length("roc_curve")
     caption = (
         "Share of positives found (TPR) against share of negatives flagged (FPR) as the "
         "threshold falls; the diagonal is a random score."
@@ -356,7 +351,7 @@ def _segments_note(shown: list[str], report: Report) -> str:
 def pr_chart(report: Report) -> tuple[Any, str] | None:
     """Precision–recall curve (``pr_curve``) per segment shown, the positive rate as baseline."""
     alt = require_altair()
-    if not _defined(report.tables["pr_curve"], ["precision", "recall"]):
+    if not _defined(report.curve_table("pr_curve"), ["precision", "recall"]):
         return None
     data, per_curve, shown = overlay(report, "pr_curve", "pr_curve_by", ["recall", "precision"])
     line = (
@@ -379,7 +374,7 @@ def pr_chart(report: Report) -> tuple[Any, str] | None:
             .encode(y="positive_rate:Q"),
         )
     chart = alt.layer(*layers, data=data)
-    n = report.tables["pr_curve"].height
+    n = report.curve_length("pr_curve")
     caption = (
         "Precision against recall as the threshold falls; the dashed line is the positive "
         "rate (a random score)." + _segments_note(shown, report) + _thin_note(n, min(n, per_curve))
@@ -460,7 +455,11 @@ def lift_chart(report: Report) -> tuple[Any, str] | None:
 def ks_chart(report: Report) -> tuple[Any, str] | None:
     """KS chart from ``roc_curve``: share of positives and of negatives scored ≥ threshold."""
     alt = require_altair()
-    roc = report.tables["roc_curve"].filter(pl.col("threshold").is_finite())
+    # the whole data's ROC curve (thinned in Polars if long, its KS point kept)
+    curve = report.curve_table("roc_curve")
+    roc = curve.filter(pl.col("threshold").is_finite())
+    full = report.curve_length("roc_curve")
+    n_finite = roc.height if curve.height == full else full - 1
     if not _defined(roc, ["fpr", "tpr"]):
         return None
     kept = _with_order(downsample(roc, ["threshold", "tpr", "fpr"], report.max_points))
@@ -493,7 +492,7 @@ def ks_chart(report: Report) -> tuple[Any, str] | None:
     row = best.row(0, named=True)
     caption = (
         "The KS statistic is the largest vertical gap between the two lines (dotted), at "
-        f"threshold {_fmt(row['threshold'])}." + _thin_note(roc.height, kept.height)
+        f"threshold {_fmt(row['threshold'])}." + _thin_note(n_finite, kept.height)
     )
     return _props(chart, "Kolmogorov–Smirnov", f"KS {_fmt(_summary_value(report, 'ks'))}"), caption
 
@@ -501,7 +500,7 @@ def ks_chart(report: Report) -> tuple[Any, str] | None:
 def lorenz_chart(report: Report) -> tuple[Any, str] | None:
     """Lorenz curve (``lorenz_curve``) and the diagonal of a random score."""
     alt = require_altair()
-    table = report.tables["lorenz_curve"]
+    table = report.curve_table("lorenz_curve")
     if not _defined(table, ["positives"]):
         return None
     kept = _with_order(downsample(table, ["population", "positives"], report.max_points))
@@ -519,7 +518,7 @@ def lorenz_chart(report: Report) -> tuple[Any, str] | None:
     caption = (
         "Cumulative share of positives against cumulative share of rows; twice the area "
         "between the curve and the diagonal, over that of a perfect score, is the "
-        "accuracy ratio." + _thin_note(table.height, kept.height)
+        "accuracy ratio." + _thin_note(report.curve_length("lorenz_curve"), kept.height)
     )
     return _props(chart, "Lorenz curve", f"Gini {_fmt(gini)}"), caption
 

@@ -3,8 +3,10 @@
 Every table is the DataFrame a namespace method returns (``df.eval.binary``,
 ``df.eval.roc_curve`` ...), computed once: the lazy queries of one task are built first
 and collected together with :func:`polars.collect_all`, so a ``LazyFrame`` scanned from
-files is read in one go and the queries run in parallel. Charts and HTML only read these
-tables; nothing is recomputed there.
+files is read in one go and the queries run in parallel. The binary task sorts the rows
+once and finalizes its metrics, tables and curves from the threshold states of that sort
+(:mod:`polars_eval.report._states`). Charts and HTML only read these tables; nothing is
+recomputed there.
 
 A task is one :class:`TaskSpec` in :data:`TASKS`: how to compute its tables, which metric
 orders its segments (worst first), which charts it draws. Adding a task (regression,
@@ -24,8 +26,15 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import normalize_by
-from polars_eval._exprs import binary_label, to_expr, to_float
+from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
+from polars_eval._core.spec import nan_or
+from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
+from polars_eval._ns_binary import (
+    BASELINE,
+    _summary_specs,
+    constant_predictor,
+    summary_infos,
+)
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
@@ -35,9 +44,12 @@ from polars_eval.exceptions import (
     UndefinedMetricWarning,
 )
 from polars_eval.metrics import binary as binary_family
+from polars_eval.report import _states
 
-SEGMENT = "segment"
+SEGMENT = _states.SEGMENT
 """Name of the column that labels a segment (its ``by`` values joined) in chart data."""
+
+segment_label = _states.segment_label
 
 ALL = "all rows"
 """Segment label of the whole-data curve in overlaid charts."""
@@ -60,6 +72,15 @@ class Built:
     key_metrics: list[str] = field(default_factory=list)
     # the count columns of the per-segment table shown next to the key metrics
     key_counts: list[str] = field(default_factory=list)
+    # the long curves finalized from kept states (binary), for thinned chart data
+    curves: Any = None
+    # the table ``df.eval.<task>(..., by=by)`` returns, when the builder computed exactly
+    # that on the way (the CLI then prints it instead of computing it again), and the
+    # undefined-value warnings of its query
+    metrics: pl.DataFrame | None = None
+    metric_notes: list[str] = field(default_factory=list)
+    # adds the intervals itself (from what the tables were computed with), given ci, level
+    intervals: Callable[[str, float], None] | None = None
 
 
 @dataclass
@@ -70,6 +91,8 @@ class TaskSpec:
     available: Callable[[], bool]
     data_args: tuple[str, ...]
     description: str
+    # the builder returns the metric table of its ``by`` (``Built.metrics``)
+    shares_metrics: bool = False
 
 
 def _name(value: IntoExpr | None) -> str:
@@ -101,12 +124,6 @@ def collect_quietly(queries: dict[str, pl.LazyFrame], notes: list[str]) -> dict[
     return dict(zip(queries, frames, strict=True))
 
 
-def segment_label(by: Sequence[str]) -> pl.Expr:
-    """One string naming a segment: its ``by`` values joined by " / " (null shown as "null")."""
-    parts = [pl.col(c).cast(pl.String).fill_null("null") for c in by]
-    return pl.concat_str(parts, separator=" / ").alias(SEGMENT)
-
-
 def sort_worst_first(table: pl.DataFrame, metric: str | None) -> pl.DataFrame:
     """Segments sorted worst first by ``metric`` (its registered direction); nulls last."""
     if metric is None or metric not in table.columns:
@@ -126,6 +143,16 @@ def _row_counts(
     positives: pl.Expr | None = None,
 ) -> pl.LazyFrame:
     """Rows, rows skipped for a null input, rows of zero weight, rows used (per segment)."""
+    aggs = _row_count_aggs(inputs, weight, positives)
+    if by:
+        return lf.group_by(by).agg(aggs).sort(by, nulls_last=True)
+    return lf.select(aggs)
+
+
+def _row_count_aggs(
+    inputs: Sequence[IntoExpr], weight: IntoExpr | None, positives: pl.Expr | None = None
+) -> list[pl.Expr]:
+    """The aggregations of :func:`_row_counts` (and the weighted classes, given ``positives``)."""
     exprs = [to_expr(x) for x in inputs] + ([to_expr(weight)] if weight is not None else [])
     has_null = pl.any_horizontal([e.is_null() for e in exprs])
     zero_weight = (~has_null & (to_float(weight) == 0.0)) if weight is not None else pl.lit(False)
@@ -142,9 +169,7 @@ def _row_counts(
             (w * positives).filter(used).sum().alias("positives"),
             (w * (1.0 - positives)).filter(used).sum().alias("negatives"),
         ]
-    if by:
-        return lf.group_by(by).agg(aggs).sort(by, nulls_last=True)
-    return lf.select(aggs)
+    return aggs
 
 
 def check_columns(lf: pl.LazyFrame, args: dict[str, Any], inputs: Any, by: Sequence[str]) -> None:
@@ -154,21 +179,6 @@ def check_columns(lf: pl.LazyFrame, args: dict[str, Any], inputs: Any, by: Seque
     problems += [f'column "{b}" (argument by=) not found' for b in by if b not in schema]
     if problems:
         raise DataValidationError(problems[0])
-
-
-def explode_curves(frame: pl.DataFrame, by: list[str]) -> dict[str, pl.DataFrame]:
-    """Each ``List[Struct]`` column as a long table, as the namespace returns curves.
-
-    Rows sorted by the ``by`` keys (nulls last), then one row per point: exactly what
-    ``df.eval.<curve>(..., by=by)`` gives.
-    """
-    if by:
-        frame = frame.sort(by, nulls_last=True)
-    return {
-        name: frame.select(*by, name).explode(name).unnest(name)
-        for name in frame.columns
-        if name not in by
-    }
 
 
 def _check_options(task: str, options: dict[str, Any], allowed: Sequence[str]) -> None:
@@ -185,6 +195,8 @@ def _check_options(task: str, options: dict[str, Any], allowed: Sequence[str]) -
 # ---------------------------------------------------------------------------------------
 
 BINARY_OPTIONS = ("pos_label", "threshold", "probability", "bins", "baseline")
+COUNT_COLUMNS = ("rows", "rows_null", "rows_zero_weight", "rows_used", "positives", "negatives")
+CALIBRATION = "__pe_calibration"
 
 
 def build_binary(
@@ -198,99 +210,174 @@ def build_binary(
     max_points: int,
     options: dict[str, Any],
 ) -> Built:
-    """Summary, segments, curves and tables of a binary classifier.
+    """Summary, segments, curves and tables of a binary classifier, from one sort.
 
     Tables: ``data`` (row counts), ``summary`` (``df.eval.binary``), ``segments``
     (``df.eval.binary(by=...)`` with the segments' row counts, worst AUC first),
     ``roc_curve``, ``pr_curve``, ``threshold_table`` (``n_thresholds=max_points``: the
     metric layer's own volume-quantile thresholds), ``lorenz_curve``, ``gain_table``,
     ``calibration_table`` (only for probabilities), and with ``by`` the per-segment
-    ``roc_curve_by`` / ``pr_curve_by``.
+    ``roc_curve_by`` / ``pr_curve_by``: each equal to the namespace method's result.
+
+    The used rows are sorted by score once; the threshold state of the whole data and of
+    every segment come from that sort (:mod:`polars_eval.report._states`), and every
+    table, curve and sort-based metric is the metric layer's finalizer over them. The
+    one-pass parts (confusion counts, log loss, Brier, row counts, validation) take one
+    pass for the whole data and one ``group_by`` pass for the segments. The long curves
+    are finalized when first read from ``report.tables``.
     """
     _check_options("binary", options, BINARY_OPTIONS)
     pos_label = options.get("pos_label")
     threshold = options.get("threshold", 0.5)
     probability = options.get("probability", True)
     bins = options.get("bins", 10)
-    baseline: dict[str, Any] = {}
-    if options.get("baseline"):
-        method = frame.lazy().eval.binary  # type: ignore[attr-defined]
-        if "baseline" not in inspect.signature(method).parameters:
-            raise InvalidParameterError(
-                "baseline= is not supported by this version's df.eval.binary"
-            )
-        baseline["baseline"] = True
+    check_positive_int("bins", bins)
+    baseline = bool(options.get("baseline"))
     lf = frame.lazy()
     common: dict[str, Any] = {"weight": weight, "pos_label": pos_label}
-    check_columns(
-        lf,
-        {"label": label, "score": score, **common},
-        binary_family.PROBA_INPUTS if probability else binary_family.ORDER_INPUTS,
-        by,
+    inputs = binary_family.PROBA_INPUTS if probability else binary_family.ORDER_INPUTS
+    check_columns(lf, {"label": label, "score": score, **common}, inputs, by)
+    infos = summary_infos(probability)
+    specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
+    names = list(specs)
+    summary_specs = dict(specs)
+    if baseline:
+        constant, majority = constant_predictor(label, score, weight, pos_label)
+        summary_specs |= _summary_specs(
+            infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
+        )
+    # the specs planned as df.eval.binary plans them (each state once); the threshold state
+    # of the metrics is taken out of the aggregations and computed from one sort below
+    planned, summary_planned = plan_specs(specs), plan_specs(summary_specs)
+    column = _threshold_column(planned, names)
+    assert _threshold_column(summary_planned, names) == column
+    state_agg, on_state, on_counts = _split_plan(planned, column)
+    _, _, summary_finalizers = _split_plan(summary_planned, column)
+    counts = _row_count_aggs([label, score], weight, binary_label(label, pos_label))
+
+    # one sort: the states of the whole data and of each segment, and their sort-based
+    # metrics (the calibration table of the whole data is kept: the ECE reads it)
+    rows = _states.sorted_rows(lf, label, score, weight, pos_label, by).collect()
+    whole_q = rows.lazy().select(state_agg)
+    segments_q = rows.lazy().group_by(by).agg(state_agg) if by else None
+    shared_cal = probability and bins == 10 and "ece" in names
+    if shared_cal:
+        whole_q = whole_q.with_columns(
+            binary_family.calibration_list(pl.col(column), 10).alias(CALIBRATION)
+        )
+    whole_q = whole_q.with_columns(
+        binary_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
+        if shared_cal and f.meta.output_name() == "ece"
+        else f
+        for f in on_state
     )
-    ev: Any = lf.eval  # type: ignore[attr-defined]
-    curves = [
-        binary_family.roc_curve(label, score, **common),
-        binary_family.pr_curve(label, score, **common),
-        binary_family.threshold_table(label, score, n_thresholds=max_points, **common),
-        binary_family.lorenz_curve(label, score, **common),
-        binary_family.gain_table(label, score, bins=bins, **common),
-    ]
-    if probability:
-        curves.append(binary_family.calibration_table(label, score, bins=bins, **common))
+    state_queries = [whole_q]
+    if segments_q is not None:
+        state_queries.append(segments_q.with_columns(on_state))
+    whole_state, *segment_state = pl.collect_all(state_queries)
+    del rows
+    on_state_names = [f.meta.output_name() for f in on_state]
+    one_pass = [a for a in planned.aggs if a.meta.output_name() != column]
+    summary_one_pass = [a for a in summary_planned.aggs if a.meta.output_name() != column]
+
+    plan_args = {"label": label, "score": score, **common}
+    undefined = {info.name: info.undefined or "no defined value" for info in infos}
+    whole_fins = whole_state.drop(column, CALIBRATION, strict=False)
     queries: dict[str, pl.LazyFrame] = {
-        "summary": ev.binary(
-            label,
-            score,
-            threshold=threshold,
-            probability=probability,
-            validate=validate,
-            **common,
-            **baseline,
-        ),
-        "data": _row_counts(lf, [label, score], weight, [], binary_label(label, pos_label)),
-        # every curve of the whole data in one query: their expressions run side by side
-        "curves": lf.select(curves),
+        "summary": execute(
+            lf,
+            Plan(
+                exprs=summary_one_pass + counts,
+                inputs=inputs,
+                args=plan_args,
+                by=[],
+                validate=validate,
+                undefined=undefined,
+                strict=False,
+                then=lambda q: q.join(whole_fins.lazy(), how="cross").with_columns(
+                    summary_finalizers
+                ),
+            ),
+        )
     }
     if by:
-        queries["segments"] = ev.binary(
-            label,
-            score,
-            threshold=threshold,
-            probability=probability,
-            by=by,
-            validate=False,
-            **common,
+        segment_fins = segment_state[0].select(*by, *on_state_names)
+        queries["segments"] = execute(
+            lf,
+            Plan(
+                exprs=one_pass + counts,
+                inputs=inputs,
+                args=plan_args,
+                by=by,
+                validate=False,
+                undefined=undefined,
+                strict=False,
+                then=lambda q: q.join(
+                    segment_fins.lazy(), on=by, how="left", nulls_equal=True
+                ).with_columns(on_counts),
+            ),
         )
-        queries["segment_rows"] = _row_counts(
-            lf, [label, score], weight, by, binary_label(label, pos_label)
-        )
-        queries["curves_by"] = lf.group_by(by).agg(
-            binary_family.roc_curve(label, score, **common).alias("roc_curve_by"),
-            binary_family.pr_curve(label, score, **common).alias("pr_curve_by"),
-        )
-    notes: list[str] = []
-    try:
-        tables = collect_quietly(queries, notes)
-    except pl.exceptions.OutOfBoundsError:
-        # threshold_table(n_thresholds=...) fails on data with no usable row (a metric-layer
-        # issue, reported); the report then goes on without that table
-        queries["curves"] = lf.select(
-            [c for c in curves if c.meta.output_name() != "threshold_table"]
-        )
-        tables = collect_quietly(queries, notes)
-        notes.append("threshold table unavailable: no usable row")
-    tables.update(explode_curves(tables.pop("curves"), []))
-    if by:
-        tables.update(explode_curves(tables.pop("curves_by"), by))
-        rows = tables.pop("segment_rows")
+    # the metric table first, alone: its warnings are the metric layer's (the CLI says them)
+    metric_key = "segments" if by else "summary"
+    metric_notes: list[str] = []
+    found = collect_quietly({metric_key: queries.pop(metric_key)}, metric_notes)
+    notes = list(metric_notes)
+    found.update(collect_quietly(queries, notes))
+    summary_all = found["summary"]
+    summary_names = list(summary_specs)
+    tables = _states.Tables(
+        {"summary": summary_all.select(summary_names), "data": summary_all.select(COUNT_COLUMNS)}
+    )
+    metrics = summary_all.select(summary_names)
+    segments_all = found.get("segments")
+    if segments_all is not None:
+        metrics = segments_all.select(*by, *names) if not baseline else None
         tables["segments"] = sort_worst_first(
-            rows.join(tables["segments"], on=by, how="left", nulls_equal=True), "auc"
+            segments_all.select(*by, *COUNT_COLUMNS, *names), "auc"
         )
-    counts = tables["data"].row(0, named=True)
-    return Built(
-        tables=tables,
-        counts=counts,
+
+    # the curves: the short tables at once, the long ones when first read
+    args = {"label": label, "score": score, **common}
+    finalize = {  # each curve's finalizer over a threshold state (its spec's)
+        name: _state_finalizer(_registry.REGISTRY[name].spec(**args))
+        for name in ("roc_curve", "pr_curve", "lorenz_curve")
+    }
+    whole_state = whole_state.rename({column: _states.STATE})
+    segment_state = [f.rename({column: _states.STATE}) for f in segment_state]
+    curves = _states.StateCurves(whole_state, segment_state[0] if by else None, by, finalize)
+    state = pl.col(_states.STATE)
+    short = {
+        "threshold_table": _state_finalizer(
+            _registry.REGISTRY["threshold_table"].spec(**args, n_thresholds=max_points)
+        )(state),
+        "gain_table": _state_finalizer(_registry.REGISTRY["gain_table"].spec(**args, bins=bins))(
+            state
+        ),
+    }
+    if probability:
+        short["calibration_table"] = (
+            pl.col(CALIBRATION) if shared_cal else binary_family.calibration_list(state, bins)
+        )
+    for name in ("roc_curve", "pr_curve", "threshold_table", "lorenz_curve", "gain_table"):
+        if name not in short:
+            tables.defer(name, lambda name=name: curves.full(name))
+            continue
+        try:
+            tables[name] = _short_curve(whole_state, name, short[name])
+        except pl.exceptions.OutOfBoundsError:
+            # threshold_table(n_thresholds=...) fails on data with no usable row (a
+            # metric-layer issue, reported); the report then goes on without that table
+            notes.append("threshold table unavailable: no usable row")
+    if probability:
+        tables["calibration_table"] = _short_curve(
+            whole_state, "calibration_table", short["calibration_table"]
+        )
+    if by:
+        for name in ("roc_curve_by", "pr_curve_by"):
+            tables.defer(name, lambda name=name: curves.full(name))
+    built = Built(
+        tables=tables,  # type: ignore[arg-type]
+        counts=tables["data"].row(0, named=True),
         primary="auc",
         inputs={"label": _name(label), "score": _name(score), "weight": _name(weight)},
         options={
@@ -309,7 +396,115 @@ def build_binary(
         },
         key_metrics=["auc", "pr_auc", "ks", "logloss", "brier"],
         key_counts=["rows_used", "positives"],
+        curves=curves,
+        metrics=metrics,
+        metric_notes=metric_notes,
     )
+    parts = {"summary": summary_all, **({"segments": segments_all} if by else {})}
+    built.intervals = lambda ci, level: _binary_intervals(built, parts, planned, by, ci, level)
+    return built
+
+
+def _threshold_column(planned: Planned, names: list[str]) -> str:
+    """The column of the threshold state (the one ``list`` state the sort-based specs share)."""
+    found = {
+        planned.columns[name][key]
+        for name in names
+        for key, state in planned.specs[name].states.items()
+        if state.kind == "list"
+    }
+    assert len(found) == 1, found
+    return found.pop()
+
+
+def _split_plan(planned: Planned, column: str) -> tuple[pl.Expr, list[pl.Expr], list[pl.Expr]]:
+    """The aggregation of the threshold state ``column``, the finalizers that read only it,
+    and the other finalizers."""
+    (agg,) = [a for a in planned.aggs if a.meta.output_name() == column]
+    on_state = [f for f in planned.finals if f.meta.root_names() == [column]]
+    others = [f for f in planned.finals if f.meta.root_names() != [column]]
+    return agg, on_state, others
+
+
+def _state_finalizer(spec: Any) -> Callable[[pl.Expr], pl.Expr]:
+    """A sort-based spec's finalizer as a function of one threshold-state column."""
+    (key,) = spec.states
+    return lambda state: spec.finalize({key: state})
+
+
+def _short_curve(whole_state: pl.DataFrame, name: str, expr: pl.Expr) -> pl.DataFrame:
+    """A short curve or table of the whole data (a few hundred rows at most), exploded."""
+    return whole_state.lazy().select(expr.alias(name)).explode(name).unnest(name).collect()
+
+
+def _binary_intervals(
+    built: Built,
+    parts: dict[str, pl.DataFrame],
+    planned: Planned,
+    by: list[str],
+    ci: str,
+    level: float,
+) -> None:
+    """The closed-form intervals of the summary and segment metrics, from their counts.
+
+    The same formulas as ``ci="closed"`` of the metric layer (:mod:`polars_eval.stats`):
+    Hanley–McNeil for the AUC (with the weighted class counts), the logit interval for the
+    PR AUC, Wilson for the proportions (from the weighted confusion counts at the
+    threshold), over the values and counts computed once; no pass over the data. The
+    binary metrics without a closed form have none (the AUC, the primary metric, has one,
+    so ``ci="bootstrap"`` gives the same columns).
+    """
+    from polars_eval.stats import intervals as iv
+
+    check_ci(ci)
+    z = iv.z_quantile(level)
+    # the weighted confusion counts as the Wilson intervals read them (NaN → NaN)
+    states = planned.columns["accuracy"] if "accuracy" in planned.columns else {}
+    confusion = {
+        k: nan_or(pl.col(states["nan"]), pl.col(states[k])) for k in ("tp", "fp", "tn", "fn")
+    }
+
+    def interval(name: str) -> pl.Expr | None:
+        if name == "auc":
+            values = [pl.col("auc"), pl.col("positives"), pl.col("negatives")]
+            return iv.finish(values, iv.hanley_formula(z), name)
+        if name == "pr_auc":
+            return iv.finish([pl.col("pr_auc"), pl.col("positives")], iv.logistic_formula(z), name)
+        if name in iv.PROPORTIONS:
+            num, den = iv.PROPORTIONS[name]
+            k = pl.sum_horizontal([confusion[c] for c in num])
+            n = pl.sum_horizontal([confusion[c] for c in den])
+            return iv.finish([k, n], iv.wilson_formula(z), name)
+        return None
+
+    summary = built.tables["summary"]
+    for key, frame in parts.items():
+        table = built.tables[key]
+        exprs = {}
+        for name in table.columns:
+            expr = interval(name)
+            if expr is None:
+                continue
+            if key == "summary" and (table.height == 0 or table.get_column(name)[0] is None):
+                continue  # no value, no interval (the notes say why)
+            exprs[name] = expr
+        if not exprs:
+            continue
+        bounds = frame.select(
+            *by if key == "segments" else [],
+            *[
+                e.struct.field(side).alias(f"{name}_{side}")
+                for name, e in exprs.items()
+                for side in ("lower", "upper")
+            ],
+        )
+        if key == "segments":
+            table = table.join(bounds, on=by, how="left", nulls_equal=True)
+            built.tables[key] = table.select(_bounds_next_to_values(table.columns))
+        else:
+            built.tables[key] = summary.hstack(bounds)
+    built.options["ci"] = ci
+    built.options["level"] = level
 
 
 # ---------------------------------------------------------------------------------------
@@ -808,6 +1003,7 @@ TASKS: dict[str, TaskSpec] = {
         available=lambda: True,
         data_args=("label", "score"),
         description="binary classification",
+        shares_metrics=True,
     ),
     "regression": TaskSpec(
         build=build_regression,
@@ -866,6 +1062,12 @@ def by_columns(by: str | Sequence[str] | None) -> list[str]:
 CI_CHOICES = ("closed", "bootstrap")
 
 
+def check_ci(ci: Any) -> None:
+    """Raise unless ``ci`` is one of :data:`CI_CHOICES`."""
+    if ci not in CI_CHOICES:
+        raise InvalidParameterError(f"ci must be one of {list(CI_CHOICES)} or None; got {ci!r}")
+
+
 def _interval_method(info: Any, ci: str, primary: str | None) -> str | None:
     closed = [m for m in info.intervals if m != "bootstrap"]
     if closed:
@@ -901,8 +1103,7 @@ def add_intervals(
     bootstrap interval of the primary metric when it has no closed form. One more pass
     over the data, in one ``collect_all``.
     """
-    if ci not in CI_CHOICES:
-        raise InvalidParameterError(f"ci must be one of {list(CI_CHOICES)} or None; got {ci!r}")
+    check_ci(ci)
     try:
         from polars_eval.stats import run_interval
     except ModuleNotFoundError as error:  # pragma: no cover - stats is part of the package

@@ -369,7 +369,13 @@ def hanley_mcneil(
     │ 0.8   ┆ 0.509 ┆ 1.0   │
     └───────┴───────┴───────┘
     """
-    z = z_quantile(level)
+    a = _binary.auc(label, score, weight=weight, pos_label=pos_label)
+    n1, n2 = _auc_counts(label, score, weight, pos_label)
+    return finish([a, n1, n2], hanley_formula(z_quantile(level)), "auc")
+
+
+def hanley_formula(z: float) -> Callable[..., tuple[pl.Expr, pl.Expr, pl.Expr]]:
+    """The Hanley–McNeil bounds of (AUC, positives, negatives), a ``body`` of :func:`finish`."""
 
     def body(a: pl.Expr, n1: pl.Expr, n2: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
         q1 = a / (2.0 - a)
@@ -377,9 +383,7 @@ def hanley_mcneil(
         var = (a * (1.0 - a) + (n1 - 1.0) * (q1 - a * a) + (n2 - 1.0) * (q2 - a * a)) / (n1 * n2)
         return a, *_bounded(a, z * var.clip(0.0).sqrt(), 0.0, 1.0)
 
-    a = _binary.auc(label, score, weight=weight, pos_label=pos_label)
-    n1, n2 = _auc_counts(label, score, weight, pos_label)
-    return finish([a, n1, n2], body, "auc")
+    return body
 
 
 def pr_auc_logistic(
@@ -422,7 +426,13 @@ def pr_auc_logistic(
     │ 0.9583 ┆ 0.074 ┆ 0.9998 │
     └────────┴───────┴────────┘
     """
-    z = z_quantile(level)
+    theta = _binary.pr_auc(label, score, weight=weight, pos_label=pos_label)
+    n, _ = _auc_counts(label, score, weight, pos_label)
+    return finish([theta, n], logistic_formula(z_quantile(level)), "pr_auc")
+
+
+def logistic_formula(z: float) -> Callable[..., tuple[pl.Expr, pl.Expr, pl.Expr]]:
+    """The logit bounds of (PR AUC, positives) (Boyd et al.), a ``body`` of :func:`finish`."""
 
     def logistic(x: pl.Expr) -> pl.Expr:
         return 1.0 / (1.0 + (-x).exp())
@@ -435,9 +445,12 @@ def pr_auc_logistic(
         upper = pl.when(interior).then(logistic(eta + z * tau)).otherwise(theta)
         return theta, lower, upper
 
-    theta = _binary.pr_auc(label, score, weight=weight, pos_label=pos_label)
-    n, _ = _auc_counts(label, score, weight, pos_label)
-    return finish([theta, n], body, "pr_auc")
+    return body
+
+
+def wilson_formula(z: float) -> Callable[..., tuple[pl.Expr, pl.Expr, pl.Expr]]:
+    """The Wilson bounds of (successes, total), a ``body`` of :func:`finish`."""
+    return lambda k, n: _wilson_parts(k, n, z)
 
 
 def chi2_interval(rmse: pl.Expr, n: pl.Expr, level: float, name: str) -> pl.Expr:

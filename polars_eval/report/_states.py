@@ -1,0 +1,176 @@
+"""The threshold states of a binary report: one sort, every table and curve from it.
+
+The report sorts the used rows by score once. The threshold state of the whole data
+(``{t, tp, fp}`` per distinct score, :mod:`polars_eval.families._curve`) and that of
+every segment come from that one sorted frame: a ``group_by`` keeps the rows of a group
+in the frame's order, so the sort inside each state meets rows already in order. The summary and segment metrics are
+the metric layer's own finalizers over these states (``df.eval.binary`` runs the same
+ones); the long curves are finalized from the kept states only when asked for
+(``report.tables["roc_curve_by"]``), and the charts get them thinned inside Polars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from polars_eval._exprs import binary_label, not_null, to_expr, to_float, weight_expr
+from polars_eval._typing import IntoExpr
+
+STATE = "__pe_state"
+"""The column of a threshold state (the name ``df.eval.binary`` gives it)."""
+
+SEGMENT = "segment"
+
+
+class Tables(MutableMapping[str, pl.DataFrame]):
+    """The tables of a report by name; some are computed on first access, then kept.
+
+    A ``dict`` to read (``tables["roc_curve"]``, ``in``, ``items()``): a deferred table
+    (a long curve finalized from a kept threshold state) is computed when it is first
+    read, so a report that is only written to HTML never materialises its full curves.
+    """
+
+    def __init__(self, tables: dict[str, pl.DataFrame] | None = None) -> None:
+        self._items: dict[str, pl.DataFrame | Callable[[], pl.DataFrame]] = dict(tables or {})
+
+    def defer(self, name: str, compute: Callable[[], pl.DataFrame]) -> None:
+        """Add ``name``, computed by ``compute()`` when first read."""
+        self._items[name] = compute
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        value = self._items[name]
+        if not isinstance(value, pl.DataFrame):
+            value = self._items[name] = value()
+        return value
+
+    def __setitem__(self, name: str, table: pl.DataFrame) -> None:
+        self._items[name] = table
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Tables({list(self._items)})"
+
+
+def sorted_rows(
+    lf: pl.LazyFrame,
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    by: Sequence[str],
+) -> pl.LazyFrame:
+    """The rows a threshold state counts (nulls and zero weights dropped), sorted by score
+    descending, with the columns the inputs and ``by`` read."""
+    y, s, w = binary_label(label, pos_label), to_float(score), weight_expr(weight)
+    inputs = [to_expr(x) for x in (label, score, weight) if x is not None]
+    needed = dict.fromkeys([*by, *(name for e in inputs for name in e.meta.root_names())])
+    return lf.filter(not_null(y, s, w) & (w != 0.0)).select(list(needed)).sort(s, descending=True)
+
+
+def thin(curve: pl.Expr, points: int, keep: pl.Expr | None = None) -> pl.Expr:
+    """At most ``points`` points of each curve (a list), evenly spaced by rank.
+
+    Point i of n is kept when ``floor(i·(points−1)/n)`` starts a new value, and the last
+    point always: the first and last points survive, every kept point is a point of the
+    curve with its exact values, in the curve's order, and a curve of fewer than
+    ``points`` points is kept whole. ``keep`` (an expression over the list's elements)
+    marks more points to keep (the KS point of a ROC curve).
+    """
+    i, n = pl.int_range(pl.len()), pl.len()
+    step = (i * (points - 1) // n) != ((i - 1) * (points - 1) // n)
+    mask = step | (i == n - 1)
+    if keep is not None:
+        mask = mask | keep
+    return curve.list.eval(pl.element().filter(mask))
+
+
+def ks_point() -> pl.Expr:
+    """Inside a ROC list: true at the first finite point of largest ``|tpr − fpr|``."""
+    e = pl.element()
+    finite = e.struct.field("threshold").is_finite()
+    gap = pl.when(finite).then((e.struct.field("tpr") - e.struct.field("fpr")).abs())
+    return (pl.int_range(pl.len()) == (gap == gap.max()).arg_max()).fill_null(False)
+
+
+def segment_label(by: Sequence[str]) -> pl.Expr:
+    """One string naming a segment: its ``by`` values joined by " / " (null shown as "null")."""
+    parts = [pl.col(c).cast(pl.String).fill_null("null") for c in by]
+    return pl.concat_str(parts, separator=" / ").alias(SEGMENT)
+
+
+class StateCurves:
+    """The long curves of a binary report, finalized from the kept states on demand.
+
+    ``whole``: one row with the whole data's state; ``segments``: ``by`` and each
+    segment's state (None without ``by``); ``finalize``: each curve's finalizer (its
+    spec's) as a function of a state column.
+    """
+
+    names = ("roc_curve", "pr_curve", "lorenz_curve", "roc_curve_by", "pr_curve_by")
+
+    def __init__(
+        self,
+        whole: pl.DataFrame,
+        segments: pl.DataFrame | None,
+        by: list[str],
+        finalize: dict[str, Callable[[pl.Expr], pl.Expr]],
+    ) -> None:
+        self.whole = whole.select(STATE)
+        self.finalize = finalize
+        self.segments = None if segments is None else segments.select(*by, STATE)
+        self.by = by
+        self._thinned: dict[tuple[str, int, tuple[str, ...] | None], pl.DataFrame] = {}
+        self._lengths: dict[str, int] = {}
+
+    def _source(self, name: str) -> tuple[pl.DataFrame, list[str], Callable[..., pl.Expr]]:
+        base = name.removesuffix("_by")
+        if name.endswith("_by"):
+            assert self.segments is not None
+            return self.segments, self.by, self.finalize[base]
+        return self.whole, [], self.finalize[base]
+
+    def full(self, name: str) -> pl.DataFrame:
+        """The curve as the namespace returns it (``df.eval.roc_curve(..., by=by)``)."""
+        frame, by, finalize = self._source(name)
+        if by:
+            frame = frame.sort(by, nulls_last=True)
+        curve = frame.lazy().select(*by, finalize(pl.col(STATE)).alias(name))
+        return curve.explode(name).unnest(name).collect()
+
+    def length(self, name: str) -> int:
+        """The number of points of the whole data's curve ``name``."""
+        name = name.removesuffix("_by")
+        if name not in self._lengths:
+            frame, _, finalize = self._source(name)
+            self._lengths[name] = int(frame.select(finalize(pl.col(STATE)).list.len()).item())
+        return self._lengths[name]
+
+    def thinned(self, name: str, points: int, labels: list[str] | None = None) -> pl.DataFrame:
+        """The curve with at most ``points`` points per curve (:func:`thin`).
+
+        With ``labels`` (a per-segment curve), only those segments, named by a ``segment``
+        column; the ROC curve of the whole data also keeps its KS point.
+        """
+        key = (name, points, None if labels is None else tuple(labels))
+        if key in self._thinned:
+            return self._thinned[key]
+        frame, by, finalize = self._source(name)
+        if labels is not None:
+            frame = frame.with_columns(segment_label(by)).filter(pl.col(SEGMENT).is_in(labels))
+            by = [SEGMENT]
+        keep = ks_point() if name == "roc_curve" else None
+        curve = thin(finalize(pl.col(STATE)), points, keep).alias(name)
+        table = frame.lazy().select(*by, curve).explode(name).unnest(name).collect()
+        self._thinned[key] = table
+        return table
