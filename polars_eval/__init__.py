@@ -88,6 +88,7 @@ from polars_eval.families.ranking import (
     mrr,
     ndcg,
     precision_at_k,
+    r_precision,
     recall_at_k,
     reciprocal_rank,
 )
@@ -233,6 +234,7 @@ __all__ = [
     "proportion_ci",
     "r2",
     "r2_pearson",
+    "r_precision",
     "read_trec_qrels",
     "read_trec_run",
     "recall",

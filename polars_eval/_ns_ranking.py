@@ -368,17 +368,22 @@ def _ranking_methods() -> dict[str, Any]:
 # df.eval.ranking: every metric at every cutoff
 # ---------------------------------------------------------------------------------------
 
-CUTOFF_METRICS = (
-    "ndcg",
-    "dcg",
-    "precision_at_k",
-    "recall_at_k",
-    "hit_rate_at_k",
-    "ap_at_k",
-    "mrr",
-    "err",
-    "cg",
-)
+
+def _table_metrics() -> tuple[list[str], list[str]]:
+    """The metrics of ``df.eval.ranking``, from the registry: those with a cutoff ``k`` (in
+    registration order), then those of the whole list (11-point AP, R-precision). ``map``
+    is ``ap_at_k`` under its table name and ``reciprocal_rank`` ``mrr`` under another."""
+    cutoff, whole = [], []
+    for info in _registry.by_task("ranking"):
+        if not info.summary or info.name == "map":
+            continue
+        (cutoff if "k" in info.signature.parameters else whole).append(info.name)
+    return cutoff, whole
+
+
+EXPENSIVE = ("ap_11pt",)
+"""Whole-list metrics left out of the default table with ``ties="average"`` (costly exact
+expectation on large tie blocks); computed when named in ``metrics=``."""
 
 
 ALL_CUTOFFS = object()
@@ -390,11 +395,12 @@ def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
     unless the entry names one (``"ndcg@10"``). By default every metric, but 11-point AP
     with ``ties="average"`` only when named (its exact expectation is costly on large tie
     blocks)."""
-    available = [*CUTOFF_METRICS, "ap_11pt"]
+    cutoff, whole = _table_metrics()
+    available = [*cutoff, *whole]
     if metrics is None:
-        default = available if ties == "first" else list(CUTOFF_METRICS)
+        default = [m for m in available if ties == "first" or m not in EXPENSIVE]
         return [(m, ALL_CUTOFFS) for m in default]
-    stems = {_registry.get(m).extra.get("short", m): m for m in [*CUTOFF_METRICS, "ap_11pt"]}
+    stems = {_registry.get(m).extra.get("short", m): m for m in available}
     chosen: list[tuple[str, Any]] = []
     for entry in [metrics] if isinstance(metrics, str) else metrics:
         name, at, cut_text = str(entry).partition("@")
@@ -406,10 +412,10 @@ def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
             )
         cut: Any = ALL_CUTOFFS
         if at:
-            if metric == "ap_11pt" or not cut_text.isdigit() or int(cut_text) <= 0:
+            if metric in whole or not cut_text.isdigit() or int(cut_text) <= 0:
                 raise InvalidParameterError(
                     f"metrics entry {entry!r}: the cutoff after '@' must be a positive int"
-                    + (" (ap_11pt takes none)" if metric == "ap_11pt" else "")
+                    + (f" ({metric} takes none)" if metric in whole else "")
                 )
             cut = int(cut_text)
         if (metric, cut) not in chosen:
@@ -442,9 +448,9 @@ def _ranking(
 
     Columns ``<metric>@<k>`` for each cutoff in ``k`` (``None`` = the whole list, no
     suffix): ``ndcg``, ``dcg``, ``precision``, ``recall``, ``hit_rate``, ``map`` (mean
-    AP@k), ``mrr``, ``cg``, ``err``, and ``ap_11pt`` (by default with ``ties="first"``
-    only: with ``ties="average"`` its exact expectation, costly on large tie blocks, is
-    computed when named in ``metrics=``); plus ``n_queries`` and ``n_excluded`` (the
+    AP@k), ``mrr``, ``err``, ``cg``; then the whole-list ``ap_11pt`` (by default with
+    ``ties="first"`` only: with ``ties="average"`` its exact expectation, costly on large
+    tie blocks, is computed when named in ``metrics=``) and ``r_precision``; plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
     By default (no ``metrics=``) the whole-list ``ndcg``, ``map`` and ``mrr`` come beside
     their cutoffs whatever ``k`` holds.
@@ -493,8 +499,8 @@ def _ranking(
         out: dict[str, rk.Spec] = {}
         for name, fixed in pairs:
             short = _registry.get(name).extra.get("short", name)
-            if name == "ap_11pt":
-                out["ap_11pt" + suffix] = rk.Spec("ap_11pt" + suffix, "ap_11pt")
+            if "k" not in _registry.get(name).signature.parameters:  # a whole-list metric
+                out[short + suffix] = rk.Spec(short + suffix, name)
                 continue
             for cut in cutoffs if fixed is ALL_CUTOFFS else [fixed]:
                 col = f"{short}{rk._suffix(cut)}{suffix}"

@@ -1255,6 +1255,22 @@ class EvalNamespace(EvalBase):
         cutoff: Any = ...,
         lead: Any = ...,
     ) -> float | pl.DataFrame | pl.LazyFrame: ...
+    def r_precision(
+        self,
+        relevance: IntoExpr,
+        score: IntoExpr,
+        *,
+        ties: str = ...,
+        min_relevance: float = ...,
+        no_relevant: str | None = ...,
+        unscored: str = ...,
+        query: Any,
+        item: Any = ...,
+        weight: Any = ...,
+        per_query: Any = ...,
+        by: Any = ...,
+        validate: Any = ...,
+    ) -> Any: ...
     def ranking(
         self,
         relevance: IntoExpr,

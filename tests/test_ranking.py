@@ -77,6 +77,8 @@ def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[fl
             total += p * stop / (i + 1)
             p *= 1.0 - stop
         return total
+    if name == "r_precision":
+        return sum(y[:n_rel]) / n_rel
     if name == "ap_11pt":
         hits, pts = 0, []
         for i, flag in enumerate(y):
@@ -120,12 +122,15 @@ AVERAGE_METRICS = {
     "mrr": pe.mrr,
     "err": pe.err,
     "ap_11pt": pe.ap_11pt,
+    "r_precision": pe.r_precision,
 }
+WHOLE_LIST = ("ap_11pt", "r_precision")
+"""Metrics without a cutoff (11-point AP, R-precision): over the whole list."""
 
 
 def _cut(name: str, k: int | None) -> dict:
-    """The cutoff argument of a metric (11-point AP has none: the whole list)."""
-    return {} if name == "ap_11pt" else {"k": k}
+    """The cutoff argument of a metric (none for the whole-list metrics)."""
+    return {} if name in WHOLE_LIST else {"k": k}
 
 
 def _query(seed: int, n: int, levels: int = 3, grades: int = 4) -> tuple[list[float], list[float]]:
@@ -141,8 +146,8 @@ def _value(fn, rels, scores, **kw):
 
 @pytest.mark.parametrize(
     ("name", "k"),
-    [(n, k) for n in sorted(AVERAGE_METRICS) for k in (1, 2, 4, None) if n != "ap_11pt"]
-    + [("ap_11pt", None)],
+    [(n, k) for n in sorted(AVERAGE_METRICS) for k in (1, 2, 4, None) if n not in WHOLE_LIST]
+    + [(n, None) for n in WHOLE_LIST],
 )
 def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) -> None:
     fn = AVERAGE_METRICS[name]
@@ -192,7 +197,7 @@ def test_ties_first_keeps_input_order(name: str, k: int | None) -> None:
     for seed in range(8):
         rels, scores = _query(200 + seed, 7)
         kw = _cut(name, k)
-        expected = brute_first(name, rels, scores, None if name == "ap_11pt" else k)
+        expected = brute_first(name, rels, scores, None if name in WHOLE_LIST else k)
         got = _value(fn, rels, scores, ties="first", **kw)
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
 
@@ -263,6 +268,59 @@ def test_dcg_wikipedia_example() -> None:
     full = pl.concat([df, unranked])
     got = full.select(pe.ndcg("rel", "s", k=6, gain="linear", unscored="unretrieved")).item()
     assert got == pytest.approx(0.785, abs=5e-4)
+
+
+def test_r_precision_worked_example() -> None:
+    # relevant at ranks 1, 3 and 5, one more never ranked: R = 4, top 4 hold 2 -> 2/4;
+    # the unranked row ignored: R = 3, top 3 hold 2 -> 2/3
+    df = pl.DataFrame({"rel": [1, 0, 1, 0, 1, 1], "s": [6.0, 5.0, 4.0, 3.0, 2.0, None]})
+    assert df.select(pe.r_precision("rel", "s", unscored="unretrieved")).item() == 0.5
+    assert df.select(pe.r_precision("rel", "s")).item() == pytest.approx(2 / 3, abs=1e-15)
+    # a list shorter than R still divides by R: 1 relevant ranked of 3 relevant
+    short = pl.DataFrame({"rel": [1, 0, 2, 1], "s": [2.0, 1.0, None, None]})
+    got = short.select(pe.r_precision("rel", "s", unscored="unretrieved")).item()
+    assert got == pytest.approx(1 / 3, abs=1e-15)
+    # the two top items tied, one relevant, R = 1: half the orders put it first
+    tied = pl.DataFrame({"rel": [0, 1, 0], "s": [5.0, 5.0, 1.0]})
+    assert tied.select(pe.r_precision("rel", "s")).item() == 0.5
+    assert tied.select(pe.r_precision("rel", "s", ties="first")).item() == 0.0
+
+
+def test_r_precision_matches_trec_eval_rprec() -> None:
+    """pytrec_eval's Rprec per query: judged relevant items never retrieved count in R."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(17)
+    rows, qrels, run = [], {}, {}
+    for q in range(40):
+        n_docs = int(rng.integers(1, 30))
+        for d in range(n_docs):
+            rel = int(rng.choice([0, 0, 1, 2]))
+            retrieved = rng.random() < 0.8
+            score = float(rng.random()) if retrieved else None  # distinct: no ties
+            rows.append((f"q{q}", f"d{d}", rel, score))
+            qrels.setdefault(f"q{q}", {})[f"d{d}"] = rel
+            if retrieved:
+                run.setdefault(f"q{q}", {})[f"d{d}"] = score
+    df = pl.DataFrame(rows, schema=["q", "doc", "rel", "s"], orient="row")
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"Rprec"}).evaluate(run)
+    per = df.group_by("q").agg(pe.r_precision("rel", "s", unscored="unretrieved"))
+    got = dict(per.iter_rows())
+    compared = 0
+    for q, ref in expected.items():
+        if not any(r >= 1 for r in qrels[q].values()):
+            assert got[q] is None  # trec_eval scores 0 there; we give null (no_relevant)
+            continue
+        assert got[q] == pytest.approx(ref["Rprec"], abs=1e-12), q
+        compared += 1
+    assert compared > 20
+    # trec_eval averages over the queries of the run, those without a relevant item as 0
+    ranked = df.filter(pl.col("q").is_in(list(run)))
+    opts = {"query": "q", "unscored": "unretrieved", "no_relevant": "zero"}
+    zero = ranked.eval.r_precision("rel", "s", **opts)
+    table = ranked.eval.ranking("rel", "s", metrics=["r_precision"], **opts)
+    assert table.columns == ["n_queries", "n_excluded", "r_precision"]
+    assert table["r_precision"].item() == pytest.approx(zero, abs=1e-15)
+    assert zero == pytest.approx(np.mean([v["Rprec"] for v in expected.values()]), abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------
@@ -520,6 +578,7 @@ def test_registry_entries() -> None:
         "reciprocal_rank",
         "err",
         "cg",
+        "r_precision",
     } <= set(table["name"])
     # the method takes query= and the metric's own options
     import inspect

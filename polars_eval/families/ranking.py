@@ -75,6 +75,7 @@ __all__ = [
     "mrr",
     "ndcg",
     "precision_at_k",
+    "r_precision",
     "recall_at_k",
     "reciprocal_rank",
 ]
@@ -1578,3 +1579,55 @@ def cg(
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
     return _metric("cg", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="r_precision",
+)
+@_doc
+def r_precision(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> pl.Expr:
+    """R-precision of one query: the precision at rank R, R the query's relevant items.
+
+    Relevant items among the top R, divided by R (trec_eval's ``Rprec``); R counts every
+    relevant item of the query, so with ``unscored="unretrieved"`` the judged items never
+    ranked count in R as in trec_eval, and a list shorter than R still divides by R. With
+    ``ties="average"`` the expected count of relevant items in the top R over the orders
+    of tied items (a tie block straddling rank R adds its share of relevant items times
+    the number of its ranks within R).
+
+    {common}
+
+    References
+    ----------
+    Buckley, C. & Voorhees, E. (2000). Evaluating evaluation measure stability. SIGIR.
+    trec_eval's ``Rprec``; ranx's ``r-precision``.
+
+    Examples
+    --------
+    Three relevant items ranked 1st, 3rd and 5th, one more never ranked: R = 4 and the top
+    4 hold 2 of them, 2/4; counting only the ranked items, R = 3 and the top 3 hold 2, 2/3.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": 1, "rel": [1, 0, 1, 0, 1, 1], "s": [6, 5, 4, 3, 2, None]})
+    >>> df.select(pe.r_precision("rel", "s", unscored="unretrieved")).item()
+    0.5
+    >>> round(df.eval.r_precision("rel", "s", query="q"), 6)
+    0.666667
+    """
+    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    return _metric("r_precision", relevance, score, opts)
