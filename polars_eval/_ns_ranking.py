@@ -1,8 +1,8 @@
 """Ranking methods of the ``.eval`` namespace (SPEC §7): per-query metrics averaged over queries.
 
 Every method takes ``query=`` (the query id column, or several) and evaluates in two
-stages: per query (``group_by([*by, *query])`` and the flat engine of
-:mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
+stages: per query (``group_by([*by, *query])`` and the metrics' expression, the one engine
+of :mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
 whose value is null, those with no relevant item, are left out of the mean; weighted by
 a query weight with ``weight=``). ``per_query=True`` stops after the first stage: one row
 per query. ``item=`` names the item column; when given, an item repeated within one query
@@ -32,6 +32,7 @@ from polars_eval.families import ranking as rk
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"
+METRICS = "__pe_metrics"
 
 
 def _keys(value: str | Sequence[str] | None, arg: str) -> list[str]:
@@ -91,35 +92,37 @@ def run_ranking(
     counts: bool = False,
     weight: IntoExpr | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Validate, evaluate per query (the flat engine), then average per ``by`` group.
+    """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
     Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
-    keys = by + query
-    names = [spec.out for spec in [*specs, *(baseline or [])]]
-    first = rk.state_aggs(
+    every = [*specs, *(baseline or [])]
+    names = [spec.out for spec in every]
+    state = rk.query_state(
         relevance,
         score,
+        every,
         ties=ties,
         unscored=unscored,
         min_relevance=float(min_relevance),
-        specs=[*specs, *(baseline or [])],
     )
+    values = rk.query_metrics(
+        state,
+        specs,
+        ties=ties,
+        min_relevance=float(min_relevance),
+        no_relevant=no_relevant,
+        baseline=baseline or (),
+        as_struct=True,
+    )
+    relevant, _ = rk.kept_rows(relevance, score, unscored)
+    first = [values.alias(METRICS), (relevant >= min_relevance).sum().cast(F64).alias(rk.NREL)]
     if weight is not None:
         first.append(to_float(weight).drop_nulls().first().alias(WEIGHT))
 
     def middle(grouped: pl.LazyFrame) -> pl.LazyFrame:
-        return rk.evaluate_queries(
-            grouped,
-            [*keys, rk.NREL, *([WEIGHT] if weight is not None else [])],
-            specs,
-            ties=ties,
-            min_relevance=float(min_relevance),
-            no_relevant=no_relevant,
-            baseline=baseline,
-            order=keys,
-        )
+        return grouped.unnest(METRICS)
 
     try:
         query_lf = _build(
@@ -156,10 +159,10 @@ def _per_query(
     first: list[pl.Expr],
     middle: Callable[[pl.LazyFrame], pl.LazyFrame],
 ) -> pl.LazyFrame:
-    """One row per query: the first stage (sort per query) and the flat engine.
+    """One row per query: the first stage (sort per query and the engine).
 
     A long DataFrame is evaluated in slices of whole queries (a hash of the query keys),
-    one after the other: the flat engine holds a dozen columns as long as its input, so
+    one after the other: the engine holds a dozen columns as long as its input, so
     slicing keeps the peak memory near the input's size (4 slices of 1e7 rows: 1.6x the
     input columns instead of 4.4x) and is no slower. A LazyFrame stays one plan (its
     length is unknown before it runs; the streaming engine bounds its memory itself).
@@ -358,7 +361,7 @@ def _ranking_methods() -> dict[str, Any]:
     methods = {
         info.name: _make_method(info) for info in _registry.by_task("ranking") if info.name != "map"
     }
-    # MAP (registered for pe.metrics()): the flat engine's AP over the whole list by default
+    # MAP (registered for pe.metrics()): AP over the whole list by default
     # (trec_eval's map)
     methods["map"] = _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
     return methods

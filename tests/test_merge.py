@@ -25,6 +25,7 @@ from polars_eval._core.registry import REGISTRY, MetricInfo
 # argument name -> column of the test frame, per task
 COLUMNS: dict[str, dict[str, str]] = {
     "regression": {"actual": "y", "pred": "p", "weight": "w"},
+    "ranking": {"relevance": "rel", "score": "s"},
 }
 
 SPECS = [info for info in REGISTRY.values() if info.spec is not None]
@@ -39,9 +40,24 @@ def _regression(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
     return pl.DataFrame({"y": y, "p": p})
 
 
+def _ranking(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    """Graded relevance and scores (the group "g" is the query, split across partitions);
+    some rows with a null score or relevance."""
+    rel = rng.choice(4, size=n, p=[0.6, 0.2, 0.1, 0.1]).astype(float)
+    s = rng.random(n) + 0.1 * rel
+    if tied:
+        s = np.round(s, 1)
+    frame = pl.DataFrame({"rel": rel, "s": s})
+    return frame.with_columns(
+        pl.when(pl.int_range(pl.len()) % 17 == 3).then(None).otherwise(pl.col("s")).alias("s"),
+        pl.when(pl.int_range(pl.len()) % 23 == 5).then(None).otherwise(pl.col("rel")).alias("rel"),
+    )
+
+
 # task -> (rng, rows, tied) -> the input columns of COLUMNS[task]
 DATA: dict[str, Callable[[np.random.Generator, int, bool], pl.DataFrame]] = {
     "regression": _regression,
+    "ranking": _ranking,
 }
 
 
@@ -76,7 +92,9 @@ def _close(a: pl.DataFrame, b: pl.DataFrame) -> None:
 
 
 def test_some_metrics_are_specs() -> None:
-    assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= {i.name for i in SPECS}
+    names = {i.name for i in SPECS}
+    assert {"mse", "r2", "medae", "kendall_tau", "mean_poisson_deviance"} <= names
+    assert {info.name for info in REGISTRY.values() if info.task == "ranking"} <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import polars_eval as pe
+from polars_eval._core.registry import REGISTRY
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -61,7 +62,7 @@ def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[fl
             if flag:
                 return 1.0 / (i + 1)
         return 0.0
-    if name == "ap_at_k":
+    if name in ("ap_at_k", "map"):
         total, hits = 0.0, 0
         for i, flag in enumerate(y[:cut]):
             if flag:
@@ -110,20 +111,8 @@ def brute_first(name: str, rels: list[float], scores: list[float], k: int | None
     return brute_one(name, [rels[i] for i in order], k, **o)
 
 
-AVERAGE_METRICS = {
-    "ndcg": pe.ndcg,
-    "dcg": pe.dcg,
-    "cg": pe.cg,
-    "precision_at_k": pe.precision_at_k,
-    "recall_at_k": pe.recall_at_k,
-    "hit_rate_at_k": pe.hit_rate_at_k,
-    "ap_at_k": pe.ap_at_k,
-    "reciprocal_rank": pe.reciprocal_rank,
-    "mrr": pe.mrr,
-    "err": pe.err,
-    "ap_11pt": pe.ap_11pt,
-    "r_precision": pe.r_precision,
-}
+AVERAGE_METRICS = {info.name: info.fn for info in REGISTRY.values() if info.task == "ranking"}
+"""Every registered ranking metric (each needs its brute force in ``brute_one``)."""
 WHOLE_LIST = ("ap_11pt", "r_precision")
 """Metrics without a cutoff (11-point AP, R-precision): over the whole list."""
 
@@ -610,70 +599,86 @@ def test_ties_average_is_independent_of_row_order(rows, rnd, k) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# The namespace's flat engine against the per-query expressions
+# The namespace against the per-query expressions, for every registered ranking metric
 # ---------------------------------------------------------------------------------------
 
-ENGINE_METRICS = [
-    ("ndcg", pe.ndcg),
-    ("dcg", pe.dcg),
-    ("cg", pe.cg),
-    ("precision_at_k", pe.precision_at_k),
-    ("recall_at_k", pe.recall_at_k),
-    ("hit_rate_at_k", pe.hit_rate_at_k),
-    ("ap_at_k", pe.ap_at_k),
-    ("mrr", pe.mrr),
-]
 
-
-@pytest.mark.parametrize("ties", ["average", "first"])
-@pytest.mark.parametrize("unscored", ["ignore", "unretrieved"])
-def test_flat_engine_equals_expressions(ties: str, unscored: str) -> None:
-    from polars_eval.families import ranking as rk
-
+def _engine_log() -> pl.DataFrame:
     rng = np.random.default_rng(11)
     sizes = rng.integers(0, 12, 120)
     q = np.repeat(np.arange(len(sizes)), sizes)
     n = len(q)
-    df = pl.DataFrame(
+    return pl.DataFrame(
         {
             "q": q,
             "rel": rng.integers(0, 4, n) * (rng.random(n) < 0.5),
             "s": np.where(np.arange(n) % 13 == 0, np.nan, np.round(rng.random(n), 1)),
         }
     ).with_columns(pl.col("s").fill_nan(None))
-    specs, exprs = [], []
-    metrics = [*ENGINE_METRICS, ("err", pe.err)]
-    for k in (1, 3, None):
-        for name, fn in metrics:
-            for gain in ("exp2", "linear") if name in ("ndcg", "dcg") else ("exp2",):
-                out = f"{name}{k}{gain}"
-                kw = {"gain": gain} if name in ("ndcg", "dcg") else {}
-                specs.append(rk.Spec(out, name, k, gain=gain))
-                exprs.append(fn("rel", "s", k=k, ties=ties, unscored=unscored, **kw).alias(out))
-    specs.append(rk.Spec("apmin", "ap_at_k", 3, denominator="min_k"))
-    exprs.append(
-        pe.ap_at_k("rel", "s", k=3, denominator="min_k", ties=ties, unscored=unscored).alias(
-            "apmin"
+
+
+def _option_sets(info, ties: str, unscored: str) -> list[dict]:
+    """Options for a metric: each cutoff, then every option it takes set off its default."""
+    params = info.signature.parameters
+    base = {"ties": ties, "unscored": unscored}
+    if "k" not in params:
+        sets = [base]
+    else:
+        sets = [{**base, "k": k} for k in (1, 3, None)]
+    other = {"gain": "linear", "denominator": "min_k", "max_relevance": 3.0}
+    changed = {name: value for name, value in other.items() if name in params}
+    sets.append({**sets[-1], **changed, "min_relevance": 2, "no_relevant": "zero"})
+    return sets
+
+
+@pytest.mark.parametrize("ties", ["average", "first"])
+@pytest.mark.parametrize("unscored", ["ignore", "unretrieved"])
+def test_namespace_equals_expressions(ties: str, unscored: str) -> None:
+    """df.eval.<metric>(per_query=True) and df.eval.ranking(per_query=True) give, for every
+    registered ranking metric and option, the metric's expression in group_by(query)."""
+    df = _engine_log()
+    metrics = [info for info in REGISTRY.values() if info.task == "ranking"]
+    assert {"ndcg", "map", "err", "ap_11pt", "r_precision"} <= {i.name for i in metrics}
+    exprs, expected_cols = [], []
+    for info in metrics:
+        for options in _option_sets(info, ties, unscored):
+            expected = df.group_by("q").agg(info.fn("rel", "s", **options)).sort("q")
+            method = getattr(df.eval, info.name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                got = method("rel", "s", query="q", per_query=True, **options).sort("q")
+            assert_frame_equal(got, expected, abs_tol=1e-12, check_exact=False)
+            if info.summary and info.name != "map" and len(options) <= 3:  # the table's
+                short = info.extra.get("short", info.name)
+                col = short + ("" if options.get("k") is None else f"@{options['k']}")
+                exprs.append(info.fn("rel", "s", **options).alias(col))
+                expected_cols.append(col)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = df.eval.ranking(
+            "rel",
+            "s",
+            query="q",
+            k=[1, 3, None],
+            ties=ties,
+            unscored=unscored,
+            metrics=sorted({c.partition("@")[0] for c in expected_cols}),
+            per_query=True,
         )
-    )
-    specs.append(rk.Spec("ap11", "ap_11pt"))
-    exprs.append(pe.ap_11pt("rel", "s", ties=ties, unscored=unscored).alias("ap11"))
-    grouped = (
-        df.lazy()
-        .group_by("q")
-        .agg(
-            rk.state_aggs("rel", "s", ties=ties, unscored=unscored, min_relevance=1.0, specs=specs)
-        )
-    )
-    flat = (
-        rk.evaluate_queries(
-            grouped, ["q"], specs, ties=ties, min_relevance=1.0, no_relevant=None, order=["q"]
-        )
-        .collect()
-        .sort("q")
-    )
+    assert sorted(table.columns) == sorted(["q", *expected_cols])
     expected = df.group_by("q").agg(exprs).sort("q")
-    assert_frame_equal(flat, expected, abs_tol=1e-11, check_column_order=False)
+    assert_frame_equal(table.sort("q").select(expected.columns), expected, abs_tol=1e-12)
+
+
+def test_expressions_lazy_streaming_and_over(collect) -> None:
+    """The expressions in a lazy group_by (each engine) and inside over() give the eager values."""
+    df = _log(60, 21)
+    exprs = [fn("rel", "s", **_cut(name, 3)) for name, fn in AVERAGE_METRICS.items()]
+    eager = df.group_by("q").agg(exprs).sort("q")
+    lazy = collect(df.lazy().group_by("q").agg(exprs)).sort("q")
+    assert_frame_equal(lazy, eager, abs_tol=1e-12)
+    over = df.select("q", pe.ndcg("rel", "s", k=3).over("q")).unique("q").sort("q")
+    np.testing.assert_allclose(over["ndcg"], eager["ndcg"], atol=1e-12)
 
 
 def test_ranking_per_query_baseline_and_unretrieved(collect) -> None:

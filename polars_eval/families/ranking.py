@@ -6,21 +6,19 @@ so it is used as ``df.group_by("qid").agg(pe.ndcg("rel", "score", k=10))`` (or i
 ``select`` over a frame holding one query). The ``.eval`` namespace takes ``query=`` and
 returns the mean over queries (``df.eval.ndcg("rel", "score", query="qid")``).
 
-Two engines evaluate the same closed forms, and the tests hold them equal:
-
-* the per-query expressions sort the rows of a query once by score, descending, into one
-  ``List[Struct{s, r}]`` (:func:`ranked_state`); each metric is a finalize step over that
-  list inside ``list.eval`` (:func:`finalize`). Convenient in any ``agg``/``select``, but
-  with a fixed cost per query and per operation;
-* the namespace (``df.eval.ndcg(..., query=)``, ``df.eval.ranking``) and
-  :func:`polars_eval.trec_eval` use the *flat engine* (:func:`state_aggs`,
-  :func:`evaluate_queries`): one sort per query in a ``group_by``, then every query laid
-  out flat and each step one vectorised column operation over all queries, several
-  metrics and cutoffs sharing the one sort.
+Every metric is a :class:`~polars_eval._core.spec.MetricSpec` whose states are the kept
+rows of the query (relevance and score, merged by concatenation: a query split across
+partitions merges exactly), and one engine evaluates it, in the expressions, the
+namespace (``df.eval.ndcg(..., query=)``, ``df.eval.ranking``) and
+:func:`polars_eval.trec_eval` alike: per query, one sort of its rows by score, descending
+(:func:`query_state`, inside the aggregation); then every query of the aggregation at
+once, laid out flat, each step one vectorised column operation (:func:`evaluate`, called
+by the expression on the aggregated states: :func:`query_metrics`). Each metric's formula
+is written once, over the totals of the blocks of tied scores (:data:`FORMULAS`).
 
 Every metric defaults to ``ties="average"``. The expectations of ERR and 11-point AP over
-tie orders need a recurrence over each tie block, evaluated in numpy (:mod:`._err_ties`,
-:mod:`._ap11_ties`).
+tie orders need a recurrence over each tie block, evaluated in numpy over every query at
+once (:mod:`._err_ties`, :mod:`._ap11_ties`).
 
 Conventions shared by every function of this module:
 
@@ -42,14 +40,15 @@ Conventions shared by every function of this module:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -124,286 +123,18 @@ def _suffix(k: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# State: the rows of one query sorted by score, descending
-# ---------------------------------------------------------------------------------------
-
-
-def ranked_state(
-    relevance: IntoExpr,
-    score: IntoExpr,
-    *,
-    ties: str = "average",
-    unscored: str = "ignore",
-    tiebreak: IntoExpr | None = None,
-) -> pl.Expr:
-    """The state of one query: ``List[Struct{s, r}]`` sorted by score descending.
-
-    Unscored rows (kept only with ``unscored="unretrieved"``) have a null score and sort
-    last. ``ties="first"`` keeps the input order of tied rows (a stable sort);
-    ``tiebreak`` orders tied rows by that column, descending (trec_eval's document order).
-    """
-    r = to_float(relevance)
-    s = to_float(score)
-    keep = r.is_not_null()
-    if unscored == "ignore":
-        keep = keep & s.is_not_null()
-    r, s = r.filter(keep), s.filter(keep)
-    by = [s]
-    if tiebreak is not None:
-        by.append(to_expr(tiebreak).filter(keep))
-    return (
-        pl.struct(s.alias("s"), r.alias("r"))
-        .sort_by(by, descending=True, nulls_last=True, maintain_order=True)
-        .implode()
-    )
-
-
-class Ranked:
-    """Expressions over one query's sorted state, evaluated inside ``list.eval``.
-
-    Positions ``p = 1..n`` follow the sorted list (retrieved rows first). With
-    ``ties="average"`` a *block* is a run of equal scores occupying ranks ``a..b``
-    (``m = b - a + 1`` items); every item of a block is at each of those ranks with
-    probability ``1/m``, which gives the closed forms of McSherry & Najork (2008): a
-    position-discounted sum gives each item of the block the block's mean discount, and
-    so on (see each metric). With ``ties="first"`` every row is its own block.
-    Block totals are read at the block's last row from cumulative sums.
-    """
-
-    def __init__(self, opts: Options) -> None:
-        e = pl.element()
-        self.opts = opts
-        self.s = e.struct.field("s")
-        self.r = e.struct.field("r")
-        self.ret = self.s.is_not_null()
-        self.p = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).cast(F64)
-        if opts.ties == "first":
-            self.start: pl.Expr = pl.lit(True)
-            self.end: pl.Expr = pl.lit(True)
-        else:
-            self.start = (self.s != self.s.shift(1)).fill_null(True)
-            self.end = (self.s != self.s.shift(-1)).fill_null(True)
-        self.y = (self.r >= opts.min_relevance).cast(F64)
-        ret = self.ret.cast(F64)
-        self.incut = ret if opts.k is None else ret * (self.p <= opts.k).cast(F64)
-        # the retrieved list's length, and the relevant items (retrieved or not)
-        self.n = self.ret.sum().cast(F64)
-        self.R = self.y.sum()
-        self.a = pl.when(self.start).then(self.p).forward_fill()
-        self.m = self.p - self.a + 1.0
-
-    # block arithmetic ----------------------------------------------------------------
-    def before(self, x: pl.Expr) -> pl.Expr:
-        """Sum of ``x`` over the rows before the current row's block (every row)."""
-        return pl.when(self.start).then(x.cum_sum() - x).forward_fill()
-
-    def block(self, x: pl.Expr) -> pl.Expr:
-        """Sum of ``x`` over the current block (valid at the block's last row)."""
-        return x.cum_sum() - self.before(x)
-
-    def broadcast(self, x: pl.Expr) -> pl.Expr:
-        """A value read at the block's last row, given to every row of the block."""
-        return pl.when(self.end).then(x).backward_fill()
-
-    def over_blocks(self, x: pl.Expr) -> pl.Expr:
-        """Sum of a per-block value ``x`` (read at each block's last retrieved row)."""
-        return pl.when(self.end & self.ret).then(x).otherwise(0.0).sum()
-
-    def expected_in_cut(self, x: pl.Expr) -> pl.Expr:
-        """E[Σ x over the items ranked in the cutoff]: block total × share of its ranks in the cutoff."""
-        return self.over_blocks(self.block(x) * self.block(self.incut) / self.m)
-
-    # gains ---------------------------------------------------------------------------
-    def gain(self, r: pl.Expr) -> pl.Expr:
-        return 2.0**r - 1.0 if self.opts.gain == "exp2" else r
-
-    def discount(self) -> pl.Expr:
-        return self.incut / (self.p + 1.0).log(2)
-
-    def dcg(self) -> pl.Expr:
-        return self.over_blocks(
-            self.block(self.gain(self.r)) * self.block(self.discount()) / self.m
-        )
-
-    def idcg(self) -> pl.Expr:
-        ideal = self.gain(self.r.sort(descending=True))
-        cut = pl.lit(1.0) if self.opts.k is None else (self.p <= self.opts.k).cast(F64)
-        return (ideal * cut / (self.p + 1.0).log(2)).sum()
-
-    # first relevant item -------------------------------------------------------------
-    def first_relevant(self) -> tuple[pl.Expr, pl.Expr]:
-        """Per row: P(the first relevant item is at this row's rank), and a mask of the rows that can be.
-
-        In the first block holding a relevant item (``Y`` relevant of ``m``), the chance that
-        the first ``t - 1`` places hold no relevant item is ``q_t = Π_{u<t} (m-Y-u+1)/(m-u+1)``
-        (hypergeometric), and the first relevant item is at place ``t`` with chance
-        ``q_t · Y / (m - t + 1)``. With ``ties="first"`` that is 1 at the first relevant row.
-        """
-        y_block = self.broadcast(self.block(self.y))
-        first_block = (self.before(self.y) == 0.0) & (y_block > 0.0) & self.ret
-        if self.opts.ties == "first":
-            return self.y, first_block
-        m = self.broadcast(self.m)
-        left = m - self.m + 1.0  # items not yet placed: self.m is the place t = p - a + 1
-        # Every block before the first relevant one has Y = 0, so its factors are exactly 1
-        # and the running product over the whole list equals q_t inside the first block.
-        f = (left - y_block) / left
-        q = f.cum_prod().shift(1).fill_null(1.0)
-        return q * y_block / left, first_block
-
-    # guards --------------------------------------------------------------------------
-    def finish(self, value: pl.Expr) -> pl.Expr:
-        """NaN if a score or a relevance is NaN; null (or 0) when the query has no relevant item."""
-        has_nan = self.s.is_nan().any() | self.r.is_nan().any()
-        undefined = pl.lit(0.0 if self.opts.no_relevant == "zero" else None, dtype=F64)
-        return (
-            pl.when(has_nan)
-            .then(pl.lit(NAN, dtype=F64))
-            .when(self.R > 0.0)
-            .then(value.cast(F64))
-            .otherwise(undefined)
-        )
-
-
-# ---------------------------------------------------------------------------------------
-# Finalize steps (raw values, before the guard)
-# ---------------------------------------------------------------------------------------
-
-
-def _dcg(c: Ranked, **_: Any) -> pl.Expr:
-    return c.dcg()
-
-
-def _ndcg(c: Ranked, **_: Any) -> pl.Expr:
-    ideal = c.idcg()
-    return pl.when(ideal > 0.0).then(c.dcg() / ideal).otherwise(0.0)
-
-
-def _cg(c: Ranked, **_: Any) -> pl.Expr:
-    return c.expected_in_cut(c.r)
-
-
-def _precision(c: Ranked, **_: Any) -> pl.Expr:
-    hits = c.expected_in_cut(c.y)
-    if c.opts.k is not None:
-        return hits / float(c.opts.k)
-    return pl.when(c.n > 0.0).then(hits / c.n).otherwise(0.0)
-
-
-def _recall(c: Ranked, **_: Any) -> pl.Expr:
-    return c.expected_in_cut(c.y) / c.R
-
-
-def _r_precision(c: Ranked, **_: Any) -> pl.Expr:
-    # precision at rank R: per-row cutoff p <= R (used by trec_eval's Rprec)
-    incut = c.ret.cast(F64) * (c.p <= c.R).cast(F64)
-    return c.over_blocks(c.block(c.y) * c.block(incut) / c.m) / c.R
-
-
-def _hit_rate(c: Ranked, **_: Any) -> pl.Expr:
-    prob, first = c.first_relevant()
-    return pl.when(first).then(prob * c.incut).otherwise(0.0).sum()
-
-
-def _reciprocal_rank(c: Ranked, **_: Any) -> pl.Expr:
-    prob, first = c.first_relevant()
-    return pl.when(first).then(prob * c.incut / c.p).otherwise(0.0).sum()
-
-
-def _ap(c: Ranked, *, denominator: str = "all", **_: Any) -> pl.Expr:
-    # A relevant item of a block with Y relevant of m items, ranks a..b, C relevant before:
-    # at rank j, the other relevant items above it in the block are hypergeometric with
-    # mean (j - a)(Y - 1)/(m - 1), so E[precision at j] = (C + 1 + (j - a)·α) / j with
-    # α = (Y - 1)/(m - 1). Summed over the block's ranks in the cutoff, times Y/m.
-    y_block = c.block(c.y)
-    alpha = pl.when(c.m > 1.0).then((y_block - 1.0) / (c.m - 1.0)).otherwise(0.0)
-    harmonic = c.block(c.incut / c.p)
-    count = c.block(c.incut)
-    total = c.over_blocks(
-        y_block / c.m * ((c.before(c.y) + 1.0 - c.a * alpha) * harmonic + alpha * count)
-    )
-    if denominator == "min_k" and c.opts.k is not None:
-        den = pl.min_horizontal(c.R, pl.lit(float(c.opts.k)))
-    else:
-        den = c.R
-    return total / den
-
-
-def _err(c: Ranked, *, max_relevance: float = 4.0, **_: Any) -> pl.Expr:
-    stop = (2.0 ** c.r.clip(upper_bound=max_relevance) - 1.0) / 2.0**max_relevance
-    stop = stop * c.ret.cast(F64)
-    reach = (1.0 - stop).cum_prod().shift(1).fill_null(1.0)
-    return (stop * reach * c.incut / c.p).sum()
-
-
-def _ap_11pt(c: Ranked, **_: Any) -> pl.Expr:
-    hits = (c.y * c.ret.cast(F64)).cum_sum()
-    precision = hits / c.p
-    recall = hits / c.R
-    levels = [
-        precision.filter(c.ret & (recall >= i / 10.0 - 1e-12)).max().fill_null(0.0)
-        for i in range(11)
-    ]
-    return pl.sum_horizontal(levels) / 11.0
-
-
-FINALIZE: dict[str, Callable[..., pl.Expr]] = {
-    "ndcg": _ndcg,
-    "dcg": _dcg,
-    "precision_at_k": _precision,
-    "recall_at_k": _recall,
-    "hit_rate_at_k": _hit_rate,
-    "ap_at_k": _ap,
-    "ap_11pt": _ap_11pt,
-    "reciprocal_rank": _reciprocal_rank,
-    "mrr": _reciprocal_rank,
-    "err": _err,
-    "cg": _cg,
-    "r_precision": _r_precision,
-}
-"""Finalize steps by metric name (``df.eval.ranking`` and ``pe.trec_eval`` use them)."""
-
-
-def finalize(state: pl.Expr, opts: Options, name: str, **extra: Any) -> pl.Expr:
-    """One metric of one query from its state (a scalar expression, not aliased)."""
-    c = Ranked(opts)
-    return state.list.eval(c.finish(FINALIZE[name](c, **extra))).list.first().cast(F64)
-
-
-def _metric(
-    name: str,
-    relevance: IntoExpr,
-    score: IntoExpr,
-    opts: Options,
-    **extra: Any,
-) -> pl.Expr:
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    return finalize(state, opts, name, **extra).alias(name)
-
-
-# ---------------------------------------------------------------------------------------
-# The flat engine: many queries, many metrics, one sort per query
+# The state of a query
 # ---------------------------------------------------------------------------------------
 #
-# The per-query expressions above evaluate their formulas inside ``list.eval``, one list
-# (query) at a time; that costs a fixed overhead per query and per operation. The
-# namespace, ``df.eval.ranking`` and ``pe.trec_eval`` evaluate the same closed forms on
-# the *exploded* state instead: the rows of every query sorted once in a ``group_by`` (one
-# sort per query), then laid out flat, query after query, so every step is one vectorised
-# column operation over all queries at once:
+# Every ranking metric, as an expression in the user's ``group_by(query).agg(...)``, in the
+# namespace and in ``pe.trec_eval``, runs the same two steps:
 #
-# 1. cumulative sums over the whole column of the per-row inputs (relevant flag, gain,
-#    discount within the cutoff, ...);
-# 2. the rows that end a tie block are kept; a block's total is the difference of two
-#    consecutive cumulative sums (only differences within a block or a query are used, so
-#    nothing leaks between queries, and the rounding error grows with the block's length,
-#    not the column's); each block adds its closed-form contribution;
-# 3. the first block holding a relevant item (at most one per query) is expanded into its
-#    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
-# 4. ``group_by(query).sum()``, then the finalize formulas per query.
-#
-# The ideal DCG is a per-query scalar of the first stage (top k relevance grades). The two
-# engines are checked against each other in the tests.
+# 1. in the aggregation (one group = one query), :func:`query_state`: the query's retrieved
+#    rows sorted by score, descending (the one sort), and a few scalars (relevant items,
+#    retrieved items, a NaN seen, the top relevance grades for the ideal DCG);
+# 2. :func:`evaluate`, the engine, handed the states of many queries at once: the
+#    expression maps it over the aggregated states elementwise, so Polars calls it once
+#    per batch of groups, never once per query (:func:`query_metrics`).
 
 QI = "__pe_qi"
 ST = "__pe_st"
@@ -417,7 +148,7 @@ INTERPOLATED = ("ap_11pt", "iprec_at_recall")
 
 @dataclass(frozen=True)
 class Spec:
-    """One output column of the flat engine: ``metric`` (a key of :data:`FINALIZE`) at cutoff ``k``."""
+    """One output column of the engine: ``metric`` (a key of :data:`FORMULAS`) at cutoff ``k``."""
 
     out: str
     metric: str
@@ -432,55 +163,64 @@ class Spec:
     flavor: str = "textbook"
 
 
-def _idcg_name(gain: str, k: int | None) -> str:
-    return f"__pe_idcg_{gain}_{k}"
+def kept_rows(relevance: IntoExpr, score: IntoExpr, unscored: str) -> tuple[pl.Expr, pl.Expr]:
+    """The rows a ranking metric reads, as Float64 (relevance, score): a row with a null
+    relevance is left out, one with a null score too unless ``unscored="unretrieved"``."""
+    r, s = to_float(relevance), to_float(score)
+    keep = r.is_not_null()
+    if unscored == "ignore":
+        keep = keep & s.is_not_null()
+    return r.filter(keep), s.filter(keep)
 
 
-def state_aggs(
+def query_state(
     relevance: IntoExpr,
     score: IntoExpr,
+    specs: Sequence[Spec],
     *,
     ties: str,
     unscored: str,
     min_relevance: float,
-    specs: list[Spec] = (),  # type: ignore[assignment]
     tiebreak: IntoExpr | None = None,
 ) -> list[pl.Expr]:
-    """First stage (inside ``group_by(query).agg``): the sorted state and per-query scalars.
+    """In an aggregation over one query's rows: the state columns :func:`evaluate` reads.
 
-    The state keeps the retrieved rows only (score not null); the per-query scalars count
-    every kept row: the relevant items (retrieved or not) and the ideal DCG of each
-    (gain, cutoff) that an NDCG spec needs.
+    ``__pe_st``: the retrieved rows (score not null) as ``List[Struct{s, r}]`` sorted by
+    score, descending; ``ties="first"`` keeps the input order of tied rows (a stable sort),
+    and ``tiebreak`` orders them by that column, descending (trec_eval's document order).
+    The scalars count every kept row, retrieved or not: relevant items ``__pe_R``,
+    retrieved items ``__pe_n``, whether a score or a relevance is NaN ``__pe_nan``; plus
+    the top relevance grades (``__pe_ideal``) when an NDCG spec needs its ideal DCG.
     """
-    r = to_float(relevance)
-    s = to_float(score)
-    keep = r.is_not_null()
-    if unscored == "ignore":
-        keep = keep & s.is_not_null()
-    rf, sf = r.filter(keep), s.filter(keep)
-    retrieved = keep & s.is_not_null()
-    rr, sr = r.filter(retrieved), s.filter(retrieved)
+    r, s = kept_rows(relevance, score, unscored)
+    retrieved = s.is_not_null()
+    sr, rr = s.filter(retrieved), r.filter(retrieved)
     by = [sr]
     if tiebreak is not None:
-        by.append(to_expr(tiebreak).filter(retrieved))
+        tb = to_expr(tiebreak)
+        keep = to_float(relevance).is_not_null()
+        if unscored == "ignore":
+            keep = keep & to_float(score).is_not_null()
+        by.append(tb.filter(keep).filter(retrieved))
     out = [
         pl.struct(sr.alias("s"), rr.alias("r"))
         .sort_by(by, descending=True, maintain_order=ties == "first")
+        .implode()
         .alias(ST),
-        (rf >= min_relevance).sum().cast(F64).alias(NREL),
-        sf.is_not_null().sum().cast(F64).alias(NRET),
-        (sf.is_nan().any() | rf.is_nan().any()).alias(HASNAN),
+        (r >= min_relevance).sum().cast(F64).alias(NREL),
+        retrieved.sum().cast(F64).alias(NRET),
+        (s.is_nan().any() | r.is_nan().any()).alias(HASNAN),
     ]
-    return out + ideal_aggs(rf, specs)
+    return out + ideal_aggs(r, specs)
 
 
-def ideal_aggs(relevance: pl.Expr, specs: list[Spec]) -> list[pl.Expr]:
+def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
     """Per query: the relevance grades, highest first, that the ideal DCG of an NDCG spec needs.
 
     One list (``__pe_ideal``, the top max-k grades) serves every (gain, cutoff);
     :func:`ideal_scalars` reduces it to one ideal DCG each. A per-group sort then ``head``
-    is ~2x faster than ``top_k`` inside a ``group_by``, and the list arithmetic is cheaper
-    outside it (Polars 2.1).
+    is ~2x faster than ``top_k`` inside a ``group_by`` (Polars 2.1), and ``top_k`` does not
+    promise an order.
     """
     cuts = {s.k for s in specs if s.metric == "ndcg"}
     if not cuts:
@@ -488,10 +228,245 @@ def ideal_aggs(relevance: pl.Expr, specs: list[Spec]) -> list[pl.Expr]:
     top = relevance.sort(descending=True)
     if None not in cuts:
         top = top.head(max(k for k in cuts if k is not None))
-    return [top.alias(IDEAL)]
+    return [top.implode().alias(IDEAL)]
 
 
-def ideal_scalars(specs: list[Spec]) -> list[pl.Expr]:
+def query_metrics(
+    state: Sequence[pl.Expr],
+    specs: Sequence[Spec],
+    *,
+    ties: str,
+    min_relevance: float,
+    no_relevant: str | None,
+    baseline: Sequence[Spec] = (),
+    as_struct: bool = False,
+) -> pl.Expr:
+    """One aggregation: the value of each spec for the query whose :func:`query_state` is
+    ``state`` (Float64 for one spec unless ``as_struct``; else a struct, one field per spec).
+
+    The engine runs on the states of every group of the aggregation at once: the states
+    are aggregated scalars, so an elementwise ``map_batches`` over them is one call per
+    batch of groups (in a ``select``: one call, one group).
+    """
+    outs = [spec.out for spec in (*specs, *baseline)]
+    single = len(outs) == 1 and not as_struct
+    dtype = F64 if single else pl.Struct({out: F64 for out in outs})
+
+    def kernel(states: pl.Series) -> pl.Series:
+        values = evaluate(
+            states.struct.unnest(),
+            specs,
+            ties=ties,
+            min_relevance=min_relevance,
+            no_relevant=no_relevant,
+            baseline=baseline,
+        )
+        return values.to_series() if single else values.to_struct()
+
+    return pl.struct(*state).map_batches(kernel, return_dtype=dtype, is_elementwise=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The engine: many queries, many metrics, one sort per query
+# ---------------------------------------------------------------------------------------
+#
+# The rows of every query are laid out flat, query after query, so every step is one
+# vectorised column operation over all queries at once:
+#
+# 1. cumulative sums over the whole column of the per-row inputs the formulas read
+#    (relevant flag, gain, discount within the cutoff, ...);
+# 2. the rows that end a tie block are kept; a block's total is the difference of two
+#    consecutive cumulative sums; each metric adds its closed-form contribution per block
+#    (its :class:`Formula`), summed per query;
+# 3. the first block holding a relevant item (at most one per query) is expanded into its
+#    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
+# 4. each metric's value per query from its sum and the query's scalars, then the shared
+#    guard (NaN, no relevant item).
+#
+# ERR and 11-point AP are not sums over tie blocks: with ``ties="first"`` they are
+# per-row recurrences over the flat rows, with ``ties="average"`` numpy kernels over every
+# query at once (:mod:`._err_ties`, :mod:`._ap11_ties`).
+
+# the flat rows: position, relevant flag, grade
+P, Y, REL = pl.col("_p"), pl.col("_y"), pl.col("r")
+# the tie blocks: items, first rank, relevant items above the block in its query
+M, A, ABOVE = pl.col("_m"), pl.col("_a"), pl.col("_C")
+# the places of the first block holding a relevant item: probability, rank
+PROB, RANK = pl.col("_prob"), pl.col("_rank")
+# the query scalars: relevant items, retrieved items
+R, N = pl.col(NREL), pl.col(NRET)
+
+
+def _t(name: str) -> pl.Expr:
+    """The block total of the per-row input ``name``."""
+    return pl.col(f"_t_{name}")
+
+
+def _within(k: int | None) -> pl.Expr:
+    """Per row: 1 when the position is within the cutoff (a column, whose sum counts rows)."""
+    return (P > 0.0).cast(F64) if k is None else (P <= k).cast(F64)
+
+
+def _inside(rank: pl.Expr, k: int | None) -> pl.Expr:
+    return pl.lit(1.0) if k is None else (rank <= k).cast(F64)
+
+
+def _gain_expr(r: pl.Expr, gain: str) -> pl.Expr:
+    return 2.0**r - 1.0 if gain == "exp2" else r
+
+
+def _idcg_name(gain: str, k: int | None) -> str:
+    return f"__pe_idcg_{gain}_{k}"
+
+
+def _same(total: pl.Expr) -> pl.Expr:
+    return total
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One metric over tie-block totals (McSherry & Najork 2008).
+
+    A tie block is a run of ``m`` equal scores at ranks ``a .. a + m - 1``; over the orders
+    of its items, each item is at each of those ranks with probability ``1/m``, so a
+    position-discounted sum gives every item of the block the block's mean discount.
+    ``block`` is the contribution of one block, from its totals of the per-row ``inputs``
+    (and ``M``, ``A``, ``ABOVE``); ``place`` the contribution of one place of the first
+    block holding a relevant item (``PROB``, ``RANK``); their sum per query is the column
+    ``key`` (formulas reading the same sum share it), and ``value`` turns it into the
+    metric (reading the query scalars ``R``, ``N`` and the ideal DCG).
+    """
+
+    key: str
+    value: Callable[[pl.Expr], pl.Expr] = _same
+    inputs: Mapping[str, pl.Expr] = field(default_factory=dict)
+    block: pl.Expr | None = None
+    place: pl.Expr | None = None
+
+
+def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
+    """E[relevant items in the top k]: a block's relevant items times its share of ranks within k."""
+    return Formula(
+        key=f"hits{k}",
+        value=value,
+        inputs={"y": Y, f"i{k}": _within(k)},
+        block=_t("y") * _t(f"i{k}") / M,
+    )
+
+
+def _precision(spec: Spec) -> Formula:
+    k = spec.k
+
+    def value(hits: pl.Expr) -> pl.Expr:
+        if k is not None:
+            return hits / float(k)  # divides by k even when the list is shorter (trec_eval)
+        return pl.when(N > 0.0).then(hits / N).otherwise(0.0)
+
+    return _hits(k, value)
+
+
+def _recall(spec: Spec) -> Formula:
+    return _hits(spec.k, lambda hits: hits / R)
+
+
+def _r_precision(spec: Spec) -> Formula:
+    # precision at rank R: the cutoff is the query's own number of relevant items
+    return Formula(
+        key="rprec",
+        value=lambda hits: hits / R,
+        inputs={"y": Y, "iR": (P <= R).cast(F64)},
+        block=_t("y") * _t("iR") / M,
+    )
+
+
+def _cg(spec: Spec) -> Formula:
+    k = spec.k
+    return Formula(
+        key=f"cg{k}", inputs={"r": REL, f"i{k}": _within(k)}, block=_t("r") * _t(f"i{k}") / M
+    )
+
+
+def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> Formula:
+    k, gain = spec.k, spec.gain
+    return Formula(
+        key=f"dcg{gain}{k}",
+        value=value,
+        inputs={f"g{gain}": _gain_expr(REL, gain), f"d{k}": _within(k) / (P + 1.0).log(2)},
+        block=_t(f"g{gain}") * _t(f"d{k}") / M,
+    )
+
+
+def _dcg(spec: Spec) -> Formula:
+    return _dcg_formula(spec)
+
+
+def _ndcg(spec: Spec) -> Formula:
+    idcg = pl.col(_idcg_name(spec.gain, spec.k))
+    return _dcg_formula(spec, lambda dcg: pl.when(idcg > 0.0).then(dcg / idcg).otherwise(0.0))
+
+
+def _ap(spec: Spec) -> Formula:
+    # A relevant item of a block with Y relevant of m items, ranks a..b, C relevant above:
+    # at rank j, the other relevant items above it in the block are hypergeometric with
+    # mean (j - a)(Y - 1)/(m - 1), so E[precision at j] = (C + 1 + (j - a)·α) / j with
+    # α = (Y - 1)/(m - 1). Summed over the block's ranks in the cutoff (Σ 1/j and their
+    # count), times Y/m.
+    k = spec.k
+    y = _t("y")
+    alpha = pl.when(M > 1.0).then((y - 1.0) / (M - 1.0)).otherwise(0.0)
+    block = y / M * ((ABOVE + 1.0 - A * alpha) * _t(f"h{k}") + alpha * _t(f"i{k}"))
+    if spec.denominator == "min_k" and k is not None:
+        den = pl.min_horizontal(R, pl.lit(float(k)))
+    else:
+        den = R
+    return Formula(
+        key=f"ap{k}",
+        value=lambda total: total / den,
+        inputs={"y": Y, f"i{k}": _within(k), f"h{k}": _within(k) / P},
+        block=block,
+    )
+
+
+def _reciprocal_rank(spec: Spec) -> Formula:
+    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK)
+
+
+def _hit_rate(spec: Spec) -> Formula:
+    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k))
+
+
+def _err(spec: Spec) -> Formula:
+    # per-row (ties="first") or numpy (ties="average"): see flat_sums
+    return Formula(key=f"err{spec.max_relevance}_{spec.k}")
+
+
+def _ap_11pt(spec: Spec) -> Formula:
+    return Formula(key=f"ap11{spec.flavor}")
+
+
+def _iprec_at_recall(spec: Spec) -> Formula:  # k: the recall level's index, 0..10
+    return Formula(key=f"ip{spec.flavor}{spec.k}")
+
+
+FORMULAS: dict[str, Callable[[Spec], Formula]] = {
+    "ndcg": _ndcg,
+    "dcg": _dcg,
+    "precision_at_k": _precision,
+    "recall_at_k": _recall,
+    "hit_rate_at_k": _hit_rate,
+    "ap_at_k": _ap,
+    "ap_11pt": _ap_11pt,
+    "iprec_at_recall": _iprec_at_recall,
+    "reciprocal_rank": _reciprocal_rank,
+    "mrr": _reciprocal_rank,
+    "err": _err,
+    "cg": _cg,
+    "r_precision": _r_precision,
+}
+"""The formula of each metric (by name) that the engine evaluates."""
+
+
+def ideal_scalars(specs: Sequence[Spec]) -> list[pl.Expr]:
     """The ideal DCG of each (gain, cutoff) of the NDCG specs, from the ``__pe_ideal`` list."""
     out = []
     for gain, k in sorted({(s.gain, s.k) for s in specs if s.metric == "ndcg"}, key=str):
@@ -502,48 +477,60 @@ def ideal_scalars(specs: list[Spec]) -> list[pl.Expr]:
     return out
 
 
-def _gain_expr(r: pl.Expr, gain: str) -> pl.Expr:
-    return 2.0**r - 1.0 if gain == "exp2" else r
+def evaluate(
+    states: pl.DataFrame,
+    specs: Sequence[Spec],
+    *,
+    ties: str,
+    min_relevance: float,
+    no_relevant: str | None,
+    baseline: Sequence[Spec] = (),
+) -> pl.DataFrame:
+    """The engine: one column per spec (``spec.out``), one row per query of ``states``.
 
-
-def _sum_inputs(specs: list[Spec], p: pl.Expr, y: pl.Expr, r: pl.Expr) -> dict[str, pl.Expr]:
-    """The per-row inputs whose block totals the specs need, by name."""
-
-    def cut(k: int | None) -> pl.Expr:
-        # a column, not a literal: its cumulative sum must count rows
-        return (p > 0.0).cast(F64) if k is None else (p <= k).cast(F64)
-
-    inputs: dict[str, pl.Expr] = {"y": y}
-    for spec in specs:
-        k = spec.k
-        if spec.metric in ("precision_at_k", "recall_at_k", "ap_at_k", "cg"):
-            inputs[f"i{k}"] = cut(k)
-        if spec.metric == "ap_at_k":
-            inputs[f"h{k}"] = cut(k) / p
-        if spec.metric in ("ndcg", "dcg"):
-            inputs[f"d{k}"] = cut(k) / (p + 1.0).log(2)
-            inputs[f"g{spec.gain}"] = _gain_expr(r, spec.gain)
-        if spec.metric == "cg":
-            inputs["r"] = r
-        if spec.metric == "r_precision":
-            inputs["iR"] = (p <= pl.col(NREL)).cast(F64)
-    return inputs
+    ``states`` holds the columns of :func:`query_state`, one row per query; the result
+    keeps its row order. ``baseline`` specs are evaluated for a constant score (every
+    retrieved item of a query tied), from the same states.
+    """
+    schema = {spec.out: F64 for spec in (*specs, *baseline)}
+    if states.height == 0:
+        return pl.DataFrame(schema=schema)
+    grouped = states.lazy().with_row_index(QI)
+    out = grouped.select(QI, NREL, NRET, HASNAN, *ideal_scalars([*specs, *baseline]))
+    parts = [flat_sums(grouped, specs, ties=ties, min_relevance=min_relevance)]
+    if baseline:
+        parts.append(
+            flat_sums(
+                grouped,
+                baseline,
+                ties="average",
+                min_relevance=min_relevance,
+                constant=True,
+                prefix="b_",
+            )
+        )
+    for part in parts:
+        out = out.join(part, on=QI, how="left", maintain_order="left")
+    finals = [_finalize_spec(spec, "", no_relevant) for spec in specs]
+    finals += [_finalize_spec(spec, "b_", no_relevant) for spec in baseline]
+    return out.select(finals).collect()
 
 
 def flat_sums(
     grouped: pl.LazyFrame,
-    specs: list[Spec],
+    specs: Sequence[Spec],
     *,
     ties: str,
     min_relevance: float,
     constant: bool = False,
     prefix: str = "",
 ) -> pl.LazyFrame:
-    """Per query (column ``__pe_qi``): the sums each spec's finalize formula needs.
+    """Per query (column ``__pe_qi``): the sum each spec's formula reads (its ``key``).
 
     ``constant=True`` evaluates a constant score (every retrieved item of a query tied).
     """
     c = pl.col
+    formulas = {spec: FORMULAS[spec.metric](spec) for spec in specs}
     # the state holds the retrieved rows only; a query that ranks nothing adds no row (its
     # sums are 0 after the join); the number of relevant items is needed per row only by
     # R-precision and 11-point AP
@@ -566,14 +553,15 @@ def flat_sums(
         (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p"),
         (c("r") >= min_relevance).cast(F64).alias("_y"),
     ).drop("_i")
-    p, y = c("_p"), c("_y")
     if constant:
         end = c("_qe")
     elif ties == "first":
         end = pl.lit(True)
     else:
         end = c("_qe") | (c("s") != c("s").shift(-1)).fill_null(True)
-    inputs = _sum_inputs(specs, p, y, c("r"))
+    inputs: dict[str, pl.Expr] = {"y": Y}
+    for formula in formulas.values():
+        inputs.update(formula.inputs)
     flat = flat.with_columns(
         end.alias("_en"), *[x.cum_sum().alias(f"_c_{n}") for n, x in inputs.items()]
     )
@@ -597,28 +585,11 @@ def flat_sums(
         (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_C"),
         (c("_p") - c("_m") + 1.0).alias("_a"),
     )
-    m, a, big_c, t = c("_m"), c("_a"), c("_C"), lambda n: c(f"_t_{n}")
-    sums: dict[str, pl.Expr] = {}
-    for spec in specs:
-        k, name = spec.k, spec.metric
-        if name in ("precision_at_k", "recall_at_k"):
-            sums[f"hits{k}"] = t("y") * t(f"i{k}") / m
-        elif name == "ap_at_k":
-            alpha = pl.when(m > 1.0).then((t("y") - 1.0) / (m - 1.0)).otherwise(0.0)
-            sums[f"ap{k}"] = (
-                t("y") / m * ((big_c + 1.0 - a * alpha) * t(f"h{k}") + alpha * t(f"i{k}"))
-            )
-        elif name == "cg":
-            sums[f"cg{k}"] = t("r") * t(f"i{k}") / m
-        elif name in ("ndcg", "dcg"):
-            sums[f"dcg{spec.gain}{k}"] = t(f"g{spec.gain}") * t(f"d{k}") / m
-        elif name == "r_precision":
-            sums["rprec"] = t("y") * t("iR") / m
-    out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in sums.items()])
-
-    first_specs = [s for s in specs if s.metric in ("reciprocal_rank", "mrr", "hit_rate_at_k")]
-    if first_specs:
-        out = out.join(_first_relevant(blocks, first_specs, prefix), on=QI, how="left")
+    per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
+    out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_block.items()])
+    per_place = {f.key: f.place for f in formulas.values() if f.place is not None}
+    if per_place:
+        out = out.join(_first_relevant(blocks, per_place, prefix), on=QI, how="left")
     err_specs = [s for s in specs if s.metric == "err"]
     if err_specs:
         # ties="average" and not constant: a tie block's expectation needs a recurrence
@@ -636,13 +607,15 @@ def flat_sums(
     return out
 
 
-def _first_relevant(blocks: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFrame:
-    """E[1/rank] and P(rank <= k) of the first relevant item, from the first relevant block.
+def _first_relevant(
+    blocks: pl.LazyFrame, per_place: Mapping[str, pl.Expr], prefix: str
+) -> pl.LazyFrame:
+    """Sums over the places of the first block holding a relevant item, per query.
 
     The block (ranks a..a+m-1, Y relevant of m) is expanded into its places t = 1..m: the
-    first relevant item is at place t with chance q_t · Y / (m − t + 1), where
-    q_t = Π_{u<t} (m − u + 1 − Y)/(m − u + 1) is the chance that the places before hold
-    no relevant item (sampling without replacement).
+    first relevant item is at place t (rank a + t - 1) with chance q_t · Y / (m − t + 1),
+    where q_t = Π_{u<t} (m − u + 1 − Y)/(m − u + 1) is the chance that the places before
+    hold no relevant item (sampling without replacement).
     """
     c = pl.col
     first = (
@@ -655,16 +628,10 @@ def _first_relevant(blocks: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.
     left = c("m") - c("t") + 1.0
     first = first.with_columns(((left - c("Y")) / left).alias("_f"), (c("t") == 1.0).alias("_qs"))
     first = _exclusive_product(first, c("_f"), "_q")
-    rank = c("a") + c("t") - 1.0
-    prob = c("_q") * c("Y") / left
-    sums: dict[str, pl.Expr] = {}
-    for spec in specs:
-        inside = pl.lit(1.0) if spec.k is None else (rank <= spec.k).cast(F64)
-        if spec.metric == "hit_rate_at_k":
-            sums[f"{prefix}hit{spec.k}"] = prob * inside
-        else:
-            sums[f"{prefix}rr{spec.k}"] = prob * inside / rank
-    return first.group_by(QI).agg([x.sum().alias(n) for n, x in sums.items()])
+    first = first.with_columns(
+        (c("_q") * c("Y") / left).alias("_prob"), (c("a") + c("t") - 1.0).alias("_rank")
+    )
+    return first.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_place.items()])
 
 
 def _err_sums(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFrame:
@@ -779,47 +746,14 @@ def _exclusive_product(flat: pl.LazyFrame, factor: pl.Expr, name: str) -> pl.Laz
 
 
 def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
-    c = pl.col
-    k, name = spec.k, spec.metric
-    R, n = c(NREL), c(NRET)
-
-    def raw(col: str) -> pl.Expr:
-        return c(f"{prefix}{col}").fill_null(0.0)
-
-    if name == "ndcg":
-        idcg = c(_idcg_name(spec.gain, k))
-        value = pl.when(idcg > 0.0).then(raw(f"dcg{spec.gain}{k}") / idcg).otherwise(0.0)
-    elif name == "dcg":
-        value = raw(f"dcg{spec.gain}{k}")
-    elif name == "cg":
-        value = raw(f"cg{k}")
-    elif name == "precision_at_k":
-        hits = raw(f"hits{k}")
-        value = hits / float(k) if k is not None else pl.when(n > 0).then(hits / n).otherwise(0.0)
-    elif name == "recall_at_k":
-        value = raw(f"hits{k}") / R
-    elif name == "hit_rate_at_k":
-        value = raw(f"hit{k}")
-    elif name in ("reciprocal_rank", "mrr"):
-        value = raw(f"rr{k}")
-    elif name == "ap_at_k":
-        den = (
-            R if spec.denominator == "all" or k is None else pl.min_horizontal(R, pl.lit(float(k)))
-        )
-        value = raw(f"ap{k}") / den
-    elif name == "err":
-        value = raw(f"err{spec.max_relevance}_{k}")
-    elif name == "ap_11pt":
-        value = raw(f"ap11{spec.flavor}")
-    elif name == "iprec_at_recall":  # k: the recall level's index, 0..10
-        value = raw(f"ip{spec.flavor}{k}")
-    elif name == "r_precision":
-        value = raw("rprec") / R
-    else:  # pragma: no cover - specs name FINALIZE's keys
-        raise KeyError(name)
+    """The value of ``spec`` per query from its sum, guarded: NaN when a score or a
+    relevance is NaN; null (or 0 with ``no_relevant="zero"``) for a query with no relevant
+    item."""
+    formula = FORMULAS[spec.metric](spec)
+    value = formula.value(pl.col(f"{prefix}{formula.key}").fill_null(0.0))
     undefined = pl.lit(0.0 if no_relevant == "zero" else None, dtype=F64)
     return (
-        pl.when(c(HASNAN))
+        pl.when(pl.col(HASNAN))
         .then(pl.lit(NAN, dtype=F64))
         .when(R > 0.0)
         .then(value.cast(F64))
@@ -828,85 +762,9 @@ def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
     )
 
 
-def evaluate_queries(
-    grouped: pl.LazyFrame,
-    keys: list[str],
-    specs: list[Spec],
-    *,
-    ties: str,
-    min_relevance: float,
-    no_relevant: str | None,
-    order: list[str],
-    baseline: list[Spec] | None = None,
-) -> pl.LazyFrame:
-    """``grouped`` (:func:`state_aggs` columns and ``keys``) -> ``keys`` + one column per spec.
-
-    ``keys`` are the columns of ``grouped`` to keep (query keys, counts); one row per query.
-    ``order`` are the columns identifying a query: ``grouped`` is sorted by them, so that
-    the row index that joins the two branches of the plan names the same query in both
-    (and the rounding of the cumulative sums is reproducible). ``baseline`` specs are
-    evaluated for a constant score (every item tied).
-    """
-    grouped = grouped.sort(order, nulls_last=True, maintain_order=True).with_row_index(QI)
-    scalars = ideal_scalars([*specs, *(baseline or [])])
-    out = grouped.select(QI, *dict.fromkeys([*keys, NREL, NRET, HASNAN]), *scalars).join(
-        flat_sums(grouped, specs, ties=ties, min_relevance=min_relevance), on=QI, how="left"
-    )
-    finals = [_finalize_spec(spec, "", no_relevant) for spec in specs]
-    if baseline:
-        base = flat_sums(
-            grouped,
-            baseline,
-            ties="average",
-            min_relevance=min_relevance,
-            constant=True,
-            prefix="b_",
-        )
-        out = out.join(base, on=QI, how="left")
-        finals += [_finalize_spec(spec, "b_", no_relevant) for spec in baseline]
-    return out.select(*keys, *finals)
-
-
 # ---------------------------------------------------------------------------------------
 # Metrics whose tie expectation is a numpy kernel (ERR, 11-point AP)
 # ---------------------------------------------------------------------------------------
-
-
-def _by_kernel(state: pl.Expr, opts: Options, kernel: Callable[[pl.Series], pl.Series]) -> pl.Expr:
-    """A per-query value computed by ``kernel`` from the states (a Series of lists), guarded.
-
-    ``map_batches`` hands the kernel the state of one query per call inside a
-    ``group_by`` (one call for the frame in a ``select``). NaN, null (no relevant item) or
-    0 (``no_relevant="zero"``) come from the shared guard, where 1.0 marks a query whose
-    value is the kernel's.
-    """
-    value = state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
-    guard = state.list.eval(Ranked(opts).finish(pl.lit(1.0))).list.first()
-    return pl.when(guard == 1.0).then(value).otherwise(guard).cast(F64)
-
-
-def _state_rows(lists: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The rows of a Series of query states: (number of queries, query index, score,
-    relevance, retrieved mask), each query's rows in rank order (unretrieved ones last)."""
-    lengths = lists.list.len().fill_null(0).to_numpy()
-    rows = lists.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
-    index = np.repeat(np.arange(len(lengths)), lengths)
-    score = rows.get_column("s")
-    retrieved = score.is_not_null().to_numpy()
-    return len(lengths), index, score.to_numpy(), rows.get_column("r").to_numpy(), retrieved
-
-
-def _err_lists(lists: pl.Series, k: int | None, max_relevance: float) -> pl.Series:
-    n, index, score, relevance, ret = _state_rows(lists)
-    value = expected_err(index[ret], score[ret], relevance[ret], n, [k], max_relevance)
-    return pl.Series(value[:, 0])
-
-
-def _ap_11pt_lists(lists: pl.Series, min_relevance: float) -> pl.Series:
-    n, index, score, relevance, ret = _state_rows(lists)
-    relevant = (relevance >= min_relevance).astype(np.float64)
-    n_relevant = np.bincount(index, weights=relevant, minlength=n)
-    return pl.Series(ap_11pt_expected(index[ret], score[ret], relevant[ret], n_relevant))
 
 
 def ap_11pt_expected(
@@ -972,6 +830,42 @@ def _doc(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _ranking_spec(
+    metric: str,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    opts: Options,
+    *,
+    out: str | None = None,
+    **params: Any,
+) -> MetricSpec:
+    """A ranking metric as a spec: its states are the query's kept rows (relevance and
+    score, merged by concatenation, so a query split across partitions merges exactly);
+    the finalize sorts them (:func:`query_state`) and runs the engine (:func:`query_metrics`)."""
+    r, s = kept_rows(relevance, score, opts.unscored)
+    spec = Spec(out or metric, metric, k=opts.k, gain=opts.gain, **params)
+
+    def finalize(rows: Mapping[str, pl.Expr]) -> pl.Expr:
+        state = query_state(
+            rows["r"],
+            rows["s"],
+            [spec],
+            ties=opts.ties,
+            unscored="unretrieved",  # the rows are kept already
+            min_relevance=opts.min_relevance,
+        )
+        return query_metrics(
+            state,
+            [spec],
+            ties=opts.ties,
+            min_relevance=opts.min_relevance,
+            no_relevant=opts.no_relevant,
+        )
+
+    states = {"r": State(r, "rows"), "s": State(s, "rows")}
+    return MetricSpec(states, finalize, undefined=NO_RELEVANT_ITEM)
+
+
 @register(
     task="ranking",
     inputs=INPUTS,
@@ -992,7 +886,7 @@ def ndcg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Normalised discounted cumulative gain of one query, DCG@k / ideal DCG@k.
 
     DCG@k = Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1), gain ``"exp2"`` = 2^rel − 1 (Burges
@@ -1026,7 +920,7 @@ def ndcg(
     0.785
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _metric("ndcg", relevance, score, opts)
+    return _ranking_spec("ndcg", relevance, score, opts)
 
 
 @register(
@@ -1048,7 +942,7 @@ def dcg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Discounted cumulative gain of one query, Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1).
 
     ``gain="exp2"`` (default) is 2^rel − 1, ``"linear"`` is rel. Ties as in :func:`ndcg`.
@@ -1072,7 +966,7 @@ def dcg(
     6.861
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _metric("dcg", relevance, score, opts)
+    return _ranking_spec("dcg", relevance, score, opts)
 
 
 @register(
@@ -1094,7 +988,7 @@ def precision_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Precision at k: relevant items among the top k, divided by k.
 
     Divides by k even when the list is shorter (as trec_eval's ``P.k``); with ``k=None``
@@ -1124,7 +1018,7 @@ def precision_at_k(
     └─────┴────────────────┘
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("precision_at_k", relevance, score, opts)
+    return _ranking_spec("precision_at_k", relevance, score, opts)
 
 
 @register(
@@ -1146,7 +1040,7 @@ def recall_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Recall at k: relevant items among the top k, divided by the query's relevant items.
 
     {common}
@@ -1166,7 +1060,7 @@ def recall_at_k(
     0.6667
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("recall_at_k", relevance, score, opts)
+    return _ranking_spec("recall_at_k", relevance, score, opts)
 
 
 @register(
@@ -1188,7 +1082,7 @@ def hit_rate_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Hit rate at k (success@k): 1 when a relevant item is in the top k, else 0.
 
     With ties, the probability that a relevant item is in the top k (hypergeometric over
@@ -1213,7 +1107,7 @@ def hit_rate_at_k(
     0.5
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("hit_rate_at_k", relevance, score, opts)
+    return _ranking_spec("hit_rate_at_k", relevance, score, opts)
 
 
 @register(
@@ -1236,7 +1130,7 @@ def ap_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Average precision at k of one query (its mean over queries is MAP, ``df.eval.map``).
 
     AP@k = Σ_{relevant item at rank i ≤ k} precision@i / D, with D the number of relevant
@@ -1265,8 +1159,7 @@ def ap_at_k(
     """
     check_choice("denominator", denominator, DENOMINATORS)
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    return finalize(state, opts, "ap_at_k", denominator=denominator).alias("ap_at_k")
+    return _ranking_spec("ap_at_k", relevance, score, opts, denominator=denominator)
 
 
 @register(
@@ -1290,7 +1183,7 @@ def map_(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Mean average precision: the average precision of each query over the whole list.
 
     Registered as ``map`` (``df.eval.map``, the mean over queries; trec_eval's ``map``);
@@ -1314,16 +1207,9 @@ def map_(
     >>> round(df.eval.map("rel", "s", query="q"), 6)
     0.666667
     """
-    return ap_at_k(
-        relevance,
-        score,
-        k=k,
-        denominator=denominator,
-        ties=ties,
-        min_relevance=min_relevance,
-        no_relevant=no_relevant,
-        unscored=unscored,
-    ).alias("map")
+    check_choice("denominator", denominator, DENOMINATORS)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("ap_at_k", relevance, score, opts, out="map", denominator=denominator)
 
 
 @register(
@@ -1343,7 +1229,7 @@ def ap_11pt(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """11-point interpolated average precision of one query (textbook definition).
 
     The mean over recall levels 0, 0.1, …, 1 of the interpolated precision, the highest
@@ -1352,9 +1238,8 @@ def ap_11pt(
     distribution of each tie block's best precision, multiplied over independent blocks
     (:mod:`polars_eval.families._ap11_ties`). Exact; very large tie blocks holding many
     relevant items are refused with a ``ValueError`` (their cost grows as the fourth power
-    of the block's length) — use ``ties="first"`` there. The numpy kernel is called once
-    per query inside a ``group_by`` (~1-2 ms a call); ``df.eval.ap_11pt`` and
-    ``df.eval.ranking`` call it once for every query, sharing identical tie blocks.
+    of the block's length) — use ``ties="first"`` there. The numpy kernel runs once for
+    every query of an aggregation, sharing identical tie blocks.
 
     {common}
 
@@ -1379,12 +1264,7 @@ def ap_11pt(
     0.924242
     """
     opts = Options(None, ties, min_relevance, no_relevant, unscored)
-    if ties == "first":
-        return _metric("ap_11pt", relevance, score, opts)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    threshold = float(min_relevance)
-    kernel = _by_kernel(state, opts, lambda lists: _ap_11pt_lists(lists, threshold))
-    return kernel.alias("ap_11pt")
+    return _ranking_spec("ap_11pt", relevance, score, opts)
 
 
 ap_11pt = _doc(ap_11pt)
@@ -1435,9 +1315,9 @@ def reciprocal_rank(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("reciprocal_rank", relevance, score, opts)
+    return _ranking_spec("reciprocal_rank", relevance, score, opts)
 
 
 @register(
@@ -1458,9 +1338,9 @@ def mrr(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("mrr", relevance, score, opts)
+    return _ranking_spec("mrr", relevance, score, opts)
 
 
 reciprocal_rank.__doc__ = _rr_doc("reciprocal_rank")
@@ -1488,7 +1368,7 @@ def err(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Expected reciprocal rank of one query (Chapelle et al. 2009).
 
     ERR@k = Σ_{rank i ≤ k} (1/i) R_i Π_{j<i} (1 − R_j), with the stop probability
@@ -1496,9 +1376,8 @@ def err(
     ``max_relevance``. With ``ties="average"`` the expectation over the orders of each
     tie block: the item at place t of a block stops the user with probability
     ē_{t−1} − ē_t, ē_t the mean product of (1 − R) over the t-subsets of the block (see
-    :mod:`polars_eval.families._err_ties`; a numpy recurrence, called once per query
-    inside a ``group_by`` — ``df.eval.err`` and ``df.eval.ranking`` evaluate every query
-    in one call).
+    :mod:`polars_eval.families._err_ties`; a numpy recurrence, run once for every query
+    of an aggregation).
 
     {common}
     max_relevance
@@ -1529,11 +1408,7 @@ def err(
     if max_relevance <= 0:
         raise InvalidParameterError(f"max_relevance must be > 0; got {max_relevance!r}")
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    g = float(max_relevance)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    if ties == "first":
-        return finalize(state, opts, "err", max_relevance=g).alias("err")
-    return _by_kernel(state, opts, lambda lists: _err_lists(lists, k, g)).alias("err")
+    return _ranking_spec("err", relevance, score, opts, max_relevance=float(max_relevance))
 
 
 err = _doc(err)
@@ -1557,7 +1432,7 @@ def cg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Cumulative gain of one query: the sum of the relevance grades of the top k (linear).
 
     With ties, the expected sum: a tie block straddling the cutoff adds its mean grade
@@ -1578,7 +1453,7 @@ def cg(
     8.0
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("cg", relevance, score, opts)
+    return _ranking_spec("cg", relevance, score, opts)
 
 
 @register(
@@ -1599,7 +1474,7 @@ def r_precision(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """R-precision of one query: the precision at rank R, R the query's relevant items.
 
     Relevant items among the top R, divided by R (trec_eval's ``Rprec``); R counts every
@@ -1630,4 +1505,4 @@ def r_precision(
     0.666667
     """
     opts = Options(None, ties, min_relevance, no_relevant, unscored)
-    return _metric("r_precision", relevance, score, opts)
+    return _ranking_spec("r_precision", relevance, score, opts)

@@ -436,9 +436,10 @@ def trec_eval(
     joined = run_lf.join(qrels_lf, on=["query", "doc"], how="left")
     relevance = pl.col("relevance").fill_null(0.0)
     run_side = joined.group_by("query").agg(
-        *rk.state_aggs(
+        *rk.query_state(
             relevance,
             "score",
+            [],
             ties="first",
             unscored="ignore",
             min_relevance=1.0,
@@ -454,20 +455,13 @@ def trec_eval(
         (judged >= 1.0).sum().cast(pl.Int64).alias("num_rel"),
         *rk.ideal_aggs(judged, specs),
     )
-    # collected here: the evaluation reads ``grouped`` twice, and the readers' parsing
-    # (a Python batch function) would otherwise run twice
-    grouped = run_side.drop(rk.NREL).join(qrels_side, on="query", how="inner").collect().lazy()
-    per = rk.evaluate_queries(
-        grouped,
-        ["query", *COUNT_MEASURES, "__pe_dup"],
-        specs,
-        ties="first",
-        min_relevance=1.0,
-        no_relevant="zero",
-        order=["query"],
-    )
-    per = per.with_columns(*_set_measures(measures), *_log_measures(measures))
-    per = per.sort("query").collect()
+    # collected here: the readers' parsing (a Python batch function) runs once
+    grouped = run_side.drop(rk.NREL).join(qrels_side, on="query", how="inner").sort("query")
+    grouped = grouped.collect()
+    values = rk.evaluate(grouped, specs, ties="first", min_relevance=1.0, no_relevant="zero")
+    per = pl.concat(
+        [grouped.select("query", *COUNT_MEASURES, "__pe_dup"), values], how="horizontal"
+    ).with_columns(*_set_measures(measures), *_log_measures(measures))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
     columns = [col for name, _, col in measures if name != "num_q"]
