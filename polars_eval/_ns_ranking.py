@@ -97,27 +97,19 @@ def run_ranking(
     Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
-    every = [*specs, *(baseline or [])]
-    names = [spec.out for spec in every]
-    state = rk.query_state(
-        relevance,
-        score,
-        every,
-        ties=ties,
-        unscored=unscored,
-        min_relevance=float(min_relevance),
-    )
+    names = [spec.out for spec in [*specs, *(baseline or [])]]
     values = rk.query_metrics(
-        state,
+        rk.query_state(relevance, score, ties=ties),
         specs,
         ties=ties,
+        unscored=unscored,
         min_relevance=float(min_relevance),
         no_relevant=no_relevant,
         baseline=baseline or (),
         as_struct=True,
+        counts=True,  # the number of relevant items, for n_excluded
     )
-    relevant, _ = rk.kept_rows(relevance, score, unscored)
-    first = [values.alias(METRICS), (relevant >= min_relevance).sum().cast(F64).alias(rk.NREL)]
+    first = [values.alias(METRICS)]
     if weight is not None:
         first.append(to_float(weight).drop_nulls().first().alias(WEIGHT))
 

@@ -129,12 +129,14 @@ def _suffix(k: int | None) -> str:
 # Every ranking metric, as an expression in the user's ``group_by(query).agg(...)``, in the
 # namespace and in ``pe.trec_eval``, runs the same two steps:
 #
-# 1. in the aggregation (one group = one query), :func:`query_state`: the query's retrieved
-#    rows sorted by score, descending (the one sort), and a few scalars (relevant items,
-#    retrieved items, a NaN seen, the top relevance grades for the ideal DCG);
+# 1. in the aggregation (one group = one query), :func:`query_state`: the query's rows
+#    sorted by score, descending (the one sort), as one list;
 # 2. :func:`evaluate`, the engine, handed the states of many queries at once: the
-#    expression maps it over the aggregated states elementwise, so Polars calls it once
-#    per batch of groups, never once per query (:func:`query_metrics`).
+#    expression maps it over the aggregated lists elementwise, so Polars calls it once per
+#    batch of groups, never once per query (:func:`query_metrics`).
+#
+# Everything else (which rows count, the per-query counts, the ideal DCG) is the engine's:
+# in the aggregation each further operation costs once per group, in the engine once.
 
 QI = "__pe_qi"
 ST = "__pe_st"
@@ -163,107 +165,86 @@ class Spec:
     flavor: str = "textbook"
 
 
-def kept_rows(relevance: IntoExpr, score: IntoExpr, unscored: str) -> tuple[pl.Expr, pl.Expr]:
-    """The rows a ranking metric reads, as Float64 (relevance, score): a row with a null
-    relevance is left out, one with a null score too unless ``unscored="unretrieved"``."""
-    r, s = to_float(relevance), to_float(score)
-    keep = r.is_not_null()
-    if unscored == "ignore":
-        keep = keep & s.is_not_null()
-    return r.filter(keep), s.filter(keep)
-
-
 def query_state(
-    relevance: IntoExpr,
-    score: IntoExpr,
+    relevance: IntoExpr, score: IntoExpr, *, ties: str, tiebreak: IntoExpr | None = None
+) -> pl.Expr:
+    """In an aggregation over one query's rows: its state, the rows as
+    ``List[Struct{s, r}]`` (Float64) sorted by score, descending, null scores last.
+
+    Nothing is filtered here (the engine leaves out a row with a null relevance, and one
+    with a null score unless ``unscored="unretrieved"``). ``ties="first"`` keeps the input
+    order of tied rows (a stable sort); ``tiebreak`` orders them by that column,
+    descending (trec_eval's document order).
+    """
+    r, s = to_float(relevance), to_float(score)
+    by = [s] if tiebreak is None else [s, to_expr(tiebreak)]
+    return (
+        pl.struct(s.alias("s"), r.alias("r"))
+        .sort_by(by, descending=True, nulls_last=True, maintain_order=ties == "first")
+        .implode()
+        .alias(ST)
+    )
+
+
+def _ideal_top(relevance: pl.Expr, specs: Sequence[Spec]) -> pl.Expr | None:
+    """The relevance grades, highest first, that the ideal DCG of the NDCG specs needs (the
+    top max-k grades, or all of them): None without an NDCG spec. A sort then ``head`` is
+    ~2x faster than ``top_k`` per group (Polars 2.1), and ``top_k`` promises no order."""
+    cuts = {s.k for s in specs if s.metric == "ndcg"}
+    if not cuts:
+        return None
+    top = relevance.sort(descending=True)
+    if None not in cuts:
+        top = top.head(max(k for k in cuts if k is not None))
+    return top
+
+
+def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
+    """In an aggregation over one query's judged items: the ``__pe_ideal`` column
+    :func:`evaluate` reads instead of the one it finds in the rows (``pe.trec_eval``)."""
+    top = _ideal_top(relevance, specs)
+    return [] if top is None else [top.implode().alias(IDEAL)]
+
+
+def query_metrics(
+    state: pl.Expr,
     specs: Sequence[Spec],
     *,
     ties: str,
     unscored: str,
     min_relevance: float,
-    tiebreak: IntoExpr | None = None,
-) -> list[pl.Expr]:
-    """In an aggregation over one query's rows: the state columns :func:`evaluate` reads.
-
-    ``__pe_st``: the retrieved rows (score not null) as ``List[Struct{s, r}]`` sorted by
-    score, descending; ``ties="first"`` keeps the input order of tied rows (a stable sort),
-    and ``tiebreak`` orders them by that column, descending (trec_eval's document order).
-    The scalars count every kept row, retrieved or not: relevant items ``__pe_R``,
-    retrieved items ``__pe_n``, whether a score or a relevance is NaN ``__pe_nan``; plus
-    the top relevance grades (``__pe_ideal``) when an NDCG spec needs its ideal DCG.
-    """
-    r, s = kept_rows(relevance, score, unscored)
-    retrieved = s.is_not_null()
-    sr, rr = s.filter(retrieved), r.filter(retrieved)
-    by = [sr]
-    if tiebreak is not None:
-        tb = to_expr(tiebreak)
-        keep = to_float(relevance).is_not_null()
-        if unscored == "ignore":
-            keep = keep & to_float(score).is_not_null()
-        by.append(tb.filter(keep).filter(retrieved))
-    out = [
-        pl.struct(sr.alias("s"), rr.alias("r"))
-        .sort_by(by, descending=True, maintain_order=ties == "first")
-        .implode()
-        .alias(ST),
-        (r >= min_relevance).sum().cast(F64).alias(NREL),
-        retrieved.sum().cast(F64).alias(NRET),
-        (s.is_nan().any() | r.is_nan().any()).alias(HASNAN),
-    ]
-    return out + ideal_aggs(r, specs)
-
-
-def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
-    """Per query: the relevance grades, highest first, that the ideal DCG of an NDCG spec needs.
-
-    One list (``__pe_ideal``, the top max-k grades) serves every (gain, cutoff);
-    :func:`ideal_scalars` reduces it to one ideal DCG each. A per-group sort then ``head``
-    is ~2x faster than ``top_k`` inside a ``group_by`` (Polars 2.1), and ``top_k`` does not
-    promise an order.
-    """
-    cuts = {s.k for s in specs if s.metric == "ndcg"}
-    if not cuts:
-        return []
-    top = relevance.sort(descending=True)
-    if None not in cuts:
-        top = top.head(max(k for k in cuts if k is not None))
-    return [top.implode().alias(IDEAL)]
-
-
-def query_metrics(
-    state: Sequence[pl.Expr],
-    specs: Sequence[Spec],
-    *,
-    ties: str,
-    min_relevance: float,
     no_relevant: str | None,
     baseline: Sequence[Spec] = (),
     as_struct: bool = False,
+    counts: bool = False,
 ) -> pl.Expr:
     """One aggregation: the value of each spec for the query whose :func:`query_state` is
-    ``state`` (Float64 for one spec unless ``as_struct``; else a struct, one field per spec).
+    ``state`` (Float64 for one spec unless ``as_struct``; else a struct, one field per spec,
+    and with ``counts`` the number of relevant items ``__pe_R`` first).
 
-    The engine runs on the states of every group of the aggregation at once: the states
-    are aggregated scalars, so an elementwise ``map_batches`` over them is one call per
+    The engine runs on the states of every group of the aggregation at once: a state is an
+    aggregated scalar (a list), so an elementwise ``map_batches`` over it is one call per
     batch of groups (in a ``select``: one call, one group).
     """
     outs = [spec.out for spec in (*specs, *baseline)]
-    single = len(outs) == 1 and not as_struct
-    dtype = F64 if single else pl.Struct({out: F64 for out in outs})
+    single = len(outs) == 1 and not as_struct and not counts
+    fields = {**({NREL: F64} if counts else {}), **{out: F64 for out in outs}}
+    dtype = F64 if single else pl.Struct(fields)
 
     def kernel(states: pl.Series) -> pl.Series:
         values = evaluate(
-            states.struct.unnest(),
+            states.to_frame(ST),
             specs,
             ties=ties,
+            unscored=unscored,
             min_relevance=min_relevance,
             no_relevant=no_relevant,
             baseline=baseline,
+            counts=counts,
         )
         return values.to_series() if single else values.to_struct()
 
-    return pl.struct(*state).map_batches(kernel, return_dtype=dtype, is_elementwise=True)
+    return state.map_batches(kernel, return_dtype=dtype, is_elementwise=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -482,42 +463,89 @@ def evaluate(
     specs: Sequence[Spec],
     *,
     ties: str,
+    unscored: str,
     min_relevance: float,
     no_relevant: str | None,
     baseline: Sequence[Spec] = (),
+    counts: bool = False,
 ) -> pl.DataFrame:
     """The engine: one column per spec (``spec.out``), one row per query of ``states``.
 
-    ``states`` holds the columns of :func:`query_state`, one row per query; the result
-    keeps its row order. ``baseline`` specs are evaluated for a constant score (every
-    retrieved item of a query tied), from the same states.
+    ``states`` holds :func:`query_state`'s column, one row per query; the result keeps its
+    row order. The rows that count have a relevance, and a score unless
+    ``unscored="unretrieved"`` (rows without one are relevant-but-unretrieved items: they
+    count in the number of relevant items and the ideal DCG, and are never ranked). The
+    columns ``__pe_R`` (relevant items) and ``__pe_ideal`` (:func:`ideal_aggs`) of
+    ``states``, when present, replace the ones counted from the rows (``pe.trec_eval``
+    takes them from the qrels). ``baseline`` specs are evaluated for a constant score
+    (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
+    of relevant items (``__pe_R``) as the first column.
     """
-    schema = {spec.out: F64 for spec in (*specs, *baseline)}
+    every = [*specs, *baseline]
+    schema = {**({NREL: F64} if counts else {}), **{spec.out: F64 for spec in every}}
     if states.height == 0:
         return pl.DataFrame(schema=schema)
     grouped = states.lazy().with_row_index(QI)
-    out = grouped.select(QI, NREL, NRET, HASNAN, *ideal_scalars([*specs, *baseline]))
-    parts = [flat_sums(grouped, specs, ties=ties, min_relevance=min_relevance)]
-    if baseline:
-        parts.append(
-            flat_sums(
-                grouped,
-                baseline,
-                ties="average",
-                min_relevance=min_relevance,
-                constant=True,
-                prefix="b_",
-            )
+    r, s = pl.col("r"), pl.col("s")
+    keep = r.is_not_null() if unscored == "unretrieved" else r.is_not_null() & s.is_not_null()
+    rows = (
+        grouped.select(QI, ST)
+        .explode(ST)
+        .unnest(ST)
+        .filter(keep)
+        .with_columns(pl.col(QI).set_sorted())  # ascending: a row index before the explode
+        .collect()
+    )
+    # per query: relevant items (retrieved or not), retrieved items, a NaN seen, the ideal
+    given = [c for c in (NREL, IDEAL) if c in states.columns]
+    scalars = {
+        NREL: (r >= min_relevance).sum().cast(F64),
+        NRET: s.is_not_null().sum().cast(F64),
+        HASNAN: (s.is_nan() | r.is_nan()).any(),
+    }
+    top = _ideal_top(r, every)
+    if top is not None:
+        scalars[IDEAL] = top
+    per_query = (
+        grouped.select(QI, *given)
+        .join(
+            rows.lazy()
+            .group_by(QI)
+            .agg([e.alias(n) for n, e in scalars.items() if n not in given]),
+            on=QI,
+            how="left",
+            maintain_order="left",
         )
-    for part in parts:
-        out = out.join(part, on=QI, how="left", maintain_order="left")
-    finals = [_finalize_spec(spec, "", no_relevant) for spec in specs]
+        .with_columns(
+            pl.col(NREL, NRET).fill_null(0.0),
+            pl.col(HASNAN).fill_null(False),
+            *ideal_scalars(every),
+        )
+        .collect()
+    )
+    flat = rows.lazy().filter(s.is_not_null())
+    if any(spec.metric in ("r_precision", *INTERPOLATED) for spec in every):
+        # the number of relevant items, per row
+        flat = flat.with_columns(pl.lit(per_query.get_column(NREL)).gather(QI).alias(NREL))
+    out = per_query.lazy().join(
+        flat_sums(flat, specs, ties=ties, min_relevance=min_relevance),
+        on=QI,
+        how="left",
+        maintain_order="left",
+    )
+    if baseline:
+        base = flat_sums(
+            flat, baseline, ties="average", min_relevance=min_relevance, constant=True, prefix="b_"
+        )
+        out = out.join(base, on=QI, how="left", maintain_order="left")
+    finals = [pl.col(NREL)] if counts else []
+    finals += [_finalize_spec(spec, "", no_relevant) for spec in specs]
     finals += [_finalize_spec(spec, "b_", no_relevant) for spec in baseline]
     return out.select(finals).collect()
 
 
 def flat_sums(
-    grouped: pl.LazyFrame,
+    flat: pl.LazyFrame,
     specs: Sequence[Spec],
     *,
     ties: str,
@@ -527,27 +555,18 @@ def flat_sums(
 ) -> pl.LazyFrame:
     """Per query (column ``__pe_qi``): the sum each spec's formula reads (its ``key``).
 
+    ``flat``: the retrieved rows (``s``, ``r``) of every query, query after query (``__pe_qi``
+    ascending, flagged sorted: every ``group_by(QI)`` takes Polars' sorted-key path), each
+    query's rows by score, descending; with ``__pe_R`` per row for R-precision and 11-point
+    AP. A query without retrieved rows has no row (its sums are 0 after the join).
     ``constant=True`` evaluates a constant score (every retrieved item of a query tied).
     """
     c = pl.col
     formulas = {spec: FORMULAS[spec.metric](spec) for spec in specs}
-    # the state holds the retrieved rows only; a query that ranks nothing adds no row (its
-    # sums are 0 after the join); the number of relevant items is needed per row only by
-    # R-precision and 11-point AP
-    per_row = [NREL] if any(s.metric in ("r_precision", *INTERPOLATED) for s in specs) else []
-    flat = (
-        grouped.select(QI, ST, *per_row)
-        .filter(c(ST).list.len() > 0)
-        .explode(ST)
-        .unnest(ST)
-        .with_columns(
-            # the query index is ascending (a row index before the explode): flagged so,
-            # every group_by(QI) below takes Polars' sorted-key path (~4x faster)
-            pl.col(QI).set_sorted(),
-            pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
-            (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
-            (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
-        )
+    flat = flat.with_columns(
+        pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
+        (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
+        (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
     )
     flat = flat.with_columns(
         (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p"),
@@ -839,30 +858,23 @@ def _ranking_spec(
     out: str | None = None,
     **params: Any,
 ) -> MetricSpec:
-    """A ranking metric as a spec: its states are the query's kept rows (relevance and
-    score, merged by concatenation, so a query split across partitions merges exactly);
-    the finalize sorts them (:func:`query_state`) and runs the engine (:func:`query_metrics`)."""
-    r, s = kept_rows(relevance, score, opts.unscored)
+    """A ranking metric as a spec: its states are the query's rows (relevance and score,
+    merged by concatenation, so a query split across partitions merges exactly; the engine
+    leaves out the rows that do not count); the finalize sorts them (:func:`query_state`)
+    and runs the engine (:func:`query_metrics`)."""
     spec = Spec(out or metric, metric, k=opts.k, gain=opts.gain, **params)
 
     def finalize(rows: Mapping[str, pl.Expr]) -> pl.Expr:
-        state = query_state(
-            rows["r"],
-            rows["s"],
-            [spec],
-            ties=opts.ties,
-            unscored="unretrieved",  # the rows are kept already
-            min_relevance=opts.min_relevance,
-        )
         return query_metrics(
-            state,
+            query_state(rows["r"], rows["s"], ties=opts.ties),
             [spec],
             ties=opts.ties,
+            unscored=opts.unscored,
             min_relevance=opts.min_relevance,
             no_relevant=opts.no_relevant,
         )
 
-    states = {"r": State(r, "rows"), "s": State(s, "rows")}
+    states = {"r": State(to_float(relevance), "rows"), "s": State(to_float(score), "rows")}
     return MetricSpec(states, finalize, undefined=NO_RELEVANT_ITEM)
 
 

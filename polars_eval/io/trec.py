@@ -436,15 +436,7 @@ def trec_eval(
     joined = run_lf.join(qrels_lf, on=["query", "doc"], how="left")
     relevance = pl.col("relevance").fill_null(0.0)
     run_side = joined.group_by("query").agg(
-        *rk.query_state(
-            relevance,
-            "score",
-            [],
-            ties="first",
-            unscored="ignore",
-            min_relevance=1.0,
-            tiebreak="doc",
-        ),
+        rk.query_state(relevance, "score", ties="first", tiebreak="doc"),
         pl.len().cast(pl.Int64).alias("num_ret"),
         (relevance >= 1.0).sum().cast(pl.Int64).alias("num_rel_ret"),
         (pl.col("doc").n_unique() < pl.len()).alias("__pe_dup"),
@@ -456,9 +448,11 @@ def trec_eval(
         *rk.ideal_aggs(judged, specs),
     )
     # collected here: the readers' parsing (a Python batch function) runs once
-    grouped = run_side.drop(rk.NREL).join(qrels_side, on="query", how="inner").sort("query")
-    grouped = grouped.collect()
-    values = rk.evaluate(grouped, specs, ties="first", min_relevance=1.0, no_relevant="zero")
+    grouped = run_side.join(qrels_side, on="query", how="inner").sort("query").collect()
+    # the relevant items and the ideal DCG come from the qrels (__pe_R, __pe_ideal)
+    values = rk.evaluate(
+        grouped, specs, ties="first", unscored="ignore", min_relevance=1.0, no_relevant="zero"
+    )
     per = pl.concat(
         [grouped.select("query", *COUNT_MEASURES, "__pe_dup"), values], how="horizontal"
     ).with_columns(*_set_measures(measures), *_log_measures(measures))
