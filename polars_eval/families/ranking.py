@@ -475,9 +475,10 @@ def evaluate(
     row order. The rows that count have a relevance, and a score unless
     ``unscored="unretrieved"`` (rows without one are relevant-but-unretrieved items: they
     count in the number of relevant items and the ideal DCG, and are never ranked). The
-    columns ``__pe_R`` (relevant items) and ``__pe_ideal`` (:func:`ideal_aggs`) of
-    ``states``, when present, replace the ones counted from the rows (``pe.trec_eval``
-    takes them from the qrels). ``baseline`` specs are evaluated for a constant score
+    per-query columns ``__pe_R`` (relevant items), ``__pe_n`` (retrieved items),
+    ``__pe_nan`` (a NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
+    present, replace the ones counted from the rows (``pe.trec_eval`` takes the relevant
+    items and the ideal grades from the qrels). ``baseline`` specs are evaluated for a constant score
     (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
     of relevant items (``__pe_R``) as the first column.
     """
@@ -497,7 +498,7 @@ def evaluate(
         .collect()
     )
     # per query: relevant items (retrieved or not), retrieved items, a NaN seen, the ideal
-    given = [c for c in (NREL, IDEAL) if c in states.columns]
+    given = [c for c in (NREL, NRET, HASNAN, IDEAL) if c in states.columns]
     scalars = {
         NREL: (r >= min_relevance).sum().cast(F64),
         NRET: s.is_not_null().sum().cast(F64),
@@ -506,23 +507,13 @@ def evaluate(
     top = _ideal_top(r, every)
     if top is not None:
         scalars[IDEAL] = top
-    per_query = (
-        grouped.select(QI, *given)
-        .join(
-            rows.lazy()
-            .group_by(QI)
-            .agg([e.alias(n) for n, e in scalars.items() if n not in given]),
-            on=QI,
-            how="left",
-            maintain_order="left",
-        )
-        .with_columns(
-            pl.col(NREL, NRET).fill_null(0.0),
-            pl.col(HASNAN).fill_null(False),
-            *ideal_scalars(every),
-        )
-        .collect()
-    )
+    counted = [e.alias(n) for n, e in scalars.items() if n not in given]
+    per_query = grouped.select(QI, *given)
+    if counted:
+        per_query = per_query.join(
+            rows.lazy().group_by(QI).agg(counted), on=QI, how="left", maintain_order="left"
+        ).with_columns(pl.col(NREL, NRET).fill_null(0.0), pl.col(HASNAN).fill_null(False))
+    per_query = per_query.with_columns(ideal_scalars(every)).collect()
     flat = rows.lazy().filter(s.is_not_null())
     if any(spec.metric in ("r_precision", *INTERPOLATED) for spec in every):
         # the number of relevant items, per row

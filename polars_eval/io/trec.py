@@ -437,6 +437,8 @@ def trec_eval(
     relevance = pl.col("relevance").fill_null(0.0)
     run_side = joined.group_by("query").agg(
         rk.query_state(relevance, "score", ties="first", tiebreak="doc"),
+        pl.col("score").is_not_null().sum().cast(F64).alias(rk.NRET),
+        (pl.col("score").is_nan().any() | relevance.is_nan().any()).alias(rk.HASNAN),
         pl.len().cast(pl.Int64).alias("num_ret"),
         (relevance >= 1.0).sum().cast(pl.Int64).alias("num_rel_ret"),
         (pl.col("doc").n_unique() < pl.len()).alias("__pe_dup"),
