@@ -41,6 +41,7 @@ from polars_eval.families.ranking import (
     mrr,
     ndcg,
     precision_at_k,
+    r_precision,
     recall_at_k,
     reciprocal_rank,
 )
@@ -271,6 +272,7 @@ __all__ = [
     "proportion_ci",
     "r2",
     "r2_pearson",
+    "r_precision",
     "read_trec_qrels",
     "read_trec_run",
     "recall",

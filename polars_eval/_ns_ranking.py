@@ -1,8 +1,8 @@
 """Ranking methods of the ``.eval`` namespace (SPEC §7): per-query metrics averaged over queries.
 
 Every method takes ``query=`` (the query id column, or several) and evaluates in two
-stages: per query (``group_by([*by, *query])`` and the flat engine of
-:mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
+stages: per query (``group_by([*by, *query])`` and the metrics' expression, the one engine
+of :mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
 whose value is null, those with no relevant item, are left out of the mean; weighted by
 a query weight with ``weight=``). ``per_query=True`` stops after the first stage: one row
 per query. ``item=`` names the item column; when given, an item repeated within one query
@@ -32,6 +32,7 @@ from polars_eval.families import ranking as rk
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"
+METRICS = "__pe_metrics"
 
 
 def _keys(value: str | Sequence[str] | None, arg: str) -> list[str]:
@@ -91,12 +92,11 @@ def run_ranking(
     counts: bool = False,
     weight: IntoExpr | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Validate, evaluate per query (the flat engine), then average per ``by`` group.
+    """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
     Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
-    keys = by + query
     names = [spec.out for spec in [*specs, *(baseline or [])]]
     # a row with a null weight is ignored, as one with a null relevance (BAD_INPUTS row 1)
     graded = (
@@ -104,28 +104,23 @@ def run_ranking(
         if weight is None
         else pl.when(to_float(weight).is_not_null()).then(to_float(relevance))
     )
-    first = rk.state_aggs(
-        graded,
-        score,
+    values = rk.query_metrics(
+        rk.query_state(graded, score, ties=ties),
+        specs,
         ties=ties,
         unscored=unscored,
         min_relevance=float(min_relevance),
-        specs=[*specs, *(baseline or [])],
+        no_relevant=no_relevant,
+        baseline=baseline or (),
+        as_struct=True,
+        counts=True,  # the number of relevant items, for n_excluded
     )
+    first = [values.alias(METRICS)]
     if weight is not None:
         first.append(to_float(weight).drop_nulls().first().alias(WEIGHT))
 
     def middle(grouped: pl.LazyFrame) -> pl.LazyFrame:
-        return rk.evaluate_queries(
-            grouped,
-            [*keys, rk.NREL, *([WEIGHT] if weight is not None else [])],
-            specs,
-            ties=ties,
-            min_relevance=float(min_relevance),
-            no_relevant=no_relevant,
-            baseline=baseline,
-            order=keys,
-        )
+        return grouped.unnest(METRICS)
 
     try:
         query_lf = _build(
@@ -162,10 +157,10 @@ def _per_query(
     first: list[pl.Expr],
     middle: Callable[[pl.LazyFrame], pl.LazyFrame],
 ) -> pl.LazyFrame:
-    """One row per query: the first stage (sort per query) and the flat engine.
+    """One row per query: the first stage (sort per query and the engine).
 
     A long DataFrame is evaluated in slices of whole queries (a hash of the query keys),
-    one after the other: the flat engine holds a dozen columns as long as its input, so
+    one after the other: the engine holds a dozen columns as long as its input, so
     slicing keeps the peak memory near the input's size (4 slices of 1e7 rows: 1.6x the
     input columns instead of 4.4x) and is no slower. A LazyFrame stays one plan (its
     length is unknown before it runs; the streaming engine bounds its memory itself).
@@ -370,7 +365,7 @@ def _ranking_methods() -> dict[str, Any]:
     methods = {
         info.name: _make_method(info) for info in _registry.by_task("ranking") if info.name != "map"
     }
-    # MAP (registered for pe.metrics()): the flat engine's AP over the whole list by default
+    # MAP (registered for pe.metrics()): AP over the whole list by default
     # (trec_eval's map)
     methods["map"] = _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
     return methods
@@ -380,17 +375,22 @@ def _ranking_methods() -> dict[str, Any]:
 # df.eval.ranking: every metric at every cutoff
 # ---------------------------------------------------------------------------------------
 
-CUTOFF_METRICS = (
-    "ndcg",
-    "dcg",
-    "precision_at_k",
-    "recall_at_k",
-    "hit_rate_at_k",
-    "ap_at_k",
-    "mrr",
-    "err",
-    "cg",
-)
+
+def _table_metrics() -> tuple[list[str], list[str]]:
+    """The metrics of ``df.eval.ranking``, from the registry: those with a cutoff ``k`` (in
+    registration order), then those of the whole list (11-point AP, R-precision). ``map``
+    is ``ap_at_k`` under its table name and ``reciprocal_rank`` ``mrr`` under another."""
+    cutoff, whole = [], []
+    for info in _registry.by_task("ranking"):
+        if not info.summary or info.name == "map":
+            continue
+        (cutoff if "k" in info.signature.parameters else whole).append(info.name)
+    return cutoff, whole
+
+
+EXPENSIVE = ("ap_11pt",)
+"""Whole-list metrics left out of the default table with ``ties="average"`` (costly exact
+expectation on large tie blocks); computed when named in ``metrics=``."""
 
 
 ALL_CUTOFFS = object()
@@ -402,11 +402,12 @@ def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
     unless the entry names one (``"ndcg@10"``). By default every metric, but 11-point AP
     with ``ties="average"`` only when named (its exact expectation is costly on large tie
     blocks)."""
-    available = [*CUTOFF_METRICS, "ap_11pt"]
+    cutoff, whole = _table_metrics()
+    available = [*cutoff, *whole]
     if metrics is None:
-        default = available if ties == "first" else list(CUTOFF_METRICS)
+        default = [m for m in available if ties == "first" or m not in EXPENSIVE]
         return [(m, ALL_CUTOFFS) for m in default]
-    stems = {_registry.get(m).extra.get("short", m): m for m in [*CUTOFF_METRICS, "ap_11pt"]}
+    stems = {_registry.get(m).extra.get("short", m): m for m in available}
     chosen: list[tuple[str, Any]] = []
     for entry in [metrics] if isinstance(metrics, str) else metrics:
         name, at, cut_text = str(entry).partition("@")
@@ -418,10 +419,10 @@ def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
             )
         cut: Any = ALL_CUTOFFS
         if at:
-            if metric == "ap_11pt" or not cut_text.isdigit() or int(cut_text) <= 0:
+            if metric in whole or not cut_text.isdigit() or int(cut_text) <= 0:
                 raise InvalidParameterError(
                     f"metrics entry {entry!r}: the cutoff after '@' must be a positive int"
-                    + (" (ap_11pt takes none)" if metric == "ap_11pt" else "")
+                    + (f" ({metric} takes none)" if metric in whole else "")
                 )
             cut = int(cut_text)
         if (metric, cut) not in chosen:
@@ -454,9 +455,9 @@ def _ranking(
 
     Columns ``<metric>@<k>`` for each cutoff in ``k`` (``None`` = the whole list, no
     suffix): ``ndcg``, ``dcg``, ``precision``, ``recall``, ``hit_rate``, ``map`` (mean
-    AP@k), ``mrr``, ``cg``, ``err``, and ``ap_11pt`` (by default with ``ties="first"``
-    only: with ``ties="average"`` its exact expectation, costly on large tie blocks, is
-    computed when named in ``metrics=``); plus ``n_queries`` and ``n_excluded`` (the
+    AP@k), ``mrr``, ``err``, ``cg``; then the whole-list ``ap_11pt`` (by default with
+    ``ties="first"`` only: with ``ties="average"`` its exact expectation, costly on large
+    tie blocks, is computed when named in ``metrics=``) and ``r_precision``; plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
     By default (no ``metrics=``) the whole-list ``ndcg``, ``map`` and ``mrr`` come beside
     their cutoffs whatever ``k`` holds.
@@ -507,8 +508,8 @@ def _ranking(
         out: dict[str, rk.Spec] = {}
         for name, fixed in pairs:
             short = _registry.get(name).extra.get("short", name)
-            if name == "ap_11pt":
-                out["ap_11pt" + suffix] = rk.Spec("ap_11pt" + suffix, "ap_11pt")
+            if "k" not in _registry.get(name).signature.parameters:  # a whole-list metric
+                out[short + suffix] = rk.Spec(short + suffix, name)
                 continue
             for cut in cutoffs if fixed is ALL_CUTOFFS else [fixed]:
                 col = f"{short}{rk._suffix(cut)}{suffix}"

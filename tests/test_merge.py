@@ -38,6 +38,7 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "upper": "hi",
         "weight": "w",
     },
+    "ranking": {"relevance": "rel", "score": "s"},
 }
 # values of the options that have no default
 OPTIONS = {
@@ -81,11 +82,26 @@ def _forecast(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
     )
 
 
+def _ranking(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    """Graded relevance and scores (the group "g" is the query, split across partitions);
+    some rows with a null score or relevance."""
+    rel = rng.choice(4, size=n, p=[0.6, 0.2, 0.1, 0.1]).astype(float)
+    s = rng.random(n) + 0.1 * rel
+    if tied:
+        s = np.round(s, 1)
+    frame = pl.DataFrame({"rel": rel, "s": s})
+    return frame.with_columns(
+        pl.when(pl.int_range(pl.len()) % 17 == 3).then(None).otherwise(pl.col("s")).alias("s"),
+        pl.when(pl.int_range(pl.len()) % 23 == 5).then(None).otherwise(pl.col("rel")).alias("rel"),
+    )
+
+
 # task -> (rng, rows, tied) -> the input columns of COLUMNS[task]
 DATA: dict[str, Callable[[np.random.Generator, int, bool], pl.DataFrame]] = {
     "regression": _regression,
     "binary": _binary,
     "forecast": _forecast,
+    "ranking": _ranking,
 }
 
 
@@ -136,6 +152,7 @@ def test_some_metrics_are_specs() -> None:
         "d2_pinball",
         "d2_tweedie",
     } <= names
+    assert {info.name for info in REGISTRY.values() if info.task == "ranking"} <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import polars_eval as pe
+from polars_eval._core.registry import REGISTRY
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -61,7 +62,7 @@ def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[fl
             if flag:
                 return 1.0 / (i + 1)
         return 0.0
-    if name == "ap_at_k":
+    if name in ("ap_at_k", "map"):
         total, hits = 0.0, 0
         for i, flag in enumerate(y[:cut]):
             if flag:
@@ -77,6 +78,8 @@ def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[fl
             total += p * stop / (i + 1)
             p *= 1.0 - stop
         return total
+    if name == "r_precision":
+        return sum(y[:n_rel]) / n_rel
     if name == "ap_11pt":
         hits, pts = 0, []
         for i, flag in enumerate(y):
@@ -108,24 +111,15 @@ def brute_first(name: str, rels: list[float], scores: list[float], k: int | None
     return brute_one(name, [rels[i] for i in order], k, **o)
 
 
-AVERAGE_METRICS = {
-    "ndcg": pe.ndcg,
-    "dcg": pe.dcg,
-    "cg": pe.cg,
-    "precision_at_k": pe.precision_at_k,
-    "recall_at_k": pe.recall_at_k,
-    "hit_rate_at_k": pe.hit_rate_at_k,
-    "ap_at_k": pe.ap_at_k,
-    "reciprocal_rank": pe.reciprocal_rank,
-    "mrr": pe.mrr,
-    "err": pe.err,
-    "ap_11pt": pe.ap_11pt,
-}
+AVERAGE_METRICS = {info.name: info.fn for info in REGISTRY.values() if info.task == "ranking"}
+"""Every registered ranking metric (each needs its brute force in ``brute_one``)."""
+WHOLE_LIST = ("ap_11pt", "r_precision")
+"""Metrics without a cutoff (11-point AP, R-precision): over the whole list."""
 
 
 def _cut(name: str, k: int | None) -> dict:
-    """The cutoff argument of a metric (11-point AP has none: the whole list)."""
-    return {} if name == "ap_11pt" else {"k": k}
+    """The cutoff argument of a metric (none for the whole-list metrics)."""
+    return {} if name in WHOLE_LIST else {"k": k}
 
 
 def _query(seed: int, n: int, levels: int = 3, grades: int = 4) -> tuple[list[float], list[float]]:
@@ -141,8 +135,8 @@ def _value(fn, rels, scores, **kw):
 
 @pytest.mark.parametrize(
     ("name", "k"),
-    [(n, k) for n in sorted(AVERAGE_METRICS) for k in (1, 2, 4, None) if n != "ap_11pt"]
-    + [("ap_11pt", None)],
+    [(n, k) for n in sorted(AVERAGE_METRICS) for k in (1, 2, 4, None) if n not in WHOLE_LIST]
+    + [(n, None) for n in WHOLE_LIST],
 )
 def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) -> None:
     fn = AVERAGE_METRICS[name]
@@ -192,7 +186,7 @@ def test_ties_first_keeps_input_order(name: str, k: int | None) -> None:
     for seed in range(8):
         rels, scores = _query(200 + seed, 7)
         kw = _cut(name, k)
-        expected = brute_first(name, rels, scores, None if name == "ap_11pt" else k)
+        expected = brute_first(name, rels, scores, None if name in WHOLE_LIST else k)
         got = _value(fn, rels, scores, ties="first", **kw)
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))
 
@@ -264,6 +258,59 @@ def test_dcg_wikipedia_example() -> None:
     full = pl.concat([df, unranked])
     got = full.select(pe.ndcg("rel", "s", k=6, gain="linear", unscored="unretrieved")).item()
     assert got == pytest.approx(0.785, abs=5e-4)
+
+
+def test_r_precision_worked_example() -> None:
+    # relevant at ranks 1, 3 and 5, one more never ranked: R = 4, top 4 hold 2 -> 2/4;
+    # the unranked row ignored: R = 3, top 3 hold 2 -> 2/3
+    df = pl.DataFrame({"rel": [1, 0, 1, 0, 1, 1], "s": [6.0, 5.0, 4.0, 3.0, 2.0, None]})
+    assert df.select(pe.r_precision("rel", "s", unscored="unretrieved")).item() == 0.5
+    assert df.select(pe.r_precision("rel", "s")).item() == pytest.approx(2 / 3, abs=1e-15)
+    # a list shorter than R still divides by R: 1 relevant ranked of 3 relevant
+    short = pl.DataFrame({"rel": [1, 0, 2, 1], "s": [2.0, 1.0, None, None]})
+    got = short.select(pe.r_precision("rel", "s", unscored="unretrieved")).item()
+    assert got == pytest.approx(1 / 3, abs=1e-15)
+    # the two top items tied, one relevant, R = 1: half the orders put it first
+    tied = pl.DataFrame({"rel": [0, 1, 0], "s": [5.0, 5.0, 1.0]})
+    assert tied.select(pe.r_precision("rel", "s")).item() == 0.5
+    assert tied.select(pe.r_precision("rel", "s", ties="first")).item() == 0.0
+
+
+def test_r_precision_matches_trec_eval_rprec() -> None:
+    """pytrec_eval's Rprec per query: judged relevant items never retrieved count in R."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(17)
+    rows, qrels, run = [], {}, {}
+    for q in range(40):
+        n_docs = int(rng.integers(1, 30))
+        for d in range(n_docs):
+            rel = int(rng.choice([0, 0, 1, 2]))
+            retrieved = rng.random() < 0.8
+            score = float(rng.random()) if retrieved else None  # distinct: no ties
+            rows.append((f"q{q}", f"d{d}", rel, score))
+            qrels.setdefault(f"q{q}", {})[f"d{d}"] = rel
+            if retrieved:
+                run.setdefault(f"q{q}", {})[f"d{d}"] = score
+    df = pl.DataFrame(rows, schema=["q", "doc", "rel", "s"], orient="row")
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"Rprec"}).evaluate(run)
+    per = df.group_by("q").agg(pe.r_precision("rel", "s", unscored="unretrieved"))
+    got = dict(per.iter_rows())
+    compared = 0
+    for q, ref in expected.items():
+        if not any(r >= 1 for r in qrels[q].values()):
+            assert got[q] is None  # trec_eval scores 0 there; we give null (no_relevant)
+            continue
+        assert got[q] == pytest.approx(ref["Rprec"], abs=1e-12), q
+        compared += 1
+    assert compared > 20
+    # trec_eval averages over the queries of the run, those without a relevant item as 0
+    ranked = df.filter(pl.col("q").is_in(list(run)))
+    opts = {"query": "q", "unscored": "unretrieved", "no_relevant": "zero"}
+    zero = ranked.eval.r_precision("rel", "s", **opts)
+    table = ranked.eval.ranking("rel", "s", metrics=["r_precision"], **opts)
+    assert table.columns == ["n_queries", "n_excluded", "r_precision"]
+    assert table["r_precision"].item() == pytest.approx(zero, abs=1e-15)
+    assert zero == pytest.approx(np.mean([v["Rprec"] for v in expected.values()]), abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------
@@ -521,6 +568,7 @@ def test_registry_entries() -> None:
         "reciprocal_rank",
         "err",
         "cg",
+        "r_precision",
     } <= set(table["name"])
     # the method takes query= and the metric's own options
     import inspect
@@ -552,70 +600,86 @@ def test_ties_average_is_independent_of_row_order(rows, rnd, k) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# The namespace's flat engine against the per-query expressions
+# The namespace against the per-query expressions, for every registered ranking metric
 # ---------------------------------------------------------------------------------------
 
-ENGINE_METRICS = [
-    ("ndcg", pe.ndcg),
-    ("dcg", pe.dcg),
-    ("cg", pe.cg),
-    ("precision_at_k", pe.precision_at_k),
-    ("recall_at_k", pe.recall_at_k),
-    ("hit_rate_at_k", pe.hit_rate_at_k),
-    ("ap_at_k", pe.ap_at_k),
-    ("mrr", pe.mrr),
-]
 
-
-@pytest.mark.parametrize("ties", ["average", "first"])
-@pytest.mark.parametrize("unscored", ["ignore", "unretrieved"])
-def test_flat_engine_equals_expressions(ties: str, unscored: str) -> None:
-    from polars_eval.families import ranking as rk
-
+def _engine_log() -> pl.DataFrame:
     rng = np.random.default_rng(11)
     sizes = rng.integers(0, 12, 120)
     q = np.repeat(np.arange(len(sizes)), sizes)
     n = len(q)
-    df = pl.DataFrame(
+    return pl.DataFrame(
         {
             "q": q,
             "rel": rng.integers(0, 4, n) * (rng.random(n) < 0.5),
             "s": np.where(np.arange(n) % 13 == 0, np.nan, np.round(rng.random(n), 1)),
         }
     ).with_columns(pl.col("s").fill_nan(None))
-    specs, exprs = [], []
-    metrics = [*ENGINE_METRICS, ("err", pe.err)]
-    for k in (1, 3, None):
-        for name, fn in metrics:
-            for gain in ("exp2", "linear") if name in ("ndcg", "dcg") else ("exp2",):
-                out = f"{name}{k}{gain}"
-                kw = {"gain": gain} if name in ("ndcg", "dcg") else {}
-                specs.append(rk.Spec(out, name, k, gain=gain))
-                exprs.append(fn("rel", "s", k=k, ties=ties, unscored=unscored, **kw).alias(out))
-    specs.append(rk.Spec("apmin", "ap_at_k", 3, denominator="min_k"))
-    exprs.append(
-        pe.ap_at_k("rel", "s", k=3, denominator="min_k", ties=ties, unscored=unscored).alias(
-            "apmin"
+
+
+def _option_sets(info, ties: str, unscored: str) -> list[dict]:
+    """Options for a metric: each cutoff, then every option it takes set off its default."""
+    params = info.signature.parameters
+    base = {"ties": ties, "unscored": unscored}
+    if "k" not in params:
+        sets = [base]
+    else:
+        sets = [{**base, "k": k} for k in (1, 3, None)]
+    other = {"gain": "linear", "denominator": "min_k", "max_relevance": 3.0}
+    changed = {name: value for name, value in other.items() if name in params}
+    sets.append({**sets[-1], **changed, "min_relevance": 2, "no_relevant": "zero"})
+    return sets
+
+
+@pytest.mark.parametrize("ties", ["average", "first"])
+@pytest.mark.parametrize("unscored", ["ignore", "unretrieved"])
+def test_namespace_equals_expressions(ties: str, unscored: str) -> None:
+    """df.eval.<metric>(per_query=True) and df.eval.ranking(per_query=True) give, for every
+    registered ranking metric and option, the metric's expression in group_by(query)."""
+    df = _engine_log()
+    metrics = [info for info in REGISTRY.values() if info.task == "ranking"]
+    assert {"ndcg", "map", "err", "ap_11pt", "r_precision"} <= {i.name for i in metrics}
+    exprs, expected_cols = [], []
+    for info in metrics:
+        for options in _option_sets(info, ties, unscored):
+            expected = df.group_by("q").agg(info.fn("rel", "s", **options)).sort("q")
+            method = getattr(df.eval, info.name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                got = method("rel", "s", query="q", per_query=True, **options).sort("q")
+            assert_frame_equal(got, expected, abs_tol=1e-12, check_exact=False)
+            if info.summary and info.name != "map" and len(options) <= 3:  # the table's
+                short = info.extra.get("short", info.name)
+                col = short + ("" if options.get("k") is None else f"@{options['k']}")
+                exprs.append(info.fn("rel", "s", **options).alias(col))
+                expected_cols.append(col)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = df.eval.ranking(
+            "rel",
+            "s",
+            query="q",
+            k=[1, 3, None],
+            ties=ties,
+            unscored=unscored,
+            metrics=sorted({c.partition("@")[0] for c in expected_cols}),
+            per_query=True,
         )
-    )
-    specs.append(rk.Spec("ap11", "ap_11pt"))
-    exprs.append(pe.ap_11pt("rel", "s", ties=ties, unscored=unscored).alias("ap11"))
-    grouped = (
-        df.lazy()
-        .group_by("q")
-        .agg(
-            rk.state_aggs("rel", "s", ties=ties, unscored=unscored, min_relevance=1.0, specs=specs)
-        )
-    )
-    flat = (
-        rk.evaluate_queries(
-            grouped, ["q"], specs, ties=ties, min_relevance=1.0, no_relevant=None, order=["q"]
-        )
-        .collect()
-        .sort("q")
-    )
+    assert sorted(table.columns) == sorted(["q", *expected_cols])
     expected = df.group_by("q").agg(exprs).sort("q")
-    assert_frame_equal(flat, expected, abs_tol=1e-11, check_column_order=False)
+    assert_frame_equal(table.sort("q").select(expected.columns), expected, abs_tol=1e-12)
+
+
+def test_expressions_lazy_streaming_and_over(collect) -> None:
+    """The expressions in a lazy group_by (each engine) and inside over() give the eager values."""
+    df = _log(60, 21)
+    exprs = [fn("rel", "s", **_cut(name, 3)) for name, fn in AVERAGE_METRICS.items()]
+    eager = df.group_by("q").agg(exprs).sort("q")
+    lazy = collect(df.lazy().group_by("q").agg(exprs)).sort("q")
+    assert_frame_equal(lazy, eager, abs_tol=1e-12)
+    over = df.select("q", pe.ndcg("rel", "s", k=3).over("q")).unique("q").sort("q")
+    np.testing.assert_allclose(over["ndcg"], eager["ndcg"], atol=1e-12)
 
 
 def test_ranking_per_query_baseline_and_unretrieved(collect) -> None:

@@ -6,21 +6,19 @@ so it is used as ``df.group_by("qid").agg(pe.ndcg("rel", "score", k=10))`` (or i
 ``select`` over a frame holding one query). The ``.eval`` namespace takes ``query=`` and
 returns the mean over queries (``df.eval.ndcg("rel", "score", query="qid")``).
 
-Two engines evaluate the same closed forms, and the tests hold them equal:
-
-* the per-query expressions sort the rows of a query once by score, descending, into one
-  ``List[Struct{s, r}]`` (:func:`ranked_state`); each metric is a finalize step over that
-  list inside ``list.eval`` (:func:`finalize`). Convenient in any ``agg``/``select``, but
-  with a fixed cost per query and per operation;
-* the namespace (``df.eval.ndcg(..., query=)``, ``df.eval.ranking``) and
-  :func:`polars_eval.trec_eval` use the *flat engine* (:func:`state_aggs`,
-  :func:`evaluate_queries`): one sort per query in a ``group_by``, then every query laid
-  out flat and each step one vectorised column operation over all queries, several
-  metrics and cutoffs sharing the one sort.
+Every metric is a :class:`~polars_eval._core.spec.MetricSpec` whose states are the kept
+rows of the query (relevance and score, merged by concatenation: a query split across
+partitions merges exactly), and one engine evaluates it, in the expressions, the
+namespace (``df.eval.ndcg(..., query=)``, ``df.eval.ranking``) and
+:func:`polars_eval.trec_eval` alike: per query, one sort of its rows by score, descending
+(:func:`query_state`, inside the aggregation); then every query of the aggregation at
+once, laid out flat, each step one vectorised column operation (:func:`evaluate`, called
+by the expression on the aggregated states: :func:`query_metrics`). Each metric's formula
+is written once, over the totals of the blocks of tied scores (:data:`FORMULAS`).
 
 Every metric defaults to ``ties="average"``. The expectations of ERR and 11-point AP over
-tie orders need a recurrence over each tie block, evaluated in numpy (:mod:`._err_ties`,
-:mod:`._ap11_ties`).
+tie orders need a recurrence over each tie block, evaluated in numpy over every query at
+once (:mod:`._err_ties`, :mod:`._ap11_ties`).
 
 Conventions shared by every function of this module:
 
@@ -42,14 +40,15 @@ Conventions shared by every function of this module:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -75,6 +74,7 @@ __all__ = [
     "mrr",
     "ndcg",
     "precision_at_k",
+    "r_precision",
     "recall_at_k",
     "reciprocal_rank",
 ]
@@ -123,286 +123,20 @@ def _suffix(k: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# State: the rows of one query sorted by score, descending
-# ---------------------------------------------------------------------------------------
-
-
-def ranked_state(
-    relevance: IntoExpr,
-    score: IntoExpr,
-    *,
-    ties: str = "average",
-    unscored: str = "ignore",
-    tiebreak: IntoExpr | None = None,
-) -> pl.Expr:
-    """The state of one query: ``List[Struct{s, r}]`` sorted by score descending.
-
-    Unscored rows (kept only with ``unscored="unretrieved"``) have a null score and sort
-    last. ``ties="first"`` keeps the input order of tied rows (a stable sort);
-    ``tiebreak`` orders tied rows by that column, descending (trec_eval's document order).
-    """
-    r = to_float(relevance)
-    s = to_float(score)
-    keep = r.is_not_null()
-    if unscored == "ignore":
-        keep = keep & s.is_not_null()
-    r, s = r.filter(keep), s.filter(keep)
-    by = [s]
-    if tiebreak is not None:
-        by.append(to_expr(tiebreak).filter(keep))
-    return (
-        pl.struct(s.alias("s"), r.alias("r"))
-        .sort_by(by, descending=True, nulls_last=True, maintain_order=True)
-        .implode()
-    )
-
-
-class Ranked:
-    """Expressions over one query's sorted state, evaluated inside ``list.eval``.
-
-    Positions ``p = 1..n`` follow the sorted list (retrieved rows first). With
-    ``ties="average"`` a *block* is a run of equal scores occupying ranks ``a..b``
-    (``m = b - a + 1`` items); every item of a block is at each of those ranks with
-    probability ``1/m``, which gives the closed forms of McSherry & Najork (2008): a
-    position-discounted sum gives each item of the block the block's mean discount, and
-    so on (see each metric). With ``ties="first"`` every row is its own block.
-    Block totals are read at the block's last row from cumulative sums.
-    """
-
-    def __init__(self, opts: Options) -> None:
-        e = pl.element()
-        self.opts = opts
-        self.s = e.struct.field("s")
-        self.r = e.struct.field("r")
-        self.ret = self.s.is_not_null()
-        self.p = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).cast(F64)
-        if opts.ties == "first":
-            self.start: pl.Expr = pl.lit(True)
-            self.end: pl.Expr = pl.lit(True)
-        else:
-            self.start = (self.s != self.s.shift(1)).fill_null(True)
-            self.end = (self.s != self.s.shift(-1)).fill_null(True)
-        self.y = (self.r >= opts.min_relevance).cast(F64)
-        ret = self.ret.cast(F64)
-        self.incut = ret if opts.k is None else ret * (self.p <= opts.k).cast(F64)
-        # the retrieved list's length, and the relevant items (retrieved or not)
-        self.n = self.ret.sum().cast(F64)
-        self.R = self.y.sum()
-        self.a = pl.when(self.start).then(self.p).forward_fill()
-        self.m = self.p - self.a + 1.0
-
-    # block arithmetic ----------------------------------------------------------------
-    def before(self, x: pl.Expr) -> pl.Expr:
-        """Sum of ``x`` over the rows before the current row's block (every row)."""
-        return pl.when(self.start).then(x.cum_sum() - x).forward_fill()
-
-    def block(self, x: pl.Expr) -> pl.Expr:
-        """Sum of ``x`` over the current block (valid at the block's last row)."""
-        return x.cum_sum() - self.before(x)
-
-    def broadcast(self, x: pl.Expr) -> pl.Expr:
-        """A value read at the block's last row, given to every row of the block."""
-        return pl.when(self.end).then(x).backward_fill()
-
-    def over_blocks(self, x: pl.Expr) -> pl.Expr:
-        """Sum of a per-block value ``x`` (read at each block's last retrieved row)."""
-        return pl.when(self.end & self.ret).then(x).otherwise(0.0).sum()
-
-    def expected_in_cut(self, x: pl.Expr) -> pl.Expr:
-        """E[Σ x over the items ranked in the cutoff]: block total × share of its ranks in the cutoff."""
-        return self.over_blocks(self.block(x) * self.block(self.incut) / self.m)
-
-    # gains ---------------------------------------------------------------------------
-    def gain(self, r: pl.Expr) -> pl.Expr:
-        return 2.0**r - 1.0 if self.opts.gain == "exp2" else r
-
-    def discount(self) -> pl.Expr:
-        return self.incut / (self.p + 1.0).log(2)
-
-    def dcg(self) -> pl.Expr:
-        return self.over_blocks(
-            self.block(self.gain(self.r)) * self.block(self.discount()) / self.m
-        )
-
-    def idcg(self) -> pl.Expr:
-        ideal = self.gain(self.r.sort(descending=True))
-        cut = pl.lit(1.0) if self.opts.k is None else (self.p <= self.opts.k).cast(F64)
-        return (ideal * cut / (self.p + 1.0).log(2)).sum()
-
-    # first relevant item -------------------------------------------------------------
-    def first_relevant(self) -> tuple[pl.Expr, pl.Expr]:
-        """Per row: P(the first relevant item is at this row's rank), and a mask of the rows that can be.
-
-        In the first block holding a relevant item (``Y`` relevant of ``m``), the chance that
-        the first ``t - 1`` places hold no relevant item is ``q_t = Π_{u<t} (m-Y-u+1)/(m-u+1)``
-        (hypergeometric), and the first relevant item is at place ``t`` with chance
-        ``q_t · Y / (m - t + 1)``. With ``ties="first"`` that is 1 at the first relevant row.
-        """
-        y_block = self.broadcast(self.block(self.y))
-        first_block = (self.before(self.y) == 0.0) & (y_block > 0.0) & self.ret
-        if self.opts.ties == "first":
-            return self.y, first_block
-        m = self.broadcast(self.m)
-        left = m - self.m + 1.0  # items not yet placed: self.m is the place t = p - a + 1
-        # Every block before the first relevant one has Y = 0, so its factors are exactly 1
-        # and the running product over the whole list equals q_t inside the first block.
-        f = (left - y_block) / left
-        q = f.cum_prod().shift(1).fill_null(1.0)
-        return q * y_block / left, first_block
-
-    # guards --------------------------------------------------------------------------
-    def finish(self, value: pl.Expr) -> pl.Expr:
-        """NaN if a score or a relevance is NaN; null (or 0) when the query has no relevant item."""
-        has_nan = self.s.is_nan().any() | self.r.is_nan().any()
-        undefined = pl.lit(0.0 if self.opts.no_relevant == "zero" else None, dtype=F64)
-        return (
-            pl.when(has_nan)
-            .then(pl.lit(NAN, dtype=F64))
-            .when(self.R > 0.0)
-            .then(value.cast(F64))
-            .otherwise(undefined)
-        )
-
-
-# ---------------------------------------------------------------------------------------
-# Finalize steps (raw values, before the guard)
-# ---------------------------------------------------------------------------------------
-
-
-def _dcg(c: Ranked, **_: Any) -> pl.Expr:
-    return c.dcg()
-
-
-def _ndcg(c: Ranked, **_: Any) -> pl.Expr:
-    ideal = c.idcg()
-    return pl.when(ideal > 0.0).then(c.dcg() / ideal).otherwise(0.0)
-
-
-def _cg(c: Ranked, **_: Any) -> pl.Expr:
-    return c.expected_in_cut(c.r)
-
-
-def _precision(c: Ranked, **_: Any) -> pl.Expr:
-    hits = c.expected_in_cut(c.y)
-    if c.opts.k is not None:
-        return hits / float(c.opts.k)
-    return pl.when(c.n > 0.0).then(hits / c.n).otherwise(0.0)
-
-
-def _recall(c: Ranked, **_: Any) -> pl.Expr:
-    return c.expected_in_cut(c.y) / c.R
-
-
-def _r_precision(c: Ranked, **_: Any) -> pl.Expr:
-    # precision at rank R: per-row cutoff p <= R (used by trec_eval's Rprec)
-    incut = c.ret.cast(F64) * (c.p <= c.R).cast(F64)
-    return c.over_blocks(c.block(c.y) * c.block(incut) / c.m) / c.R
-
-
-def _hit_rate(c: Ranked, **_: Any) -> pl.Expr:
-    prob, first = c.first_relevant()
-    return pl.when(first).then(prob * c.incut).otherwise(0.0).sum()
-
-
-def _reciprocal_rank(c: Ranked, **_: Any) -> pl.Expr:
-    prob, first = c.first_relevant()
-    return pl.when(first).then(prob * c.incut / c.p).otherwise(0.0).sum()
-
-
-def _ap(c: Ranked, *, denominator: str = "all", **_: Any) -> pl.Expr:
-    # A relevant item of a block with Y relevant of m items, ranks a..b, C relevant before:
-    # at rank j, the other relevant items above it in the block are hypergeometric with
-    # mean (j - a)(Y - 1)/(m - 1), so E[precision at j] = (C + 1 + (j - a)·α) / j with
-    # α = (Y - 1)/(m - 1). Summed over the block's ranks in the cutoff, times Y/m.
-    y_block = c.block(c.y)
-    alpha = pl.when(c.m > 1.0).then((y_block - 1.0) / (c.m - 1.0)).otherwise(0.0)
-    harmonic = c.block(c.incut / c.p)
-    count = c.block(c.incut)
-    total = c.over_blocks(
-        y_block / c.m * ((c.before(c.y) + 1.0 - c.a * alpha) * harmonic + alpha * count)
-    )
-    if denominator == "min_k" and c.opts.k is not None:
-        den = pl.min_horizontal(c.R, pl.lit(float(c.opts.k)))
-    else:
-        den = c.R
-    return total / den
-
-
-def _err(c: Ranked, *, max_relevance: float = 4.0, **_: Any) -> pl.Expr:
-    stop = (2.0 ** c.r.clip(upper_bound=max_relevance) - 1.0) / 2.0**max_relevance
-    stop = stop * c.ret.cast(F64)
-    reach = (1.0 - stop).cum_prod().shift(1).fill_null(1.0)
-    return (stop * reach * c.incut / c.p).sum()
-
-
-def _ap_11pt(c: Ranked, **_: Any) -> pl.Expr:
-    hits = (c.y * c.ret.cast(F64)).cum_sum()
-    precision = hits / c.p
-    recall = hits / c.R
-    levels = [
-        precision.filter(c.ret & (recall >= i / 10.0 - 1e-12)).max().fill_null(0.0)
-        for i in range(11)
-    ]
-    return pl.sum_horizontal(levels) / 11.0
-
-
-FINALIZE: dict[str, Callable[..., pl.Expr]] = {
-    "ndcg": _ndcg,
-    "dcg": _dcg,
-    "precision_at_k": _precision,
-    "recall_at_k": _recall,
-    "hit_rate_at_k": _hit_rate,
-    "ap_at_k": _ap,
-    "ap_11pt": _ap_11pt,
-    "reciprocal_rank": _reciprocal_rank,
-    "mrr": _reciprocal_rank,
-    "err": _err,
-    "cg": _cg,
-    "r_precision": _r_precision,
-}
-"""Finalize steps by metric name (``df.eval.ranking`` and ``pe.trec_eval`` use them)."""
-
-
-def finalize(state: pl.Expr, opts: Options, name: str, **extra: Any) -> pl.Expr:
-    """One metric of one query from its state (a scalar expression, not aliased)."""
-    c = Ranked(opts)
-    return state.list.eval(c.finish(FINALIZE[name](c, **extra))).list.first().cast(F64)
-
-
-def _metric(
-    name: str,
-    relevance: IntoExpr,
-    score: IntoExpr,
-    opts: Options,
-    **extra: Any,
-) -> pl.Expr:
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    return finalize(state, opts, name, **extra).alias(name)
-
-
-# ---------------------------------------------------------------------------------------
-# The flat engine: many queries, many metrics, one sort per query
+# The state of a query
 # ---------------------------------------------------------------------------------------
 #
-# The per-query expressions above evaluate their formulas inside ``list.eval``, one list
-# (query) at a time; that costs a fixed overhead per query and per operation. The
-# namespace, ``df.eval.ranking`` and ``pe.trec_eval`` evaluate the same closed forms on
-# the *exploded* state instead: the rows of every query sorted once in a ``group_by`` (one
-# sort per query), then laid out flat, query after query, so every step is one vectorised
-# column operation over all queries at once:
+# Every ranking metric, as an expression in the user's ``group_by(query).agg(...)``, in the
+# namespace and in ``pe.trec_eval``, runs the same two steps:
 #
-# 1. cumulative sums over the whole column of the per-row inputs (relevant flag, gain,
-#    discount within the cutoff, ...);
-# 2. the rows that end a tie block are kept; a block's total is the difference of two
-#    consecutive cumulative sums (only differences within a block or a query are used, so
-#    nothing leaks between queries, and the rounding error grows with the block's length,
-#    not the column's); each block adds its closed-form contribution;
-# 3. the first block holding a relevant item (at most one per query) is expanded into its
-#    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
-# 4. ``group_by(query).sum()``, then the finalize formulas per query.
+# 1. in the aggregation (one group = one query), :func:`query_state`: the query's rows
+#    sorted by score, descending (the one sort), as one list;
+# 2. :func:`evaluate`, the engine, handed the states of many queries at once: the
+#    expression maps it over the aggregated lists elementwise, so Polars calls it once per
+#    batch of groups, never once per query (:func:`query_metrics`).
 #
-# The ideal DCG is a per-query scalar of the first stage (top k relevance grades). The two
-# engines are checked against each other in the tests.
+# Everything else (which rows count, the per-query counts, the ideal DCG) is the engine's:
+# in the aggregation each further operation costs once per group, in the engine once.
 
 QI = "__pe_qi"
 ST = "__pe_st"
@@ -416,7 +150,7 @@ INTERPOLATED = ("ap_11pt", "iprec_at_recall")
 
 @dataclass(frozen=True)
 class Spec:
-    """One output column of the flat engine: ``metric`` (a key of :data:`FINALIZE`) at cutoff ``k``."""
+    """One output column of the engine: ``metric`` (a key of :data:`FORMULAS`) at cutoff ``k``."""
 
     out: str
     metric: str
@@ -431,66 +165,289 @@ class Spec:
     flavor: str = "textbook"
 
 
-def _idcg_name(gain: str, k: int | None) -> str:
-    return f"__pe_idcg_{gain}_{k}"
+def query_state(
+    relevance: IntoExpr, score: IntoExpr, *, ties: str, tiebreak: IntoExpr | None = None
+) -> pl.Expr:
+    """In an aggregation over one query's rows: its state, the rows as
+    ``List[Struct{s, r}]`` (Float64) sorted by score, descending, null scores last.
+
+    Nothing is filtered here (the engine leaves out a row with a null relevance, and one
+    with a null score unless ``unscored="unretrieved"``). ``ties="first"`` keeps the input
+    order of tied rows (a stable sort); ``tiebreak`` orders them by that column,
+    descending (trec_eval's document order).
+    """
+    r, s = to_float(relevance), to_float(score)
+    by = [s] if tiebreak is None else [s, to_expr(tiebreak)]
+    return (
+        pl.struct(s.alias("s"), r.alias("r"))
+        .sort_by(by, descending=True, nulls_last=True, maintain_order=ties == "first")
+        .implode()
+        .alias(ST)
+    )
 
 
-def state_aggs(
-    relevance: IntoExpr,
-    score: IntoExpr,
+def _ideal_top(relevance: pl.Expr, specs: Sequence[Spec]) -> pl.Expr | None:
+    """The relevance grades, highest first, that the ideal DCG of the NDCG specs needs (the
+    top max-k grades, or all of them): None without an NDCG spec. A sort then ``head`` is
+    ~2x faster than ``top_k`` per group (Polars 2.1), and ``top_k`` promises no order."""
+    cuts = {s.k for s in specs if s.metric == "ndcg"}
+    if not cuts:
+        return None
+    top = relevance.sort(descending=True)
+    if None not in cuts:
+        top = top.head(max(k for k in cuts if k is not None))
+    return top
+
+
+def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
+    """In an aggregation over one query's judged items: the ``__pe_ideal`` column
+    :func:`evaluate` reads instead of the one it finds in the rows (``pe.trec_eval``)."""
+    top = _ideal_top(relevance, specs)
+    return [] if top is None else [top.implode().alias(IDEAL)]
+
+
+def query_metrics(
+    state: pl.Expr,
+    specs: Sequence[Spec],
     *,
     ties: str,
     unscored: str,
     min_relevance: float,
-    specs: list[Spec] = (),  # type: ignore[assignment]
-    tiebreak: IntoExpr | None = None,
-) -> list[pl.Expr]:
-    """First stage (inside ``group_by(query).agg``): the sorted state and per-query scalars.
+    no_relevant: str | None,
+    baseline: Sequence[Spec] = (),
+    as_struct: bool = False,
+    counts: bool = False,
+) -> pl.Expr:
+    """One aggregation: the value of each spec for the query whose :func:`query_state` is
+    ``state`` (Float64 for one spec unless ``as_struct``; else a struct, one field per spec,
+    and with ``counts`` the number of relevant items ``__pe_R`` first).
 
-    The state keeps the retrieved rows only (score not null); the per-query scalars count
-    every kept row: the relevant items (retrieved or not) and the ideal DCG of each
-    (gain, cutoff) that an NDCG spec needs.
+    The engine runs on the states of every group of the aggregation at once: a state is an
+    aggregated scalar (a list), so an elementwise ``map_batches`` over it is one call per
+    batch of groups (in a ``select``: one call, one group).
     """
-    r = to_float(relevance)
-    s = to_float(score)
-    keep = r.is_not_null()
-    if unscored == "ignore":
-        keep = keep & s.is_not_null()
-    rf, sf = r.filter(keep), s.filter(keep)
-    retrieved = keep & s.is_not_null()
-    rr, sr = r.filter(retrieved), s.filter(retrieved)
-    by = [sr]
-    if tiebreak is not None:
-        by.append(to_expr(tiebreak).filter(retrieved))
-    out = [
-        pl.struct(sr.alias("s"), rr.alias("r"))
-        .sort_by(by, descending=True, maintain_order=ties == "first")
-        .alias(ST),
-        (rf >= min_relevance).sum().cast(F64).alias(NREL),
-        sf.is_not_null().sum().cast(F64).alias(NRET),
-        (sf.is_nan().any() | rf.is_nan().any()).alias(HASNAN),
-    ]
-    return out + ideal_aggs(rf, specs)
+    outs = [spec.out for spec in (*specs, *baseline)]
+    single = len(outs) == 1 and not as_struct and not counts
+    fields = {**({NREL: F64} if counts else {}), **{out: F64 for out in outs}}
+    dtype = F64 if single else pl.Struct(fields)
+
+    def kernel(states: pl.Series) -> pl.Series:
+        values = evaluate(
+            states.to_frame(ST),
+            specs,
+            ties=ties,
+            unscored=unscored,
+            min_relevance=min_relevance,
+            no_relevant=no_relevant,
+            baseline=baseline,
+            counts=counts,
+        )
+        return values.to_series() if single else values.to_struct()
+
+    return state.map_batches(kernel, return_dtype=dtype, is_elementwise=True)
 
 
-def ideal_aggs(relevance: pl.Expr, specs: list[Spec]) -> list[pl.Expr]:
-    """Per query: the relevance grades, highest first, that the ideal DCG of an NDCG spec needs.
+# ---------------------------------------------------------------------------------------
+# The engine: many queries, many metrics, one sort per query
+# ---------------------------------------------------------------------------------------
+#
+# The rows of every query are laid out flat, query after query, so every step is one
+# vectorised column operation over all queries at once:
+#
+# 1. cumulative sums over the whole column of the per-row inputs the formulas read
+#    (relevant flag, gain, discount within the cutoff, ...);
+# 2. the rows that end a tie block are kept; a block's total is the difference of two
+#    consecutive cumulative sums; each metric adds its closed-form contribution per block
+#    (its :class:`Formula`), summed per query;
+# 3. the first block holding a relevant item (at most one per query) is expanded into its
+#    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
+# 4. each metric's value per query from its sum and the query's scalars, then the shared
+#    guard (NaN, no relevant item).
+#
+# ERR and 11-point AP are not sums over tie blocks: with ``ties="first"`` they are
+# per-row recurrences over the flat rows, with ``ties="average"`` numpy kernels over every
+# query at once (:mod:`._err_ties`, :mod:`._ap11_ties`).
 
-    One list (``__pe_ideal``, the top max-k grades) serves every (gain, cutoff);
-    :func:`ideal_scalars` reduces it to one ideal DCG each. A per-group sort then ``head``
-    is ~2x faster than ``top_k`` inside a ``group_by``, and the list arithmetic is cheaper
-    outside it (Polars 2.1).
+# the flat rows: position, relevant flag, grade
+P, Y, REL = pl.col("_p"), pl.col("_y"), pl.col("r")
+# the tie blocks: items, first rank, relevant items above the block in its query
+M, A, ABOVE = pl.col("_m"), pl.col("_a"), pl.col("_C")
+# the places of the first block holding a relevant item: probability, rank
+PROB, RANK = pl.col("_prob"), pl.col("_rank")
+# the query scalars: relevant items, retrieved items
+R, N = pl.col(NREL), pl.col(NRET)
+
+
+def _t(name: str) -> pl.Expr:
+    """The block total of the per-row input ``name``."""
+    return pl.col(f"_t_{name}")
+
+
+def _within(k: int | None) -> pl.Expr:
+    """Per row: 1 when the position is within the cutoff (a column, whose sum counts rows)."""
+    return (P > 0.0).cast(F64) if k is None else (P <= k).cast(F64)
+
+
+def _inside(rank: pl.Expr, k: int | None) -> pl.Expr:
+    return pl.lit(1.0) if k is None else (rank <= k).cast(F64)
+
+
+def _gain_expr(r: pl.Expr, gain: str) -> pl.Expr:
+    return 2.0**r - 1.0 if gain == "exp2" else r
+
+
+def _idcg_name(gain: str, k: int | None) -> str:
+    return f"__pe_idcg_{gain}_{k}"
+
+
+def _same(total: pl.Expr) -> pl.Expr:
+    return total
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One metric over tie-block totals (McSherry & Najork 2008).
+
+    A tie block is a run of ``m`` equal scores at ranks ``a .. a + m - 1``; over the orders
+    of its items, each item is at each of those ranks with probability ``1/m``, so a
+    position-discounted sum gives every item of the block the block's mean discount.
+    ``block`` is the contribution of one block, from its totals of the per-row ``inputs``
+    (and ``M``, ``A``, ``ABOVE``); ``place`` the contribution of one place of the first
+    block holding a relevant item (``PROB``, ``RANK``); their sum per query is the column
+    ``key`` (formulas reading the same sum share it), and ``value`` turns it into the
+    metric (reading the query scalars ``R``, ``N`` and the ideal DCG).
     """
-    cuts = {s.k for s in specs if s.metric == "ndcg"}
-    if not cuts:
-        return []
-    top = relevance.sort(descending=True)
-    if None not in cuts:
-        top = top.head(max(k for k in cuts if k is not None))
-    return [top.alias(IDEAL)]
+
+    key: str
+    value: Callable[[pl.Expr], pl.Expr] = _same
+    inputs: Mapping[str, pl.Expr] = field(default_factory=dict)
+    block: pl.Expr | None = None
+    place: pl.Expr | None = None
 
 
-def ideal_scalars(specs: list[Spec]) -> list[pl.Expr]:
+def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
+    """E[relevant items in the top k]: a block's relevant items times its share of ranks within k."""
+    return Formula(
+        key=f"hits{k}",
+        value=value,
+        inputs={"y": Y, f"i{k}": _within(k)},
+        block=_t("y") * _t(f"i{k}") / M,
+    )
+
+
+def _precision(spec: Spec) -> Formula:
+    k = spec.k
+
+    def value(hits: pl.Expr) -> pl.Expr:
+        if k is not None:
+            return hits / float(k)  # divides by k even when the list is shorter (trec_eval)
+        return pl.when(N > 0.0).then(hits / N).otherwise(0.0)
+
+    return _hits(k, value)
+
+
+def _recall(spec: Spec) -> Formula:
+    return _hits(spec.k, lambda hits: hits / R)
+
+
+def _r_precision(spec: Spec) -> Formula:
+    # precision at rank R: the cutoff is the query's own number of relevant items
+    return Formula(
+        key="rprec",
+        value=lambda hits: hits / R,
+        inputs={"y": Y, "iR": (P <= R).cast(F64)},
+        block=_t("y") * _t("iR") / M,
+    )
+
+
+def _cg(spec: Spec) -> Formula:
+    k = spec.k
+    return Formula(
+        key=f"cg{k}", inputs={"r": REL, f"i{k}": _within(k)}, block=_t("r") * _t(f"i{k}") / M
+    )
+
+
+def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> Formula:
+    k, gain = spec.k, spec.gain
+    return Formula(
+        key=f"dcg{gain}{k}",
+        value=value,
+        inputs={f"g{gain}": _gain_expr(REL, gain), f"d{k}": _within(k) / (P + 1.0).log(2)},
+        block=_t(f"g{gain}") * _t(f"d{k}") / M,
+    )
+
+
+def _dcg(spec: Spec) -> Formula:
+    return _dcg_formula(spec)
+
+
+def _ndcg(spec: Spec) -> Formula:
+    idcg = pl.col(_idcg_name(spec.gain, spec.k))
+    return _dcg_formula(spec, lambda dcg: pl.when(idcg > 0.0).then(dcg / idcg).otherwise(0.0))
+
+
+def _ap(spec: Spec) -> Formula:
+    # A relevant item of a block with Y relevant of m items, ranks a..b, C relevant above:
+    # at rank j, the other relevant items above it in the block are hypergeometric with
+    # mean (j - a)(Y - 1)/(m - 1), so E[precision at j] = (C + 1 + (j - a)·α) / j with
+    # α = (Y - 1)/(m - 1). Summed over the block's ranks in the cutoff (Σ 1/j and their
+    # count), times Y/m.
+    k = spec.k
+    y = _t("y")
+    alpha = pl.when(M > 1.0).then((y - 1.0) / (M - 1.0)).otherwise(0.0)
+    block = y / M * ((ABOVE + 1.0 - A * alpha) * _t(f"h{k}") + alpha * _t(f"i{k}"))
+    if spec.denominator == "min_k" and k is not None:
+        den = pl.min_horizontal(R, pl.lit(float(k)))
+    else:
+        den = R
+    return Formula(
+        key=f"ap{k}",
+        value=lambda total: total / den,
+        inputs={"y": Y, f"i{k}": _within(k), f"h{k}": _within(k) / P},
+        block=block,
+    )
+
+
+def _reciprocal_rank(spec: Spec) -> Formula:
+    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK)
+
+
+def _hit_rate(spec: Spec) -> Formula:
+    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k))
+
+
+def _err(spec: Spec) -> Formula:
+    # per-row (ties="first") or numpy (ties="average"): see flat_sums
+    return Formula(key=f"err{spec.max_relevance}_{spec.k}")
+
+
+def _ap_11pt(spec: Spec) -> Formula:
+    return Formula(key=f"ap11{spec.flavor}")
+
+
+def _iprec_at_recall(spec: Spec) -> Formula:  # k: the recall level's index, 0..10
+    return Formula(key=f"ip{spec.flavor}{spec.k}")
+
+
+FORMULAS: dict[str, Callable[[Spec], Formula]] = {
+    "ndcg": _ndcg,
+    "dcg": _dcg,
+    "precision_at_k": _precision,
+    "recall_at_k": _recall,
+    "hit_rate_at_k": _hit_rate,
+    "ap_at_k": _ap,
+    "ap_11pt": _ap_11pt,
+    "iprec_at_recall": _iprec_at_recall,
+    "reciprocal_rank": _reciprocal_rank,
+    "mrr": _reciprocal_rank,
+    "err": _err,
+    "cg": _cg,
+    "r_precision": _r_precision,
+}
+"""The formula of each metric (by name) that the engine evaluates."""
+
+
+def ideal_scalars(specs: Sequence[Spec]) -> list[pl.Expr]:
     """The ideal DCG of each (gain, cutoff) of the NDCG specs, from the ``__pe_ideal`` list."""
     out = []
     for gain, k in sorted({(s.gain, s.k) for s in specs if s.metric == "ndcg"}, key=str):
@@ -501,78 +458,120 @@ def ideal_scalars(specs: list[Spec]) -> list[pl.Expr]:
     return out
 
 
-def _gain_expr(r: pl.Expr, gain: str) -> pl.Expr:
-    return 2.0**r - 1.0 if gain == "exp2" else r
+def evaluate(
+    states: pl.DataFrame,
+    specs: Sequence[Spec],
+    *,
+    ties: str,
+    unscored: str,
+    min_relevance: float,
+    no_relevant: str | None,
+    baseline: Sequence[Spec] = (),
+    counts: bool = False,
+) -> pl.DataFrame:
+    """The engine: one column per spec (``spec.out``), one row per query of ``states``.
 
-
-def _sum_inputs(specs: list[Spec], p: pl.Expr, y: pl.Expr, r: pl.Expr) -> dict[str, pl.Expr]:
-    """The per-row inputs whose block totals the specs need, by name."""
-
-    def cut(k: int | None) -> pl.Expr:
-        # a column, not a literal: its cumulative sum must count rows
-        return (p > 0.0).cast(F64) if k is None else (p <= k).cast(F64)
-
-    inputs: dict[str, pl.Expr] = {"y": y}
-    for spec in specs:
-        k = spec.k
-        if spec.metric in ("precision_at_k", "recall_at_k", "ap_at_k", "cg"):
-            inputs[f"i{k}"] = cut(k)
-        if spec.metric == "ap_at_k":
-            inputs[f"h{k}"] = cut(k) / p
-        if spec.metric in ("ndcg", "dcg"):
-            inputs[f"d{k}"] = cut(k) / (p + 1.0).log(2)
-            inputs[f"g{spec.gain}"] = _gain_expr(r, spec.gain)
-        if spec.metric == "cg":
-            inputs["r"] = r
-        if spec.metric == "r_precision":
-            inputs["iR"] = (p <= pl.col(NREL)).cast(F64)
-    return inputs
+    ``states`` holds :func:`query_state`'s column, one row per query; the result keeps its
+    row order. The rows that count have a relevance, and a score unless
+    ``unscored="unretrieved"`` (rows without one are relevant-but-unretrieved items: they
+    count in the number of relevant items and the ideal DCG, and are never ranked). The
+    per-query columns ``__pe_R`` (relevant items), ``__pe_n`` (retrieved items),
+    ``__pe_nan`` (a NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
+    present, replace the ones counted from the rows (``pe.trec_eval`` takes the relevant
+    items and the ideal grades from the qrels). ``baseline`` specs are evaluated for a constant score
+    (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
+    of relevant items (``__pe_R``) as the first column.
+    """
+    every = [*specs, *baseline]
+    schema = {**({NREL: F64} if counts else {}), **{spec.out: F64 for spec in every}}
+    if states.height == 0:
+        return pl.DataFrame(schema=schema)
+    grouped = states.lazy().with_row_index(QI)
+    r, s = pl.col("r"), pl.col("s")
+    keep = r.is_not_null() if unscored == "unretrieved" else r.is_not_null() & s.is_not_null()
+    rows = (
+        grouped.select(QI, ST)
+        .explode(ST)
+        .unnest(ST)
+        .filter(keep)
+        .with_columns(pl.col(QI).set_sorted())  # ascending: a row index before the explode
+        .collect()
+    )
+    # per query: relevant items (retrieved or not), retrieved items, a NaN seen, the ideal
+    given = [c for c in (NREL, NRET, HASNAN, IDEAL) if c in states.columns]
+    scalars = {
+        NREL: (r >= min_relevance).sum().cast(F64),
+        NRET: s.is_not_null().sum().cast(F64),
+        HASNAN: (s.is_nan() | r.is_nan()).any(),
+    }
+    top = _ideal_top(r, every)
+    if top is not None:
+        scalars[IDEAL] = top
+    counted = [e.alias(n) for n, e in scalars.items() if n not in given]
+    per_query = grouped.select(QI, *given)
+    if counted:
+        per_query = per_query.join(
+            rows.lazy().group_by(QI).agg(counted), on=QI, how="left", maintain_order="left"
+        ).with_columns(pl.col(NREL, NRET).fill_null(0.0), pl.col(HASNAN).fill_null(False))
+    per_query = per_query.with_columns(ideal_scalars(every)).collect()
+    flat = rows.lazy().filter(s.is_not_null())
+    if any(spec.metric in ("r_precision", *INTERPOLATED) for spec in every):
+        # the number of relevant items, per row
+        flat = flat.with_columns(pl.lit(per_query.get_column(NREL)).gather(QI).alias(NREL))
+    out = per_query.lazy().join(
+        flat_sums(flat, specs, ties=ties, min_relevance=min_relevance),
+        on=QI,
+        how="left",
+        maintain_order="left",
+    )
+    if baseline:
+        base = flat_sums(
+            flat, baseline, ties="average", min_relevance=min_relevance, constant=True, prefix="b_"
+        )
+        out = out.join(base, on=QI, how="left", maintain_order="left")
+    finals = [pl.col(NREL)] if counts else []
+    finals += [_finalize_spec(spec, "", no_relevant) for spec in specs]
+    finals += [_finalize_spec(spec, "b_", no_relevant) for spec in baseline]
+    return out.select(finals).collect()
 
 
 def flat_sums(
-    grouped: pl.LazyFrame,
-    specs: list[Spec],
+    flat: pl.LazyFrame,
+    specs: Sequence[Spec],
     *,
     ties: str,
     min_relevance: float,
     constant: bool = False,
     prefix: str = "",
 ) -> pl.LazyFrame:
-    """Per query (column ``__pe_qi``): the sums each spec's finalize formula needs.
+    """Per query (column ``__pe_qi``): the sum each spec's formula reads (its ``key``).
 
+    ``flat``: the retrieved rows (``s``, ``r``) of every query, query after query (``__pe_qi``
+    ascending, flagged sorted: every ``group_by(QI)`` takes Polars' sorted-key path), each
+    query's rows by score, descending; with ``__pe_R`` per row for R-precision and 11-point
+    AP. A query without retrieved rows has no row (its sums are 0 after the join).
     ``constant=True`` evaluates a constant score (every retrieved item of a query tied).
     """
     c = pl.col
-    # the state holds the retrieved rows only; a query that ranks nothing adds no row (its
-    # sums are 0 after the join); the number of relevant items is needed per row only by
-    # R-precision and 11-point AP
-    per_row = [NREL] if any(s.metric in ("r_precision", *INTERPOLATED) for s in specs) else []
-    flat = (
-        grouped.select(QI, ST, *per_row)
-        .filter(c(ST).list.len() > 0)
-        .explode(ST)
-        .unnest(ST)
-        .with_columns(
-            # the query index is ascending (a row index before the explode): flagged so,
-            # every group_by(QI) below takes Polars' sorted-key path (~4x faster)
-            pl.col(QI).set_sorted(),
-            pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
-            (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
-            (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
-        )
+    formulas = {spec: FORMULAS[spec.metric](spec) for spec in specs}
+    flat = flat.with_columns(
+        pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
+        (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
+        (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
     )
     flat = flat.with_columns(
         (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p"),
         (c("r") >= min_relevance).cast(F64).alias("_y"),
     ).drop("_i")
-    p, y = c("_p"), c("_y")
     if constant:
         end = c("_qe")
     elif ties == "first":
         end = pl.lit(True)
     else:
         end = c("_qe") | (c("s") != c("s").shift(-1)).fill_null(True)
-    inputs = _sum_inputs(specs, p, y, c("r"))
+    inputs: dict[str, pl.Expr] = {"y": Y}
+    for formula in formulas.values():
+        inputs.update(formula.inputs)
     flat = flat.with_columns(
         end.alias("_en"), *[x.cum_sum().alias(f"_c_{n}") for n, x in inputs.items()]
     )
@@ -596,28 +595,11 @@ def flat_sums(
         (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_C"),
         (c("_p") - c("_m") + 1.0).alias("_a"),
     )
-    m, a, big_c, t = c("_m"), c("_a"), c("_C"), lambda n: c(f"_t_{n}")
-    sums: dict[str, pl.Expr] = {}
-    for spec in specs:
-        k, name = spec.k, spec.metric
-        if name in ("precision_at_k", "recall_at_k"):
-            sums[f"hits{k}"] = t("y") * t(f"i{k}") / m
-        elif name == "ap_at_k":
-            alpha = pl.when(m > 1.0).then((t("y") - 1.0) / (m - 1.0)).otherwise(0.0)
-            sums[f"ap{k}"] = (
-                t("y") / m * ((big_c + 1.0 - a * alpha) * t(f"h{k}") + alpha * t(f"i{k}"))
-            )
-        elif name == "cg":
-            sums[f"cg{k}"] = t("r") * t(f"i{k}") / m
-        elif name in ("ndcg", "dcg"):
-            sums[f"dcg{spec.gain}{k}"] = t(f"g{spec.gain}") * t(f"d{k}") / m
-        elif name == "r_precision":
-            sums["rprec"] = t("y") * t("iR") / m
-    out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in sums.items()])
-
-    first_specs = [s for s in specs if s.metric in ("reciprocal_rank", "mrr", "hit_rate_at_k")]
-    if first_specs:
-        out = out.join(_first_relevant(blocks, first_specs, prefix), on=QI, how="left")
+    per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
+    out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_block.items()])
+    per_place = {f.key: f.place for f in formulas.values() if f.place is not None}
+    if per_place:
+        out = out.join(_first_relevant(blocks, per_place, prefix), on=QI, how="left")
     err_specs = [s for s in specs if s.metric == "err"]
     if err_specs:
         # ties="average" and not constant: a tie block's expectation needs a recurrence
@@ -635,13 +617,15 @@ def flat_sums(
     return out
 
 
-def _first_relevant(blocks: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFrame:
-    """E[1/rank] and P(rank <= k) of the first relevant item, from the first relevant block.
+def _first_relevant(
+    blocks: pl.LazyFrame, per_place: Mapping[str, pl.Expr], prefix: str
+) -> pl.LazyFrame:
+    """Sums over the places of the first block holding a relevant item, per query.
 
     The block (ranks a..a+m-1, Y relevant of m) is expanded into its places t = 1..m: the
-    first relevant item is at place t with chance q_t · Y / (m − t + 1), where
-    q_t = Π_{u<t} (m − u + 1 − Y)/(m − u + 1) is the chance that the places before hold
-    no relevant item (sampling without replacement).
+    first relevant item is at place t (rank a + t - 1) with chance q_t · Y / (m − t + 1),
+    where q_t = Π_{u<t} (m − u + 1 − Y)/(m − u + 1) is the chance that the places before
+    hold no relevant item (sampling without replacement).
     """
     c = pl.col
     first = (
@@ -654,16 +638,10 @@ def _first_relevant(blocks: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.
     left = c("m") - c("t") + 1.0
     first = first.with_columns(((left - c("Y")) / left).alias("_f"), (c("t") == 1.0).alias("_qs"))
     first = _exclusive_product(first, c("_f"), "_q")
-    rank = c("a") + c("t") - 1.0
-    prob = c("_q") * c("Y") / left
-    sums: dict[str, pl.Expr] = {}
-    for spec in specs:
-        inside = pl.lit(1.0) if spec.k is None else (rank <= spec.k).cast(F64)
-        if spec.metric == "hit_rate_at_k":
-            sums[f"{prefix}hit{spec.k}"] = prob * inside
-        else:
-            sums[f"{prefix}rr{spec.k}"] = prob * inside / rank
-    return first.group_by(QI).agg([x.sum().alias(n) for n, x in sums.items()])
+    first = first.with_columns(
+        (c("_q") * c("Y") / left).alias("_prob"), (c("a") + c("t") - 1.0).alias("_rank")
+    )
+    return first.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_place.items()])
 
 
 def _err_sums(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.LazyFrame:
@@ -778,47 +756,14 @@ def _exclusive_product(flat: pl.LazyFrame, factor: pl.Expr, name: str) -> pl.Laz
 
 
 def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
-    c = pl.col
-    k, name = spec.k, spec.metric
-    R, n = c(NREL), c(NRET)
-
-    def raw(col: str) -> pl.Expr:
-        return c(f"{prefix}{col}").fill_null(0.0)
-
-    if name == "ndcg":
-        idcg = c(_idcg_name(spec.gain, k))
-        value = pl.when(idcg > 0.0).then(raw(f"dcg{spec.gain}{k}") / idcg).otherwise(0.0)
-    elif name == "dcg":
-        value = raw(f"dcg{spec.gain}{k}")
-    elif name == "cg":
-        value = raw(f"cg{k}")
-    elif name == "precision_at_k":
-        hits = raw(f"hits{k}")
-        value = hits / float(k) if k is not None else pl.when(n > 0).then(hits / n).otherwise(0.0)
-    elif name == "recall_at_k":
-        value = raw(f"hits{k}") / R
-    elif name == "hit_rate_at_k":
-        value = raw(f"hit{k}")
-    elif name in ("reciprocal_rank", "mrr"):
-        value = raw(f"rr{k}")
-    elif name == "ap_at_k":
-        den = (
-            R if spec.denominator == "all" or k is None else pl.min_horizontal(R, pl.lit(float(k)))
-        )
-        value = raw(f"ap{k}") / den
-    elif name == "err":
-        value = raw(f"err{spec.max_relevance}_{k}")
-    elif name == "ap_11pt":
-        value = raw(f"ap11{spec.flavor}")
-    elif name == "iprec_at_recall":  # k: the recall level's index, 0..10
-        value = raw(f"ip{spec.flavor}{k}")
-    elif name == "r_precision":
-        value = raw("rprec") / R
-    else:  # pragma: no cover - specs name FINALIZE's keys
-        raise KeyError(name)
+    """The value of ``spec`` per query from its sum, guarded: NaN when a score or a
+    relevance is NaN; null (or 0 with ``no_relevant="zero"``) for a query with no relevant
+    item."""
+    formula = FORMULAS[spec.metric](spec)
+    value = formula.value(pl.col(f"{prefix}{formula.key}").fill_null(0.0))
     undefined = pl.lit(0.0 if no_relevant == "zero" else None, dtype=F64)
     return (
-        pl.when(c(HASNAN))
+        pl.when(pl.col(HASNAN))
         .then(pl.lit(NAN, dtype=F64))
         .when(R > 0.0)
         .then(value.cast(F64))
@@ -827,85 +772,9 @@ def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
     )
 
 
-def evaluate_queries(
-    grouped: pl.LazyFrame,
-    keys: list[str],
-    specs: list[Spec],
-    *,
-    ties: str,
-    min_relevance: float,
-    no_relevant: str | None,
-    order: list[str],
-    baseline: list[Spec] | None = None,
-) -> pl.LazyFrame:
-    """``grouped`` (:func:`state_aggs` columns and ``keys``) -> ``keys`` + one column per spec.
-
-    ``keys`` are the columns of ``grouped`` to keep (query keys, counts); one row per query.
-    ``order`` are the columns identifying a query: ``grouped`` is sorted by them, so that
-    the row index that joins the two branches of the plan names the same query in both
-    (and the rounding of the cumulative sums is reproducible). ``baseline`` specs are
-    evaluated for a constant score (every item tied).
-    """
-    grouped = grouped.sort(order, nulls_last=True, maintain_order=True).with_row_index(QI)
-    scalars = ideal_scalars([*specs, *(baseline or [])])
-    out = grouped.select(QI, *dict.fromkeys([*keys, NREL, NRET, HASNAN]), *scalars).join(
-        flat_sums(grouped, specs, ties=ties, min_relevance=min_relevance), on=QI, how="left"
-    )
-    finals = [_finalize_spec(spec, "", no_relevant) for spec in specs]
-    if baseline:
-        base = flat_sums(
-            grouped,
-            baseline,
-            ties="average",
-            min_relevance=min_relevance,
-            constant=True,
-            prefix="b_",
-        )
-        out = out.join(base, on=QI, how="left")
-        finals += [_finalize_spec(spec, "b_", no_relevant) for spec in baseline]
-    return out.select(*keys, *finals)
-
-
 # ---------------------------------------------------------------------------------------
 # Metrics whose tie expectation is a numpy kernel (ERR, 11-point AP)
 # ---------------------------------------------------------------------------------------
-
-
-def _by_kernel(state: pl.Expr, opts: Options, kernel: Callable[[pl.Series], pl.Series]) -> pl.Expr:
-    """A per-query value computed by ``kernel`` from the states (a Series of lists), guarded.
-
-    ``map_batches`` hands the kernel the state of one query per call inside a
-    ``group_by`` (one call for the frame in a ``select``). NaN, null (no relevant item) or
-    0 (``no_relevant="zero"``) come from the shared guard, where 1.0 marks a query whose
-    value is the kernel's.
-    """
-    value = state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
-    guard = state.list.eval(Ranked(opts).finish(pl.lit(1.0))).list.first()
-    return pl.when(guard == 1.0).then(value).otherwise(guard).cast(F64)
-
-
-def _state_rows(lists: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The rows of a Series of query states: (number of queries, query index, score,
-    relevance, retrieved mask), each query's rows in rank order (unretrieved ones last)."""
-    lengths = lists.list.len().fill_null(0).to_numpy()
-    rows = lists.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
-    index = np.repeat(np.arange(len(lengths)), lengths)
-    score = rows.get_column("s")
-    retrieved = score.is_not_null().to_numpy()
-    return len(lengths), index, score.to_numpy(), rows.get_column("r").to_numpy(), retrieved
-
-
-def _err_lists(lists: pl.Series, k: int | None, max_relevance: float) -> pl.Series:
-    n, index, score, relevance, ret = _state_rows(lists)
-    value = expected_err(index[ret], score[ret], relevance[ret], n, [k], max_relevance)
-    return pl.Series(value[:, 0])
-
-
-def _ap_11pt_lists(lists: pl.Series, min_relevance: float) -> pl.Series:
-    n, index, score, relevance, ret = _state_rows(lists)
-    relevant = (relevance >= min_relevance).astype(np.float64)
-    n_relevant = np.bincount(index, weights=relevant, minlength=n)
-    return pl.Series(ap_11pt_expected(index[ret], score[ret], relevant[ret], n_relevant))
 
 
 def ap_11pt_expected(
@@ -971,6 +840,35 @@ def _doc(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _ranking_spec(
+    metric: str,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    opts: Options,
+    *,
+    out: str | None = None,
+    **params: Any,
+) -> MetricSpec:
+    """A ranking metric as a spec: its states are the query's rows (relevance and score,
+    merged by concatenation, so a query split across partitions merges exactly; the engine
+    leaves out the rows that do not count); the finalize sorts them (:func:`query_state`)
+    and runs the engine (:func:`query_metrics`)."""
+    spec = Spec(out or metric, metric, k=opts.k, gain=opts.gain, **params)
+
+    def finalize(rows: Mapping[str, pl.Expr]) -> pl.Expr:
+        return query_metrics(
+            query_state(rows["r"], rows["s"], ties=opts.ties),
+            [spec],
+            ties=opts.ties,
+            unscored=opts.unscored,
+            min_relevance=opts.min_relevance,
+            no_relevant=opts.no_relevant,
+        )
+
+    states = {"r": State(to_float(relevance), "rows"), "s": State(to_float(score), "rows")}
+    return MetricSpec(states, finalize, undefined=NO_RELEVANT_ITEM)
+
+
 @register(
     task="ranking",
     inputs=INPUTS,
@@ -991,7 +889,7 @@ def ndcg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Normalised discounted cumulative gain of one query, DCG@k / ideal DCG@k.
 
     DCG@k = Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1), gain ``"exp2"`` = 2^rel − 1 (Burges
@@ -1025,7 +923,7 @@ def ndcg(
     0.785
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _metric("ndcg", relevance, score, opts)
+    return _ranking_spec("ndcg", relevance, score, opts)
 
 
 @register(
@@ -1047,7 +945,7 @@ def dcg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Discounted cumulative gain of one query, Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1).
 
     ``gain="exp2"`` (default) is 2^rel − 1, ``"linear"`` is rel. Ties as in :func:`ndcg`.
@@ -1071,7 +969,7 @@ def dcg(
     6.861
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _metric("dcg", relevance, score, opts)
+    return _ranking_spec("dcg", relevance, score, opts)
 
 
 @register(
@@ -1093,7 +991,7 @@ def precision_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Precision at k: relevant items among the top k, divided by k.
 
     Divides by k even when the list is shorter (as trec_eval's ``P.k``); with ``k=None``
@@ -1123,7 +1021,7 @@ def precision_at_k(
     └─────┴────────────────┘
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("precision_at_k", relevance, score, opts)
+    return _ranking_spec("precision_at_k", relevance, score, opts)
 
 
 @register(
@@ -1145,7 +1043,7 @@ def recall_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Recall at k: relevant items among the top k, divided by the query's relevant items.
 
     {common}
@@ -1165,7 +1063,7 @@ def recall_at_k(
     0.6667
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("recall_at_k", relevance, score, opts)
+    return _ranking_spec("recall_at_k", relevance, score, opts)
 
 
 @register(
@@ -1187,7 +1085,7 @@ def hit_rate_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Hit rate at k (success@k): 1 when a relevant item is in the top k, else 0.
 
     With ties, the probability that a relevant item is in the top k (hypergeometric over
@@ -1212,7 +1110,7 @@ def hit_rate_at_k(
     0.5
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("hit_rate_at_k", relevance, score, opts)
+    return _ranking_spec("hit_rate_at_k", relevance, score, opts)
 
 
 @register(
@@ -1235,7 +1133,7 @@ def ap_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Average precision at k of one query (its mean over queries is MAP, ``df.eval.map``).
 
     AP@k = Σ_{relevant item at rank i ≤ k} precision@i / D, with D the number of relevant
@@ -1264,8 +1162,7 @@ def ap_at_k(
     """
     check_choice("denominator", denominator, DENOMINATORS)
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    return finalize(state, opts, "ap_at_k", denominator=denominator).alias("ap_at_k")
+    return _ranking_spec("ap_at_k", relevance, score, opts, denominator=denominator)
 
 
 @register(
@@ -1289,7 +1186,7 @@ def map_(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Mean average precision: the average precision of each query over the whole list.
 
     Registered as ``map`` (``df.eval.map``, the mean over queries; trec_eval's ``map``);
@@ -1313,16 +1210,9 @@ def map_(
     >>> round(df.eval.map("rel", "s", query="q"), 6)
     0.666667
     """
-    return ap_at_k(
-        relevance,
-        score,
-        k=k,
-        denominator=denominator,
-        ties=ties,
-        min_relevance=min_relevance,
-        no_relevant=no_relevant,
-        unscored=unscored,
-    ).alias("map")
+    check_choice("denominator", denominator, DENOMINATORS)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("ap_at_k", relevance, score, opts, out="map", denominator=denominator)
 
 
 @register(
@@ -1342,7 +1232,7 @@ def ap_11pt(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """11-point interpolated average precision of one query (textbook definition).
 
     The mean over recall levels 0, 0.1, …, 1 of the interpolated precision, the highest
@@ -1351,9 +1241,8 @@ def ap_11pt(
     distribution of each tie block's best precision, multiplied over independent blocks
     (:mod:`polars_eval.families._ap11_ties`). Exact; very large tie blocks holding many
     relevant items are refused with a ``ValueError`` (their cost grows as the fourth power
-    of the block's length) — use ``ties="first"`` there. The numpy kernel is called once
-    per query inside a ``group_by`` (~1-2 ms a call); ``df.eval.ap_11pt`` and
-    ``df.eval.ranking`` call it once for every query, sharing identical tie blocks.
+    of the block's length) — use ``ties="first"`` there. The numpy kernel runs once for
+    every query of an aggregation, sharing identical tie blocks.
 
     {common}
 
@@ -1378,12 +1267,7 @@ def ap_11pt(
     0.924242
     """
     opts = Options(None, ties, min_relevance, no_relevant, unscored)
-    if ties == "first":
-        return _metric("ap_11pt", relevance, score, opts)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    threshold = float(min_relevance)
-    kernel = _by_kernel(state, opts, lambda lists: _ap_11pt_lists(lists, threshold))
-    return kernel.alias("ap_11pt")
+    return _ranking_spec("ap_11pt", relevance, score, opts)
 
 
 ap_11pt = _doc(ap_11pt)
@@ -1434,9 +1318,9 @@ def reciprocal_rank(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("reciprocal_rank", relevance, score, opts)
+    return _ranking_spec("reciprocal_rank", relevance, score, opts)
 
 
 @register(
@@ -1457,9 +1341,9 @@ def mrr(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("mrr", relevance, score, opts)
+    return _ranking_spec("mrr", relevance, score, opts)
 
 
 reciprocal_rank.__doc__ = _rr_doc("reciprocal_rank")
@@ -1487,7 +1371,7 @@ def err(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Expected reciprocal rank of one query (Chapelle et al. 2009).
 
     ERR@k = Σ_{rank i ≤ k} (1/i) R_i Π_{j<i} (1 − R_j), with the stop probability
@@ -1495,9 +1379,8 @@ def err(
     ``max_relevance``. With ``ties="average"`` the expectation over the orders of each
     tie block: the item at place t of a block stops the user with probability
     ē_{t−1} − ē_t, ē_t the mean product of (1 − R) over the t-subsets of the block (see
-    :mod:`polars_eval.families._err_ties`; a numpy recurrence, called once per query
-    inside a ``group_by`` — ``df.eval.err`` and ``df.eval.ranking`` evaluate every query
-    in one call).
+    :mod:`polars_eval.families._err_ties`; a numpy recurrence, run once for every query
+    of an aggregation).
 
     {common}
     max_relevance
@@ -1528,11 +1411,7 @@ def err(
     if max_relevance <= 0:
         raise InvalidParameterError(f"max_relevance must be > 0; got {max_relevance!r}")
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    g = float(max_relevance)
-    state = ranked_state(relevance, score, ties=opts.ties, unscored=opts.unscored)
-    if ties == "first":
-        return finalize(state, opts, "err", max_relevance=g).alias("err")
-    return _by_kernel(state, opts, lambda lists: _err_lists(lists, k, g)).alias("err")
+    return _ranking_spec("err", relevance, score, opts, max_relevance=float(max_relevance))
 
 
 err = _doc(err)
@@ -1556,7 +1435,7 @@ def cg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
-) -> pl.Expr:
+) -> MetricSpec:
     """Cumulative gain of one query: the sum of the relevance grades of the top k (linear).
 
     With ties, the expected sum: a tie block straddling the cutoff adds its mean grade
@@ -1577,4 +1456,56 @@ def cg(
     8.0
     """
     opts = Options(k, ties, min_relevance, no_relevant, unscored)
-    return _metric("cg", relevance, score, opts)
+    return _ranking_spec("cg", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="r_precision",
+)
+@_doc
+def r_precision(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """R-precision of one query: the precision at rank R, R the query's relevant items.
+
+    Relevant items among the top R, divided by R (trec_eval's ``Rprec``); R counts every
+    relevant item of the query, so with ``unscored="unretrieved"`` the judged items never
+    ranked count in R as in trec_eval, and a list shorter than R still divides by R. With
+    ``ties="average"`` the expected count of relevant items in the top R over the orders
+    of tied items (a tie block straddling rank R adds its share of relevant items times
+    the number of its ranks within R).
+
+    {common}
+
+    References
+    ----------
+    Buckley, C. & Voorhees, E. (2000). Evaluating evaluation measure stability. SIGIR.
+    trec_eval's ``Rprec``; ranx's ``r-precision``.
+
+    Examples
+    --------
+    Three relevant items ranked 1st, 3rd and 5th, one more never ranked: R = 4 and the top
+    4 hold 2 of them, 2/4; counting only the ranked items, R = 3 and the top 3 hold 2, 2/3.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": 1, "rel": [1, 0, 1, 0, 1, 1], "s": [6, 5, 4, 3, 2, None]})
+    >>> df.select(pe.r_precision("rel", "s", unscored="unretrieved")).item()
+    0.5
+    >>> round(df.eval.r_precision("rel", "s", query="q"), 6)
+    0.666667
+    """
+    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("r_precision", relevance, score, opts)

@@ -439,14 +439,9 @@ def trec_eval(
     joined = run_lf.join(qrels_lf, on=["query", "doc"], how="left")
     relevance = pl.col("relevance").fill_null(0.0)
     run_side = joined.group_by("query").agg(
-        *rk.state_aggs(
-            relevance,
-            "score",
-            ties="first",
-            unscored="ignore",
-            min_relevance=1.0,
-            tiebreak="doc",
-        ),
+        rk.query_state(relevance, "score", ties="first", tiebreak="doc"),
+        pl.col("score").is_not_null().sum().cast(F64).alias(rk.NRET),
+        (pl.col("score").is_nan().any() | relevance.is_nan().any()).alias(rk.HASNAN),
         pl.len().cast(pl.Int64).alias("num_ret"),
         (relevance >= 1.0).sum().cast(pl.Int64).alias("num_rel_ret"),
         (pl.col("doc").n_unique() < pl.len()).alias("__pe_dup"),
@@ -457,20 +452,15 @@ def trec_eval(
         (judged >= 1.0).sum().cast(pl.Int64).alias("num_rel"),
         *rk.ideal_aggs(judged, specs),
     )
-    # collected here: the evaluation reads ``grouped`` twice, and the readers' parsing
-    # (a Python batch function) would otherwise run twice
-    grouped = run_side.drop(rk.NREL).join(qrels_side, on="query", how="inner").collect().lazy()
-    per = rk.evaluate_queries(
-        grouped,
-        ["query", *COUNT_MEASURES, "__pe_dup"],
-        specs,
-        ties="first",
-        min_relevance=1.0,
-        no_relevant="zero",
-        order=["query"],
+    # collected here: the readers' parsing (a Python batch function) runs once
+    grouped = run_side.join(qrels_side, on="query", how="inner").sort("query").collect()
+    # the relevant items and the ideal DCG come from the qrels (__pe_R, __pe_ideal)
+    values = rk.evaluate(
+        grouped, specs, ties="first", unscored="ignore", min_relevance=1.0, no_relevant="zero"
     )
-    per = per.with_columns(*_set_measures(measures), *_log_measures(measures))
-    per = per.sort("query").collect()
+    per = pl.concat(
+        [grouped.select("query", *COUNT_MEASURES, "__pe_dup"), values], how="horizontal"
+    ).with_columns(*_set_measures(measures), *_log_measures(measures))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
     columns = [col for name, _, col in measures if name != "num_q"]
