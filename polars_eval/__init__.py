@@ -31,20 +31,6 @@ from polars_eval.families.multiclass import (
     multiclass_recall,
     top_k_accuracy,
 )
-from polars_eval.families.ranking import (
-    ap_11pt,
-    ap_at_k,
-    cg,
-    dcg,
-    err,
-    hit_rate_at_k,
-    mrr,
-    ndcg,
-    precision_at_k,
-    r_precision,
-    recall_at_k,
-    reciprocal_rank,
-)
 from polars_eval.io.trec import (
     read_trec_qrels,
     read_trec_run,
@@ -118,6 +104,20 @@ from polars_eval.metrics.forecast import (
     tweedie_deviance,
     winkler,
     with_lead,
+)
+from polars_eval.metrics.ranking import (
+    ap_11pt,
+    ap_at_k,
+    cg,
+    dcg,
+    err,
+    hit_rate_at_k,
+    mrr,
+    ndcg,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    reciprocal_rank,
 )
 from polars_eval.metrics.regression import (
     bias,

@@ -2,7 +2,7 @@
 
 Every method takes ``query=`` (the query id column, or several) and evaluates in two
 stages: per query (``group_by([*by, *query])`` and the metrics' expression, the one engine
-of :mod:`polars_eval.families.ranking`), then the mean over queries per ``by`` group (queries
+of :mod:`polars_eval.metrics.ranking`), then the mean over queries per ``by`` group (queries
 whose value is null, those with no relevant item, are left out of the mean; weighted by
 a query weight with ``weight=``). ``per_query=True`` stops after the first stage: one row
 per query. ``item=`` names the item column; when given, an item repeated within one query
@@ -28,7 +28,7 @@ from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
-from polars_eval.families import ranking as rk
+from polars_eval.metrics.ranking import engine as rk
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"

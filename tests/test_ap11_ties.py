@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polars_eval.families import _ap11_ties
-from polars_eval.families._ap11_ties import expected_ap_11pt
+from polars_eval.metrics.ranking import _ap11_ties
+from polars_eval.metrics.ranking._ap11_ties import expected_ap_11pt
 
 Query = tuple[list[list[int]], int]  # tie blocks of 0/1 relevance flags in rank order, R
 

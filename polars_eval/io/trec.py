@@ -38,7 +38,7 @@ import polars as pl
 
 from polars_eval._exprs import F64
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
-from polars_eval.families import ranking as rk
+from polars_eval.metrics.ranking import engine as rk
 
 __all__ = ["read_trec_qrels", "read_trec_run", "trec_eval"]
 

@@ -1,7 +1,7 @@
 """The threshold states of a binary report: one sort, every table and curve from it.
 
 The report sorts the used rows by score once. The threshold state of the whole data
-(``{t, tp, fp}`` per distinct score, :mod:`polars_eval.families._curve`) and that of
+(``{t, tp, fp}`` per distinct score, :mod:`polars_eval.metrics._curve`) and that of
 every segment come from that one sorted frame: a ``group_by`` keeps the rows of a group
 in the frame's order, so the sort inside each state meets rows already in order. The summary and segment metrics are
 the metric layer's own finalizers over these states (``df.eval.binary`` runs the same

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from polars_eval.families._runs import run_starts
+from polars_eval.metrics.ranking._runs import run_starts
 
 
 def stop_probability(relevance: np.ndarray, max_relevance: float) -> np.ndarray:

@@ -57,7 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from polars_eval.families._runs import run_starts
+from polars_eval.metrics.ranking._runs import run_starts
 
 N_LEVELS = 11
 MAX_DP_CELLS = 1e10  # most cell updates of the tie-block recurrence before ValueError (~25 s)

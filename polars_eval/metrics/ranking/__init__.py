@@ -1,0 +1,770 @@
+"""Ranking metrics over query logs (SPEC §7).
+
+Long format: one row per (query, item) with a relevance grade and a model score. Every
+function here is a *per-query* expression: it reduces the rows of one query to one value,
+so it is used as ``df.group_by("qid").agg(pe.ndcg("rel", "score", k=10))`` (or in a
+``select`` over a frame holding one query). The ``.eval`` namespace takes ``query=`` and
+returns the mean over queries (``df.eval.ndcg("rel", "score", query="qid")``).
+
+Every metric is a :class:`~polars_eval._core.spec.MetricSpec` whose states are the rows
+of the query, evaluated by one engine (:mod:`polars_eval.metrics.ranking.engine`) in the
+expressions, the namespace and :func:`polars_eval.trec_eval` alike. Every metric defaults
+to ``ties="average"``.
+
+Conventions shared by every function of this module:
+
+* an item is *relevant* when its relevance is >= ``min_relevance`` (default 1); gains
+  (DCG, NDCG, CG, ERR) use the grades themselves;
+* ``k`` is the cutoff (a positive int) and ``k=None`` the whole list;
+* ``ties="average"`` (default): the expected value of the metric over every order of the
+  items with tied scores, equally likely (McSherry & Najork 2008), in closed form per tie
+  block; ``ties="first"``: tied items keep their input order;
+* a query with no relevant item gives null (it is left out of a mean over queries), or 0
+  with ``no_relevant="zero"``; the same rule holds for every metric, so a mean over queries
+  always runs over the same queries;
+* rows with a null relevance are ignored; rows with a null score are ignored too
+  (``unscored="ignore"``, SPEC §2), or, with ``unscored="unretrieved"``, are items that
+  were judged but never retrieved: they count in the number of relevant items (recall,
+  AP, R-precision) and in the ideal DCG, and are never ranked (as trec_eval's qrels);
+* NaN in a score or a relevance gives NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import polars as pl
+
+from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State
+from polars_eval._exprs import check_choice, check_number, to_float
+from polars_eval._typing import IntoExpr
+from polars_eval.exceptions import InvalidParameterError
+from polars_eval.metrics.ranking.engine import (
+    DENOMINATORS,
+    INPUTS,
+    NO_RELEVANT_ITEM,
+    Options,
+    Spec,
+    query_metrics,
+    query_state,
+)
+
+__all__ = [
+    "ap_11pt",
+    "ap_at_k",
+    "cg",
+    "dcg",
+    "err",
+    "hit_rate_at_k",
+    "mrr",
+    "ndcg",
+    "precision_at_k",
+    "r_precision",
+    "recall_at_k",
+    "reciprocal_rank",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Public metrics
+# ---------------------------------------------------------------------------------------
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    relevance
+        Relevance grade of each item (>= 0; relevant when >= ``min_relevance``).
+    score
+        Model score; higher is ranked first.
+    k
+        Cutoff (positive int), or None for the whole list.
+    ties
+        ``"average"``: expected value over every order of tied scores (McSherry & Najork
+        2008); ``"first"``: tied items keep their input order.
+    min_relevance
+        Items with relevance >= this (> 0) are relevant.
+    no_relevant
+        None: a query with no relevant item gives null; ``"zero"``: it gives 0.
+    unscored
+        ``"ignore"``: rows with a null score are ignored; ``"unretrieved"``: they are
+        relevant-but-not-retrieved items (they count in the denominators).
+"""
+
+
+def _doc(fn: Callable[..., Any]) -> Callable[..., Any]:
+    if fn.__doc__ and "{common}" in fn.__doc__:
+        fn.__doc__ = fn.__doc__.replace("{common}", _COMMON_DOC.strip("\n"))
+    return fn
+
+
+def _ranking_spec(
+    metric: str,
+    relevance: IntoExpr,
+    score: IntoExpr,
+    opts: Options,
+    *,
+    out: str | None = None,
+    **params: Any,
+) -> MetricSpec:
+    """A ranking metric as a spec: its states are the query's rows (relevance and score,
+    merged by concatenation, so a query split across partitions merges exactly; the engine
+    leaves out the rows that do not count); the finalize sorts them (:func:`query_state`)
+    and runs the engine (:func:`query_metrics`)."""
+    spec = Spec(out or metric, metric, k=opts.k, gain=opts.gain, **params)
+
+    def finalize(rows: Mapping[str, pl.Expr]) -> pl.Expr:
+        return query_metrics(
+            query_state(rows["r"], rows["s"], ties=opts.ties),
+            [spec],
+            ties=opts.ties,
+            unscored=opts.unscored,
+            min_relevance=opts.min_relevance,
+            no_relevant=opts.no_relevant,
+        )
+
+    states = {"r": State(to_float(relevance), "rows"), "s": State(to_float(score), "rows")}
+    return MetricSpec(states, finalize, undefined=NO_RELEVANT_ITEM)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="ndcg",
+)
+@_doc
+def ndcg(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    gain: str = "exp2",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Normalised discounted cumulative gain of one query, DCG@k / ideal DCG@k.
+
+    DCG@k = Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1), gain ``"exp2"`` = 2^rel − 1 (Burges
+    et al. 2005) or ``"linear"`` = rel (trec_eval). The ideal DCG sorts every item of the
+    query by relevance. With ``ties="average"`` each item of a tie block occupying ranks
+    a..b gets the mean discount over those ranks within the cutoff (McSherry & Najork
+    2008; as YDF and scikit-learn's ``ndcg_score``).
+
+    {common}
+
+    References
+    ----------
+    Järvelin, K. & Kekäläinen, J. (2002). Cumulated gain-based evaluation of IR techniques.
+    ACM TOIS 20(4). McSherry, F. & Najork, M. (2008). Computing information retrieval
+    performance measures efficiently in the presence of tied scores. ECIR.
+
+    Examples
+    --------
+    Wikipedia's worked example: relevance [3, 2, 3, 0, 1, 2] in ranked order, two more
+    judged items (relevance 3 and 2) never ranked, linear gain: DCG@6 = 6.861, ideal
+    DCG@6 = 8.740 (from [3, 3, 3, 2, 2, 2]), NDCG@6 = 0.785.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": 1, "rel": [3, 2, 3, 0, 1, 2, 3, 2],
+    ...                    "s": [6, 5, 4, 3, 2, 1, None, None]})
+    >>> opts = dict(k=6, gain="linear", unscored="unretrieved")
+    >>> round(df.select(pe.ndcg("rel", "s", **opts)).item(), 3)
+    0.785
+    >>> round(df.eval.ndcg("rel", "s", query="q", **opts), 3)
+    0.785
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
+    return _ranking_spec("ndcg", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="dcg",
+)
+@_doc
+def dcg(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    gain: str = "exp2",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Discounted cumulative gain of one query, Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1).
+
+    ``gain="exp2"`` (default) is 2^rel − 1, ``"linear"`` is rel. Ties as in :func:`ndcg`.
+    Null for a query with no relevant item (like every ranking metric).
+
+    {common}
+
+    References
+    ----------
+    Järvelin, K. & Kekäläinen, J. (2002). ACM TOIS 20(4).
+
+    Examples
+    --------
+    Relevance [3, 2, 3, 0, 1, 2], linear gain: 3 + 2/log2(3) + 3/2 + 0 + 1/log2(6) +
+    2/log2(7) = 6.861 (Wikipedia's worked example).
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [3, 2, 3, 0, 1, 2], "s": [6, 5, 4, 3, 2, 1]})
+    >>> round(df.select(pe.dcg("rel", "s", k=None, gain="linear")).item(), 3)
+    6.861
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
+    return _ranking_spec("dcg", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="precision",
+)
+@_doc
+def precision_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Precision at k: relevant items among the top k, divided by k.
+
+    Divides by k even when the list is shorter (as trec_eval's ``P.k``); with ``k=None``
+    divides by the length of the list. With ties, the expected count of relevant items in
+    the top k.
+
+    {common}
+
+    References
+    ----------
+    Manning, C., Raghavan, P. & Schütze, H. (2008). Introduction to Information Retrieval, §8.4.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 1, 2, 2], "rel": [1, 0, 1, 0, 1], "s": [3, 2, 1, 2, 1]})
+    >>> df.group_by("q", maintain_order=True).agg(pe.precision_at_k("rel", "s", k=2))
+    shape: (2, 2)
+    ┌─────┬────────────────┐
+    │ q   ┆ precision_at_k │
+    │ --- ┆ ---            │
+    │ i64 ┆ f64            │
+    ╞═════╪════════════════╡
+    │ 1   ┆ 0.5            │
+    │ 2   ┆ 0.5            │
+    └─────┴────────────────┘
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("precision_at_k", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="recall",
+)
+@_doc
+def recall_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Recall at k: relevant items among the top k, divided by the query's relevant items.
+
+    {common}
+
+    References
+    ----------
+    Manning, Raghavan & Schütze (2008), Introduction to Information Retrieval, §8.4.
+
+    Examples
+    --------
+    Two of the three relevant items are in the top 2 of 4:
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, 1, 0, 1], "s": [4, 3, 2, 1]})
+    >>> round(df.select(pe.recall_at_k("rel", "s", k=2)).item(), 4)
+    0.6667
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("recall_at_k", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="hit_rate",
+)
+@_doc
+def hit_rate_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Hit rate at k (success@k): 1 when a relevant item is in the top k, else 0.
+
+    With ties, the probability that a relevant item is in the top k (hypergeometric over
+    the tie block that straddles the cutoff).
+
+    {common}
+
+    References
+    ----------
+    trec_eval's ``success.k``; Deshpande, M. & Karypis, G. (2004). Item-based top-N
+    recommendation algorithms. ACM TOIS 22(1).
+
+    Examples
+    --------
+    Two items tied at the top, one relevant: with k=1 the relevant one is first in half
+    of the orders.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [0, 1, 0], "s": [5, 5, 1]})
+    >>> df.select(pe.hit_rate_at_k("rel", "s", k=1)).item()
+    0.5
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("hit_rate_at_k", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="map",
+)
+@_doc
+def ap_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    denominator: str = "all",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Average precision at k of one query (its mean over queries is MAP, ``df.eval.map``).
+
+    AP@k = Σ_{relevant item at rank i ≤ k} precision@i / D, with D the number of relevant
+    items of the query (``denominator="all"``, trec_eval's ``map_cut.k``) or min(k, D)
+    (``denominator="min_k"``). With ties, each relevant item of a tie block gets the
+    expected precision over the block's orders (McSherry & Najork 2008). The name
+    ``average_precision`` is the binary metric of SPEC §3.
+
+    {common}
+    denominator
+        ``"all"`` (every relevant item of the query) or ``"min_k"`` (min(k, relevant)).
+
+    References
+    ----------
+    Manning, Raghavan & Schütze (2008), §8.4; trec_eval ``map``.
+
+    Examples
+    --------
+    True items {a, b, c, d, e, k}, predicted [a, f, d, e, g]: AP = (1 + 2/3 + 3/4) / 6.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, 0, 1, 1, 0, 1, 1, 1], "s": [5, 4, 3, 2, 1, None, None, None]})
+    >>> round(df.select(pe.ap_at_k("rel", "s", k=None, unscored="unretrieved")).item(), 6)
+    0.402778
+    """
+    check_choice("denominator", denominator, DENOMINATORS)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("ap_at_k", relevance, score, opts, denominator=denominator)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="map",
+    name="map",
+)
+@_doc
+def map_(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = None,
+    denominator: str = "all",
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Mean average precision: the average precision of each query over the whole list.
+
+    Registered as ``map`` (``df.eval.map``, the mean over queries; trec_eval's ``map``);
+    per query it is :func:`ap_at_k` with ``k=None`` (a cutoff may still be given), named
+    ``"map"``. Not exported as ``pe.map``, which would shadow Python's ``map``: use
+    ``pe.ap_at_k(..., k=None)`` in expressions.
+
+    {common}
+    denominator
+        ``"all"`` (every relevant item of the query) or ``"min_k"`` (min(k, relevant)).
+
+    Examples
+    --------
+    Query 1: relevant at ranks 1 and 3, AP = (1 + 2/3) / 2; query 2: relevant at rank 2,
+    AP = 1/2. MAP = (5/6 + 1/2) / 2.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 1, 2, 2], "rel": [1, 0, 1, 0, 1],
+    ...                    "s": [0.9, 0.5, 0.1, 0.8, 0.7]})
+    >>> round(df.eval.map("rel", "s", query="q"), 6)
+    0.666667
+    """
+    check_choice("denominator", denominator, DENOMINATORS)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("ap_at_k", relevance, score, opts, out="map", denominator=denominator)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="ap_11pt",
+)
+def ap_11pt(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """11-point interpolated average precision of one query (textbook definition).
+
+    The mean over recall levels 0, 0.1, …, 1 of the interpolated precision, the highest
+    precision at any rank whose recall is >= the level (0 when the list never reaches
+    it). With ``ties="average"`` the expectation over the orders of tied items: the
+    distribution of each tie block's best precision, multiplied over independent blocks
+    (:mod:`polars_eval.metrics.ranking._ap11_ties`). Exact; very large tie blocks holding many
+    relevant items are refused with a ``ValueError`` (their cost grows as the fourth power
+    of the block's length) — use ``ties="first"`` there. The numpy kernel runs once for
+    every query of an aggregation, sharing identical tie blocks.
+
+    {common}
+
+    References
+    ----------
+    Manning, Raghavan & Schütze (2008), Introduction to Information Retrieval, §8.4.
+    McSherry & Najork (2008), ECIR (ties).
+
+    Examples
+    --------
+    Relevant at ranks 1 and 3 of 3: precision 1 up to recall 0.5, then 2/3:
+    (6 · 1 + 5 · 2/3) / 11 = 0.848485. Tied with the second item, the second relevant item
+    is at rank 2 or 3: the mean of (6 + 5) / 11 = 1 and 0.848485.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, 0, 1], "s": [3, 2, 1]})
+    >>> round(df.select(pe.ap_11pt("rel", "s")).item(), 6)
+    0.848485
+    >>> tied = pl.DataFrame({"rel": [1, 0, 1], "s": [3, 1, 1]})
+    >>> round(tied.select(pe.ap_11pt("rel", "s")).item(), 6)
+    0.924242
+    """
+    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("ap_11pt", relevance, score, opts)
+
+
+ap_11pt = _doc(ap_11pt)
+
+
+def _rr_doc(name: str) -> str:
+    return f"""Reciprocal rank of the first relevant item of one query (0 when none is in the top k).
+
+    With ties, the expected reciprocal rank over the orders of the first tie block that
+    holds a relevant item. The mean over queries is the MRR; ``{name}`` and
+    ``{"mrr" if name == "reciprocal_rank" else "reciprocal_rank"}`` are the same per-query
+    value under two names.
+
+    {{common}}
+
+    References
+    ----------
+    Voorhees, E. (1999). The TREC-8 question answering track report. trec_eval ``recip_rank``.
+
+    Examples
+    --------
+    Two items tied at the top, one relevant: E[1/rank] = (1 + 1/2) / 2 = 0.75.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({{"rel": [0, 1, 0], "s": [5, 5, 1]}})
+    >>> df.select(pe.{name}("rel", "s")).item()
+    0.75
+    """
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    summary=False,
+    short="reciprocal_rank",
+)
+def reciprocal_rank(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = None,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("reciprocal_rank", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="mrr",
+)
+def mrr(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = None,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("mrr", relevance, score, opts)
+
+
+reciprocal_rank.__doc__ = _rr_doc("reciprocal_rank")
+mrr.__doc__ = _rr_doc("mrr")
+_doc(reciprocal_rank)
+_doc(mrr)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="err",
+)
+def err(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    max_relevance: float = 4.0,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Expected reciprocal rank of one query (Chapelle et al. 2009).
+
+    ERR@k = Σ_{rank i ≤ k} (1/i) R_i Π_{j<i} (1 − R_j), with the stop probability
+    R = (2^rel − 1) / 2^max_relevance; grades above ``max_relevance`` count as
+    ``max_relevance``. With ``ties="average"`` the expectation over the orders of each
+    tie block: the item at place t of a block stops the user with probability
+    ē_{t−1} − ē_t, ē_t the mean product of (1 − R) over the t-subsets of the block (see
+    :mod:`polars_eval.metrics.ranking._err_ties`; a numpy recurrence, run once for every query
+    of an aggregation).
+
+    {common}
+    max_relevance
+        The grade that stops the user with probability (2^g − 1) / 2^g; higher grades
+        count as this one.
+
+    References
+    ----------
+    Chapelle, O., Metzler, D., Zhang, Y. & Grinspan, P. (2009). Expected reciprocal rank
+    for graded relevance. CIKM. McSherry, F. & Najork, M. (2008). ECIR (ties).
+
+    Examples
+    --------
+    Grades [4, 0] with max_relevance 4: R_1 = 15/16, so ERR = 15/16 = 0.9375; grades
+    [1, 4]: 1/16 + (15/16)(15/16)/2 = 0.501953125. Tied, [1, 4] and [4, 1] are equally
+    likely: (0.501953125 + 15/16 + (1/16)(1/16)/2) / 2 = 0.720703125.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": [1, 1, 2, 2], "rel": [4, 0, 1, 4], "s": [2, 1, 2, 1]})
+    >>> df.group_by("q", maintain_order=True).agg(pe.err("rel", "s"))["err"].to_list()
+    [0.9375, 0.501953125]
+    >>> tied = pl.DataFrame({"rel": [1, 4], "s": [1, 1]})
+    >>> tied.select(pe.err("rel", "s")).item()
+    0.720703125
+    """
+    check_number("max_relevance", max_relevance)
+    if max_relevance <= 0:
+        raise InvalidParameterError(f"max_relevance must be > 0; got {max_relevance!r}")
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("err", relevance, score, opts, max_relevance=float(max_relevance))
+
+
+err = _doc(err)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="cg",
+)
+@_doc
+def cg(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """Cumulative gain of one query: the sum of the relevance grades of the top k (linear).
+
+    With ties, the expected sum: a tie block straddling the cutoff adds its mean grade
+    times the number of its ranks within k.
+
+    {common}
+
+    References
+    ----------
+    Järvelin, K. & Kekäläinen, J. (2002). ACM TOIS 20(4).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [3, 2, 3, 0, 1, 2], "s": [6, 5, 4, 3, 2, 1]})
+    >>> df.select(pe.cg("rel", "s", k=3)).item()
+    8.0
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("cg", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="r_precision",
+)
+@_doc
+def r_precision(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+) -> MetricSpec:
+    """R-precision of one query: the precision at rank R, R the query's relevant items.
+
+    Relevant items among the top R, divided by R (trec_eval's ``Rprec``); R counts every
+    relevant item of the query, so with ``unscored="unretrieved"`` the judged items never
+    ranked count in R as in trec_eval, and a list shorter than R still divides by R. With
+    ``ties="average"`` the expected count of relevant items in the top R over the orders
+    of tied items (a tie block straddling rank R adds its share of relevant items times
+    the number of its ranks within R).
+
+    {common}
+
+    References
+    ----------
+    Buckley, C. & Voorhees, E. (2000). Evaluating evaluation measure stability. SIGIR.
+    trec_eval's ``Rprec``; ranx's ``r-precision``.
+
+    Examples
+    --------
+    Three relevant items ranked 1st, 3rd and 5th, one more never ranked: R = 4 and the top
+    4 hold 2 of them, 2/4; counting only the ranked items, R = 3 and the top 3 hold 2, 2/3.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": 1, "rel": [1, 0, 1, 0, 1, 1], "s": [6, 5, 4, 3, 2, None]})
+    >>> df.select(pe.r_precision("rel", "s", unscored="unretrieved")).item()
+    0.5
+    >>> round(df.eval.r_precision("rel", "s", query="q"), 6)
+    0.666667
+    """
+    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    return _ranking_spec("r_precision", relevance, score, opts)
