@@ -142,10 +142,9 @@ def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -
         help="skip the row checks (labels, NaN, negative weights); faster, no safety net",
     )
     _add_output(p)
-    if _report_available(task):
-        p.add_argument(
-            "--report", metavar="FILE.html", help="also write an HTML report of the evaluation"
-        )
+    p.add_argument(
+        "--report", metavar="FILE.html", help="also write an HTML report of the evaluation"
+    )
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -892,19 +891,6 @@ def write_output(table: pl.DataFrame, by: list[str], fmt: str | None, output: st
 # ---------------------------------------------------------------------------------------
 
 
-def _report_available(task: str | None = None) -> bool:
-    """Whether ``df.eval.report`` exists (and, given ``task``, can report on that task)."""
-    if not hasattr(pe.EvalNamespace, "report"):
-        return False
-    if task is None:
-        return True
-    try:
-        from polars_eval.report.tables import available_tasks
-    except ImportError:
-        return task == "binary"
-    return task in available_tasks()
-
-
 def write_report(frame: pl.DataFrame | pl.LazyFrame, path: str, **kwargs: Any) -> str:
     """Write ``frame.eval.report(**kwargs)`` to ``path``; the absolute path written."""
     report = build_report(frame, **kwargs)
@@ -920,29 +906,21 @@ def _report_intervals(args: argparse.Namespace) -> dict[str, Any]:
 def _report_shares_metrics(task: str, frame: Any) -> bool:
     """Whether the report of ``task`` computes the metric table on its way (the input in
     memory): then it is built first, and the table printed is the report's."""
-    try:
-        from polars_eval.report.tables import task_spec
+    from polars_eval.report.tables import SHARES_METRICS
 
-        return task_spec(task).shares_metrics and isinstance(frame, pl.DataFrame)
-    except (ImportError, AttributeError, PolarsEvalError):
-        return False
+    return task in SHARES_METRICS and isinstance(frame, pl.DataFrame)
 
 
 def build_report(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
     """``frame.eval.report(**kwargs)`` with the options its task takes (tables computed)."""
-    if not _report_available():
-        raise CliError("HTML reports are not available in this installation")
-    task = str(kwargs.get("task"))
-    try:  # the report takes its task's own data arguments and options only
-        from polars_eval.report import tables
+    from polars_eval.report import tables
 
-        allowed = set(getattr(tables, f"{task.upper()}_OPTIONS"))
-        allowed |= {*tables.task_spec(task).data_args, "ci", "level"}
-    except (ImportError, AttributeError, PolarsEvalError):
-        allowed = None
-    if allowed is not None:
-        params = inspect.signature(frame.eval.report).parameters
-        kwargs = {k: v for k, v in kwargs.items() if k in params or k in allowed}
+    task = str(kwargs.get("task"))
+    # the report takes its task's own data arguments and options only
+    allowed = set(getattr(tables, f"{task.upper()}_OPTIONS"))
+    allowed |= {*tables.task_spec(task).data_args, "ci", "level"}
+    params = inspect.signature(frame.eval.report).parameters
+    kwargs = {k: v for k, v in kwargs.items() if k in params or k in allowed}
     return _call(frame.eval.report, strict=False, **kwargs)
 
 
@@ -1534,8 +1512,8 @@ def _demo_command(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="evaluate a bundled example (no input needed)",
-        description="Evaluate bundled, synthetic examples and print the tables"
-        + (" and write HTML reports." if _report_available() else "."),
+        description="Evaluate bundled, synthetic examples, print the tables and write HTML "
+        "reports.",
         epilog=_DEMO_EPILOG,
         formatter_class=_formatter,
     )
@@ -1544,15 +1522,14 @@ def _demo_command(sub: Any) -> None:
         metavar="DIR",
         help="also write the example data there as parquet, to try the other commands on",
     )
-    if _report_available():
-        p.add_argument(
-            "--report",
-            metavar="FILE.html",
-            default="polars_eval_demo_report.html",
-            help="where to write the credit-scoring report; the other tasks' reports go "
-            "next to it (default: ./polars_eval_demo_report.html)",
-        )
-        p.add_argument("--no-report", action="store_true", help="do not write reports")
+    p.add_argument(
+        "--report",
+        metavar="FILE.html",
+        default="polars_eval_demo_report.html",
+        help="where to write the credit-scoring report; the other tasks' reports go "
+        "next to it (default: ./polars_eval_demo_report.html)",
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write reports")
     p.set_defaults(handler=_run_demo)
 
 
@@ -1812,11 +1789,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     report = getattr(args, "report", None)
     if report and not getattr(args, "no_report", False):
         first = Path(report)
-        reports = {
-            task: value
-            for task, value in _demo_reports(data).items()
-            if _report_available(task) and value[0] in data
-        }
+        reports = {task: value for task, value in _demo_reports(data).items() if value[0] in data}
         with progress("writing the reports", len(reports), "reports") as meter:
             for task, (name, arguments) in reports.items():
                 path = (

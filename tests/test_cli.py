@@ -141,11 +141,10 @@ def test_demo_runs_without_input(tmp_path: Path) -> None:
     data = pl.read_parquet(tmp_path / "data" / "credit_scoring.parquet")
     assert data.equals(_demo.credit_scoring())
     for task in ("binary", "regression", "multiclass", "forecast", "ranking"):
-        if cli._report_available(task):
-            name = "" if task == "binary" else f"_{task}"
-            report = tmp_path / f"polars_eval_demo_report{name}.html"
-            assert report.exists() and "<html" in report.read_text()[:500].lower()
-            assert str(report.resolve()) in err
+        name = "" if task == "binary" else f"_{task}"
+        report = tmp_path / f"polars_eval_demo_report{name}.html"
+        assert report.exists() and "<html" in report.read_text()[:500].lower()
+        assert str(report.resolve()) in err
 
 
 # ---------------------------------------------------------------------------------------
@@ -473,12 +472,11 @@ def test_regression_command_equals_python_api(
     assert code == 0, err
     expected = df.eval.regression("sale_price", "predicted_price", weight="w", by="region")
     _same_numbers(json.loads(out), expected)
-    if cli._report_available("regression"):
-        code, _, err = _cli(capsys, "regression", path, "--actual", "sale_price", "--pred",
-                            "predicted_price", "--metrics", "rmse", "--report",
-                            tmp_path / "r.html")  # fmt: skip
-        assert code == 0, err
-        assert (tmp_path / "r.html").exists() and "report written" in err
+    code, _, err = _cli(capsys, "regression", path, "--actual", "sale_price", "--pred",
+                        "predicted_price", "--metrics", "rmse", "--report",
+                        tmp_path / "r.html")  # fmt: skip
+    assert code == 0, err
+    assert (tmp_path / "r.html").exists() and "report written" in err
     code, _, err = _cli(capsys, "regression", path, "--actual", "region", "--pred",
                         "predicted_price")  # fmt: skip
     assert code == 2

@@ -82,7 +82,7 @@ def test_every_readme_command_runs(
         argv[i + 1] for i, word in enumerate(argv[:-1]) if word in ("-o", "--output", "--report")
     ]
     if argv[0] == "demo":
-        written += ["polars_eval_demo_report.html"] if cli._report_available() else []
+        written += ["polars_eval_demo_report.html"]
     with _inside(workdir):
         for name in written:
             Path(name).unlink(missing_ok=True)

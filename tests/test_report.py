@@ -581,7 +581,6 @@ def test_summary_rows_pairs_intervals_and_baselines() -> None:
     assert long.row(1)[1] is None
 
 
-@pytest.mark.skipif(not hasattr(pe, "Interval"), reason="polars_eval.stats not installed")
 def test_intervals_and_baselines(df: pl.DataFrame) -> None:
     from polars_eval._core.registry import REGISTRY
     from polars_eval.stats import run_interval
@@ -783,7 +782,6 @@ def test_cli_report_without_the_plot_extra(
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not hasattr(pe, "residual_qq"), reason="regression family not installed")
 def test_regression_report() -> None:
     rng = np.random.default_rng(1)
     n = 800
@@ -852,13 +850,6 @@ def test_regression_report() -> None:
     assert all(svg.startswith("<svg") for svg in rep.svgs().values())
 
 
-def _has_task(task: str) -> bool:
-    from polars_eval.report.tables import available_tasks
-
-    return task in available_tasks()
-
-
-@pytest.mark.skipif(not _has_task("multiclass"), reason="multiclass family not installed")
 def test_multiclass_report() -> None:
     rng = np.random.default_rng(5)
     n = 300
@@ -901,7 +892,6 @@ def test_multiclass_report() -> None:
     assert "↑ higher" in page.split("multiclass_f1_macro")[1][:200]
 
 
-@pytest.mark.skipif(not _has_task("ranking"), reason="ranking family not installed")
 def test_ranking_report() -> None:
     rng = np.random.default_rng(2)
     nq, m = 40, 8
@@ -928,7 +918,6 @@ def test_ranking_report() -> None:
     assert page.count("<svg") == len(charts)
 
 
-@pytest.mark.skipif(not _has_task("forecast"), reason="forecast family not installed")
 def test_forecast_report() -> None:
     rng = np.random.default_rng(4)
     rows = []
@@ -1127,26 +1116,22 @@ def _layout_pages() -> dict[str, pe.Report]:
     from polars_eval import _demo
 
     pages = {}
-    if _has_task("regression"):
-        pages["regression"] = _demo.property_valuations(600).eval.report(
-            "regression", actual="sale_price", pred="predicted_price", by="region"
-        )
-    if _has_task("multiclass"):
-        pages["multiclass"] = _demo.rating_grades(600).eval.report(
-            "multiclass", label="grade", pred="predicted_grade", by="sector",
-            proba=[f"p_{g}" for g in _demo.GRADES], classes=list(_demo.GRADES),
-        )  # fmt: skip
-    if _has_task("forecast"):
-        history, forecasts = _demo.branch_demand(7)
-        pages["forecast"] = forecasts.eval.report(
-            "forecast", actual="applications", forecast="forecast", series="branch",
-            time="month", cutoff="cutoff", train=history, interval=("lo80", "hi80"),
-            by="region",
-        )  # fmt: skip
-    if _has_task("ranking"):
-        pages["ranking"] = _demo.search_log(60, 10).eval.report(
-            "ranking", relevance="relevance", score="score", query="query_id", by="market"
-        )
+    pages["regression"] = _demo.property_valuations(600).eval.report(
+        "regression", actual="sale_price", pred="predicted_price", by="region"
+    )
+    pages["multiclass"] = _demo.rating_grades(600).eval.report(
+        "multiclass", label="grade", pred="predicted_grade", by="sector",
+        proba=[f"p_{g}" for g in _demo.GRADES], classes=list(_demo.GRADES),
+    )  # fmt: skip
+    history, forecasts = _demo.branch_demand(7)
+    pages["forecast"] = forecasts.eval.report(
+        "forecast", actual="applications", forecast="forecast", series="branch",
+        time="month", cutoff="cutoff", train=history, interval=("lo80", "hi80"),
+        by="region",
+    )  # fmt: skip
+    pages["ranking"] = _demo.search_log(60, 10).eval.report(
+        "ranking", relevance="relevance", score="score", query="query_id", by="market"
+    )
     return pages
 
 

@@ -88,7 +88,7 @@ class Report:
         self.key_metrics: list[str] = list(built.key_metrics)
         self.key_counts: list[str] = list(built.key_counts)
         self.by = by
-        self.title = title or f"{_tables.TASKS[task].description.capitalize()} evaluation"
+        self.title = title or f"{_tables.task_spec(task).description.capitalize()} evaluation"
         self.max_points = max_points
         self.max_segments = max_segments
         self.created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -194,7 +194,7 @@ def make_report(
     level = options.pop("level", 0.95)
     if ci is True:
         ci = "closed"
-    built = spec.build(
+    built = spec.load("report")(
         frame,
         *data,
         weight=weight,

@@ -17,7 +17,6 @@ family is not installed is simply absent.
 from __future__ import annotations
 
 import inspect
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import polars as pl
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
 from polars_eval._core.spec import nan_or
+from polars_eval._core.tasks import TASKS, Task
 from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
 from polars_eval._ns_binary import (
     BASELINE,
@@ -81,18 +81,6 @@ class Built:
     metric_notes: list[str] = field(default_factory=list)
     # adds the intervals itself (from what the tables were computed with), given ci, level
     intervals: Callable[[str, float], None] | None = None
-
-
-@dataclass
-class TaskSpec:
-    """One task of the report: its builder and its arguments."""
-
-    build: Callable[..., Built]
-    available: Callable[[], bool]
-    data_args: tuple[str, ...]
-    description: str
-    # the builder returns the metric table of its ``by`` (``Built.metrics``)
-    shares_metrics: bool = False
 
 
 def _name(value: IntoExpr | None) -> str:
@@ -514,14 +502,6 @@ def _binary_intervals(
 REGRESSION_OPTIONS = ("zero_actuals", "bins", "baseline")
 
 
-def _regression_available() -> bool:
-    return (
-        "residual_qq" in _registry.REGISTRY
-        and "conditional_table" in _registry.REGISTRY
-        and _has_method("regression", "actual")
-    )
-
-
 def build_regression(
     frame: pl.DataFrame | pl.LazyFrame,
     actual: IntoExpr,
@@ -605,17 +585,6 @@ RANKING_OPTIONS = (
 )
 RANKING_CUTOFFS = (1, 2, 3, 5, 10, 20)
 AT = "@"
-
-
-def _has_method(name: str, parameter: str) -> bool:
-    """Whether the namespace has the task-level method ``name`` taking ``parameter``."""
-    namespace = getattr(sys.modules.get("polars_eval"), "EvalNamespace", None)
-    method = getattr(namespace, name, None)
-    return method is not None and parameter in inspect.signature(method).parameters
-
-
-def _ranking_available() -> bool:
-    return "ndcg" in _registry.REGISTRY and _has_method("ranking", "query")
 
 
 def metrics_at_k(summary: pl.DataFrame) -> pl.DataFrame:
@@ -737,10 +706,6 @@ FORECAST_OPTIONS = (
     "quantiles",
     "interval",
 )
-
-
-def _forecast_available() -> bool:
-    return _has_method("forecast", "series")
 
 
 SERIES_SAMPLE = 6
@@ -897,12 +862,6 @@ MULTICLASS_OPTIONS = ("pred", "proba", "classes", "k", "baseline")
 PER_CLASS = ("multiclass_precision", "multiclass_recall", "multiclass_f1")
 
 
-def _multiclass_available() -> bool:
-    return "multiclass_confusion_matrix" in _registry.REGISTRY and _has_method(
-        "multiclass", "proba"
-    )
-
-
 def _flat(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -997,53 +956,21 @@ def build_multiclass(
     )
 
 
-TASKS: dict[str, TaskSpec] = {
-    "binary": TaskSpec(
-        build=build_binary,
-        available=lambda: True,
-        data_args=("label", "score"),
-        description="binary classification",
-        shares_metrics=True,
-    ),
-    "regression": TaskSpec(
-        build=build_regression,
-        available=_regression_available,
-        data_args=("actual", "pred"),
-        description="regression",
-    ),
-    "multiclass": TaskSpec(
-        build=build_multiclass,
-        available=_multiclass_available,
-        data_args=("label",),
-        description="multiclass classification",
-    ),
-    "ranking": TaskSpec(
-        build=build_ranking,
-        available=_ranking_available,
-        data_args=("relevance", "score"),
-        description="ranking",
-    ),
-    "forecast": TaskSpec(
-        build=build_forecast,
-        available=_forecast_available,
-        data_args=("actual", "forecast"),
-        description="forecast",
-    ),
-}
-"""The tasks a report can be written for, in the order the docs list them."""
+SHARES_METRICS = ("binary",)
+"""The tasks whose report builder computes the task's metric table on its way (the CLI
+prints the report's table instead of computing it again)."""
 
 
 def available_tasks() -> list[str]:
-    """The tasks whose metric family is installed."""
-    return [name for name, spec in TASKS.items() if spec.available()]
+    """The tasks a report can be written for, in the order the docs list them."""
+    return list(TASKS)
 
 
-def task_spec(task: str) -> TaskSpec:
-    """The spec of ``task``; a clear error for an unknown or unavailable task."""
-    spec = TASKS.get(task)
-    if spec is None or not spec.available():
+def task_spec(task: str) -> Task:
+    """The task ``task`` (its builder: ``.load("report")``); a clear error for an unknown task."""
+    if task not in TASKS:
         raise InvalidParameterError(f"report task must be one of {available_tasks()}; got {task!r}")
-    return spec
+    return TASKS[task]
 
 
 def by_columns(by: str | Sequence[str] | None) -> list[str]:
