@@ -49,6 +49,9 @@ def test_independent_of_threads_chunks_and_partitioning(monkeypatch: pytest.Monk
     monkeypatch.setattr(B, "CHUNK_ROWS", 500)  # one resample per chunk
     monkeypatch.setattr(B, "_threads", lambda: 1)
     assert df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q").equals(base)
+    monkeypatch.setattr(B, "CHUNK_ROWS", 10**9)  # one chunk; kernel blocks of 7 resamples
+    monkeypatch.setattr(B, "BLOCK_CELLS", 7 * 400)
+    assert df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q").equals(base)
     # a lazy frame made of partitions, collected on the streaming engine
     parts = pl.concat([df.slice(0, 150).lazy(), df.slice(150, 100).lazy(), df.slice(250).lazy()])
     lazy = parts.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q")
@@ -78,18 +81,81 @@ def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: li
         )
 
 
-def test_kernel_matches_sklearn_with_count_weights() -> None:
-    df = data(250, seed=4)
-    design, stratum, _ = B.make_design(df, [], [], "multinomial", 9)
-    kernel = B._kernel_for(B.recognize(pe.auc("y", "score")), df, stratum, 1)
+def test_count_generator_is_the_classical_bootstrap() -> None:
+    # resample r = n row indices drawn with replacement by default_rng([seed, r])
+    df = data(200, seed=4)
+    design, _, _ = B.make_design(df, [], [], "multinomial", 9)
+    for r in range(4):
+        draws = np.random.default_rng([9, r]).integers(0, 200, 200)
+        np.testing.assert_array_equal(design.counts(r), np.bincount(draws, minlength=200))
+    block = design.counts_block(range(2, 5))
+    np.testing.assert_array_equal(block, np.stack([design.counts(r) for r in range(2, 5)]))
+    # by=: n_g draws within every stratum g; poisson: counts of mean one
+    design, stratum, _ = B.make_design(df, ["g"], [], "multinomial", 9)
+    sizes = np.bincount(stratum)
+    for r in range(4):
+        np.testing.assert_array_equal(np.bincount(stratum, weights=design.counts(r)), sizes)
+    design, _, _ = B.make_design(df, [], [], "poisson", 9)
+    assert design.counts_block(range(50)).mean() == pytest.approx(1.0, abs=0.02)
+
+
+def sklearn_auc_per_stratum(
+    y: np.ndarray, s: np.ndarray, w: np.ndarray, stratum: np.ndarray, n_strata: int
+) -> list[float]:
+    """scikit-learn's weighted AUC in every stratum (NaN where one class has no mass)."""
+    out = []
+    for g in range(n_strata):
+        keep = (stratum == g) & (w > 0)
+        if len(np.unique(y[keep])) < 2:
+            out.append(math.nan)
+        else:
+            out.append(roc_auc_score(y[keep], s[keep], sample_weight=w[keep]))
+    return out
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), (["g"], ["q"])])
+@pytest.mark.parametrize("scores", ["tied", "distinct"])
+@pytest.mark.parametrize("weight", [None, "fw"])
+def test_every_resample_matches_sklearn_with_count_weights(
+    method: str, by: list[str], group: list[str], scores: str, weight: str | None
+) -> None:
+    # the kernel's AUC of resample r = scikit-learn's AUC with sample_weight = the counts
+    # the count generator draws for r (times the row weights)
+    df = data(240, seed=4)
+    if scores == "distinct":  # distinct scores but three positive-negative ties
+        score, g = np.random.default_rng(1).random(240), df["g"].to_numpy().copy()
+        pos, neg = np.flatnonzero(df["y"] == 1)[:3], np.flatnonzero(df["y"] == 0)[:3]
+        score[pos], g[pos] = score[neg], g[neg]
+        df = df.with_columns(pl.Series("score", score), pl.Series("g", g))
+    expr = pe.auc("y", "score", weight=weight)
+    design, stratum, _ = B.make_design(df, by, group, method, 11)
+    kernel = B._kernel_for(B.recognize(expr), df, stratum, design.n_strata)
+    assert isinstance(kernel, B.AucKernel)
+    assert (kernel.slot is not None) == (scores == "tied" and weight is None)
+    assert kernel.ties
+    reps, _ = B.replicates(
+        df, B.named_items(expr), by=by, group=group, n_resamples=12, method=method, seed=11
+    )
+    got = reps["auc"].to_numpy().reshape(12, design.n_strata)
     y, s = df["y"].to_numpy(), df["score"].to_numpy()
-    for r in range(5):
-        sample = design.resample(r)
-        assert sample.draws is not None  # the bincount-free path
-        counts = design.counts(r)
-        expected = roc_auc_score(y, s, sample_weight=counts)
-        assert kernel(sample)[0] == pytest.approx(expected, rel=1e-12)
-        assert kernel(B.Resample(design, counts=counts))[0] == pytest.approx(expected, rel=1e-12)
+    w = np.ones(df.height) if weight is None else df[weight].to_numpy()
+    for r in range(12):
+        expected = sklearn_auc_per_stratum(y, s, w * design.counts(r), stratum, design.n_strata)
+        np.testing.assert_allclose(got[r], expected, rtol=1e-12)
+
+
+def test_kernel_blocks_of_resamples() -> None:
+    # a (resamples, rows) block gives each resample's own values
+    df = data(150, seed=12)
+    for by, weight in (([], None), (["g"], "fw")):
+        design, stratum, _ = B.make_design(df, by, [], "multinomial", 2)
+        expr = pe.auc("y", "score", weight=weight)
+        kernel = B._kernel_for(B.recognize(expr), df, stratum, design.n_strata)
+        assert kernel is not None
+        block = kernel(design.counts_block(range(6)))
+        one = np.concatenate([kernel(design.counts_block(range(r, r + 1))) for r in range(6)])
+        np.testing.assert_array_equal(block, one)
 
 
 def test_percentiles_std_and_estimate_from_replicates() -> None:

@@ -56,6 +56,10 @@ R_COL = "__pe_resample"
 ROW_COL = "__pe_row"
 CHUNK_ROWS = 4_000_000
 """About how many repeated rows one chunk of the expression path materialises."""
+BLOCK_CELLS = 1 << 20
+"""About how many row counts (resamples × rows) one block of the kernels holds: 8 MiB of
+int64, so that a block's counts and the gathers over them stay in the CPU cache (at 1e6
+rows a block is one resample; at 1e3 rows, a thousand)."""
 
 SUMMARY_SCHEMA = {
     "metric": pl.String,
@@ -128,7 +132,11 @@ def validate_recognized(df: pl.DataFrame | pl.LazyFrame, found: Sequence[Recogni
 
 @dataclass
 class Design:
-    """How rows map to resampling units and units to ``by`` strata."""
+    """How rows map to resampling units and units to ``by`` strata.
+
+    The count generator: :meth:`unit_counts` / :meth:`counts` give the counts of one
+    resample, a function of ``(seed, r)`` only; :meth:`counts_block` stacks several.
+    """
 
     n_rows: int
     unit_of_row: np.ndarray | None  # None: every row is a unit
@@ -140,47 +148,36 @@ class Design:
     method: str
     seed: int
 
-    def resample(self, r: int) -> Resample:
-        """Resample ``r``: a function of (seed, r) only."""
+    def unit_counts(self, r: int) -> np.ndarray:
+        """The int64 count of every resampling unit in resample ``r``."""
         rng = np.random.default_rng([self.seed, r])
         if self.method == "poisson":
-            return Resample(self, counts=poisson_one(rng, self.n_units))
+            return poisson_one(rng, self.n_units)
         if self.n_strata <= 1:
-            dtype = np.int32 if self.n_units < 2**31 else np.int64
-            draws = rng.integers(0, self.n_units, self.n_units, dtype=dtype)
-            if self.unit_of_row is None:
-                return Resample(self, draws=draws)
-            return Resample(self, counts=np.bincount(draws, minlength=self.n_units))
+            # int64 draws (the same stream as int32 ones): np.bincount casts anything else
+            # to intp first, which costs more than the count itself
+            draws = rng.integers(0, self.n_units, self.n_units, dtype=np.int64)
+            return np.bincount(draws, minlength=self.n_units)
         u = rng.random(self.n_units)
         target = self.start + np.floor(u * self.size).astype(np.int64)
         sorted_counts = np.bincount(target, minlength=self.n_units)
         units = np.empty(self.n_units, dtype=np.int64)
         units[self.perm] = sorted_counts
-        return Resample(self, counts=units)
+        return units
 
     def counts(self, r: int) -> np.ndarray:
-        """The integer count of every row in resample ``r``."""
-        return self.resample(r).counts
+        """The int64 count of every row in resample ``r`` (a row's unit's count)."""
+        units = self.unit_counts(r)
+        return units if self.unit_of_row is None else units[self.unit_of_row]
 
-
-class Resample:
-    """One resample: the drawn row indices (plain multinomial) and/or the count per row."""
-
-    def __init__(
-        self, design: Design, *, draws: np.ndarray | None = None, counts: np.ndarray | None = None
-    ) -> None:
-        self.design = design
-        self.draws = draws  # rows drawn with replacement (when rows are drawn directly)
-        self._units = counts  # count per unit
-
-    @property
-    def counts(self) -> np.ndarray:
-        if self._units is None:
-            assert self.draws is not None
-            self._units = np.bincount(self.draws, minlength=self.design.n_units)
-        if self.design.unit_of_row is not None:
-            return self._units[self.design.unit_of_row]
-        return self._units
+    def counts_block(self, resamples: range) -> np.ndarray:
+        """The row counts of several resamples: an int64 array (resample, row)."""
+        if len(resamples) == 1:
+            return self.counts(resamples[0])[None, :]
+        out = np.empty((len(resamples), self.n_rows), dtype=np.int64)
+        for i, r in enumerate(resamples):
+            out[i] = self.counts(r)
+        return out
 
 
 POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(40)])
@@ -256,17 +253,26 @@ def make_design(
 
 
 class AucKernel:
-    """Weighted ROC AUC per stratum for many count vectors, the rows sorted once.
+    """Weighted ROC AUC per stratum for a block of resamples, the rows sorted once.
 
-    numpy rather than Polars: a resample is two gathers, one cumulative sum and one dot
-    product over index arrays prepared once, which Polars cannot share between the
-    thousand weighted evaluations of one expression.
+    The shared state, built once: the kept rows sorted by (stratum, score), negatives and
+    positives apart, and grouped into *bins*, runs of rows with the same stratum, score and
+    class (one row per bin when there are weights). A resample is nothing but a count per
+    row, so a block of B resamples (a (B, rows) count array) costs one gather of the counts
+    into that fixed order, a sum per bin (only when bins hold several rows), one cumulative
+    sum and one weighted sum: O(rows) per resample, no sort.
 
-    With the rows sorted ascending by (stratum, score) and F the cumulative mass of the
-    negatives in that order (F[0] = 0), a positive row in the tie block [a, e) of stratum
-    g beats the negatives below its block and ties half of its block: its credit is
-    c (F[neg before a] + F[neg before e]) / 2 − c F[neg before stratum g];
-    AUC_g = Σ credits / (P_g N_g). Labels must be 0/1 (else the expression path is used).
+    With F the cumulative mass of the negatives in bin order (F[:, 0] = 0), a positive bin
+    of mass c in the tie block of stratum g that starts at negative bin a and ends before
+    negative bin e is credited c (F[a] + F[e]) / 2 − c F[first negative bin of g];
+    AUC_g = Σ credits / (P_g N_g). Without weights the masses are int64 and the arithmetic
+    is exact up to the last division (and an integer cumulative sum is several times
+    faster than a float one); weights make it float64. Labels must be 0/1 (else the
+    expression path is used).
+
+    numpy rather than Polars: a resample's cumulative sums run over an order fixed once
+    for all resamples, with per-resample masses; a Polars expression would re-sort, or
+    re-join the counts, for every one of the thousand weighted evaluations.
     """
 
     def __init__(
@@ -278,85 +284,100 @@ class AucKernel:
         n_strata: int,
     ) -> None:
         keep = ~(np.isnan(label) | np.isnan(weight)) & (weight != 0.0)
-        self.n_rows = len(keep)
         rows = np.flatnonzero(keep)
         s, g = score[rows], stratum[rows]
         order = np.lexsort((s, g))
-        rows = rows[order]
-        s, g = s[order], g[order]
-        is_pos = label[rows] == 1.0
+        rows, s, g = rows[order], s[order], g[order]
         m = len(rows)
-        new = np.ones(m + 1, dtype=bool)  # new[k]: a tie block starts at k (and at m)
-        if m > 1:
-            new[1:m] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
-        starts = np.flatnonzero(new)
-        block = np.cumsum(new[:m]) - 1  # block id of every sorted row
-        neg_before = np.concatenate([[0], np.cumsum(~is_pos)])  # negatives in [0, k)
-        pos = np.flatnonzero(is_pos)
-        self.ia = neg_before[starts[block[pos]]]
-        self.ie = neg_before[starts[block[pos] + 1]]
+        new = np.ones(m, dtype=bool)  # new[k]: a tie block starts at sorted row k
+        new[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+        block = np.cumsum(new) - 1  # tie block of every sorted row
+        is_pos = label[rows] == 1.0
+        self.order = np.concatenate([rows[~is_pos], rows[is_pos]])  # negatives, positives
+        n_neg = m - int(is_pos.sum())
+        w = weight[self.order]
+        weighted = not np.all(w == 1.0)
+        self.w_neg = w[:n_neg] if weighted else None
+        self.w_pos = w[n_neg:] if weighted else None
+        neg_block, pos_block = block[~is_pos], block[is_pos]
+        neg_g, pos_g = g[~is_pos], g[is_pos]
+        self.slot: np.ndarray | None = None
+        if not weighted:
+            first_neg, first_pos = _run_starts(neg_block), _run_starts(pos_block)
+            n_bins = len(first_neg) + len(first_pos)
+            if n_bins <= m // 2:
+                # many ties: count per bin (row -> bin, unused rows -> the last bin); with
+                # few ties a gather per row is cheaper than summing runs of one row
+                starts = np.zeros(m, dtype=bool)
+                starts[first_neg] = True
+                starts[n_neg + first_pos] = True
+                self.slot = np.full(len(keep), n_bins, dtype=np.intp)
+                self.slot[self.order] = np.cumsum(starts) - 1
+                self.n_bins = n_bins
+                neg_block, neg_g = neg_block[first_neg], neg_g[first_neg]
+                pos_block, pos_g = pos_block[first_pos], pos_g[first_pos]
+        self.n_neg_bins = len(neg_block)
+        self.ia = np.searchsorted(neg_block, pos_block, side="left")
+        self.ie = np.searchsorted(neg_block, pos_block, side="right")
         self.ties = not np.array_equal(self.ia, self.ie)
-        self.neg_rows, self.pos_rows = rows[~is_pos], rows[pos]
-        # slot[row]: the row's place in [negatives sorted, positives sorted, unused]
-        n_neg = len(self.neg_rows)
-        self.slot = np.full(self.n_rows, m, dtype=np.int64 if m >= 2**31 else np.int32)
-        self.slot[self.neg_rows] = np.arange(n_neg)
-        self.slot[self.pos_rows] = np.arange(n_neg, m)
-        weighted = not np.all(weight[rows] == 1.0)
-        self.w_neg = weight[self.neg_rows] if weighted else None
-        self.w_pos = weight[self.pos_rows] if weighted else None
         self.n_strata = n_strata
-        self.g_pos = g[pos]
-        sizes = np.bincount(g, minlength=n_strata)
-        gstart = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self.f_start = neg_before[gstart]
-        self.f_end = neg_before[gstart + sizes]
+        strata = np.arange(n_strata)
+        self.f_start = np.searchsorted(neg_g, strata, side="left")
+        self.f_end = np.searchsorted(neg_g, strata, side="right")
+        p_start = np.searchsorted(pos_g, strata, side="left")
+        p_end = np.searchsorted(pos_g, strata, side="right")
+        self.segments = np.flatnonzero(p_end > p_start)  # strata with positive bins
+        self.segment_starts = p_start[self.segments]
         nan_strata = np.zeros(n_strata, dtype=bool)
-        if m:
-            nan_strata[np.unique(g[np.isnan(s)])] = True
+        nan_strata[np.unique(g[np.isnan(s)])] = True
         self.nan_strata = nan_strata
 
-    def __call__(self, sample: Resample) -> np.ndarray:
-        if sample.draws is not None:
-            # the draws land directly in sorted order: one gather and one bincount, no
-            # gather of counts (rows the metric ignores go to the last, unused bin)
-            n_neg = len(self.neg_rows)
-            counts = np.bincount(self.slot[sample.draws], minlength=n_neg + len(self.pos_rows) + 1)
-            return self._auc(counts[:n_neg], counts[n_neg : n_neg + len(self.pos_rows)])
-        counts = sample.counts
-        return self._auc(counts[self.neg_rows], counts[self.pos_rows])
-
-    def _auc(self, cn: np.ndarray, cp: np.ndarray) -> np.ndarray:
-        if self.w_neg is not None:
-            cn = cn * self.w_neg
-        f = np.empty(len(cn) + 1)
-        f[0] = 0.0
-        np.cumsum(cn, out=f[1:], dtype=np.float64)
-        cp = cp.astype(np.float64)
-        if self.w_pos is not None:
-            cp *= self.w_pos
-        below = f[self.ia]
-        if self.ties:
-            below += f[self.ie]
-            below *= 0.5
-        if self.n_strata == 1:
-            p = np.array([cp.sum()])
-            # not ``cp @ below``: BLAS ddot with its threads is far slower on this size
-            num = np.array([(cp * below).sum()])
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        """The AUC of every (resample, stratum) for a (resamples, rows) count array."""
+        b = counts.shape[0]
+        if self.slot is None:
+            mass = np.take(counts, self.order, axis=1)
         else:
-            p = np.bincount(self.g_pos, weights=cp, minlength=self.n_strata)
-            num = np.bincount(self.g_pos, weights=cp * below, minlength=self.n_strata)
-        num -= p * f[self.f_start]
-        n = f[self.f_end] - f[self.f_start]
+            mass = np.stack(
+                [np.bincount(self.slot, weights=c, minlength=self.n_bins + 1) for c in counts]
+            )[:, : self.n_bins].astype(np.int64)  # integral floats: exact
+        neg, pos = mass[:, : self.n_neg_bins], mass[:, self.n_neg_bins :]
+        if self.w_neg is not None:
+            neg, pos = neg * self.w_neg, pos * self.w_pos
+        f = np.zeros((b, self.n_neg_bins + 1), dtype=neg.dtype)
+        np.cumsum(neg, axis=1, out=f[:, 1:])
+        below = np.take(f, self.ia, axis=1)
+        half = 2 if self.ties else 1  # credits are counted twice with ties
+        if self.ties:
+            below += np.take(f, self.ie, axis=1)
+        below *= pos
+        if self.n_strata == 1:
+            num = below.sum(axis=1, keepdims=True)
+            p = pos.sum(axis=1, keepdims=True)
+        else:
+            num = np.zeros((b, self.n_strata), dtype=below.dtype)
+            p = np.zeros((b, self.n_strata), dtype=pos.dtype)
+            if len(self.segments):
+                num[:, self.segments] = np.add.reduceat(below, self.segment_starts, axis=1)
+                p[:, self.segments] = np.add.reduceat(pos, self.segment_starts, axis=1)
+            num -= half * p * f[:, self.f_start]
+        n = f[:, self.f_end] - f[:, self.f_start]
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where((p > 0.0) & (n > 0.0), num / (p * n), np.nan)
-        out[self.nan_strata] = np.nan
+            out = np.where((p > 0) & (n > 0), num / (half * p * n), np.nan)
+        out[:, self.nan_strata] = np.nan
         return out
+
+
+def _run_starts(x: np.ndarray) -> np.ndarray:
+    """The positions where a run of equal values starts in ``x``."""
+    if not len(x):
+        return np.zeros(0, dtype=np.intp)
+    return np.flatnonzero(np.concatenate([[True], x[1:] != x[:-1]]))
 
 
 def _kernel_for(
     item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
-) -> Callable[[Resample], np.ndarray] | None:
+) -> Callable[[np.ndarray], np.ndarray] | None:
     """A numpy kernel for a recognised ``auc``/``gini`` on plain numeric columns."""
     if item.info.name not in ("auc", "gini") or item.args.get("pos_label") is not None:
         return None
@@ -382,7 +403,7 @@ def _kernel_for(
     s = s_col.fill_null(0.0).to_numpy()
     kernel = AucKernel(y, s, w, stratum, n_strata)
     if item.info.name == "gini":
-        return lambda sample: 2.0 * kernel(sample) - 1.0
+        return lambda counts: 2.0 * kernel(counts) - 1.0
     return kernel
 
 
@@ -412,7 +433,7 @@ def replicates(
     path for every metric (used by the tests to check the AUC kernel).
     """
     design, stratum, by_keys = make_design(df, by, group, method, seed)
-    kernels: dict[str, Callable[[Resample], np.ndarray]] = {}
+    kernels: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
     generic: list[pl.Expr] = []
     for name, expr in items:
         found = recognize(expr) if fast else None
@@ -426,29 +447,33 @@ def replicates(
     if base is not None and not base.width:  # e.g. pl.len(): keep the row count
         base = pl.DataFrame({ROW_COL: np.zeros(df.height, dtype=np.int8)})
     per_row = max(design.n_rows, 1)
-    chunk = max(1, min(n_resamples, CHUNK_ROWS // per_row))
+    # the expression path materialises about CHUNK_ROWS repeated rows per chunk; the
+    # kernels alone need no chunks, only blocks of about BLOCK_CELLS counts
+    chunk = n_resamples if base is None else max(1, min(n_resamples, CHUNK_ROWS // per_row))
+    block = max(1, min(chunk, BLOCK_CELLS // per_row))
     frames: list[pl.DataFrame] = []
     fast_values: dict[str, list[np.ndarray]] = {name: [] for name in kernels}
     rows = np.arange(design.n_rows, dtype=np.int64)
 
-    def one(r: int) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
-        sample = design.resample(r)
-        values = {name: k(sample) for name, k in kernels.items()}
-        return (sample.counts if base is not None else None), values
+    def one(ids: range) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+        counts = design.counts_block(ids)
+        values = {name: k(counts) for name, k in kernels.items()}
+        return (counts if base is not None else None), values
 
     with ThreadPoolExecutor(max_workers=_threads()) as pool:
         for lo in range(0, n_resamples, chunk):
-            ids = range(lo, min(n_resamples, lo + chunk))
-            results = list(pool.map(one, ids))
+            hi = min(n_resamples, lo + chunk)
+            blocks = [range(b, min(hi, b + block)) for b in range(lo, hi, block)]
+            results = list(pool.map(one, blocks))
             for name in kernels:
                 fast_values[name].extend(res[1][name] for res in results)
             if base is None:
                 continue
-            reps = [np.repeat(rows, res[0]) for res in results]
+            reps = [np.repeat(rows, c) for res in results for c in res[0]]  # type: ignore[union-attr]
             lengths = [len(x) for x in reps]
             long = base[pl.Series(np.concatenate(reps) if reps else [], dtype=pl.Int64)]
             long = long.with_columns(
-                pl.Series(R_COL, np.repeat(np.asarray(ids, dtype=np.int64), lengths))
+                pl.Series(R_COL, np.repeat(np.arange(lo, hi, dtype=np.int64), lengths))
             )
             frames.append(long.group_by([R_COL, *by]).agg(generic))
 
@@ -459,7 +484,7 @@ def replicates(
         # kernel output for resample r is ordered by stratum code = by_keys row order
         width = by_keys.height if by else 1
         grid = grid.with_columns(
-            pl.Series(name, np.stack(vals).reshape(n_resamples, -1)[:, :width].ravel(), dtype=F64)
+            pl.Series(name, np.concatenate(vals)[:, :width].ravel(), dtype=F64)
             for name, vals in fast_values.items()
         )
     if frames:
