@@ -19,6 +19,7 @@ Needs the ``bench`` extra (scikit-learn).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -30,7 +31,7 @@ import polars as pl
 import polars_eval as pe
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import median_time  # noqa: E402
+from _harness import machine_line, median_time  # noqa: E402
 
 
 def make_data(n: int, seed: int = 0) -> pl.DataFrame:
@@ -99,6 +100,7 @@ def main() -> None:
         f"# bench_intervals: {n:,} rows, {R} resamples; polars {pl.__version__}, "
         f"python {platform.python_version()}, {platform.machine()}"
     )
+    print(f"# {machine_line()}; load average {os.getloadavg()[0]:.1f} at start")
     df = make_data(n)
     y, s1, s2 = (df[c].to_numpy() for c in ("y", "p1", "p2"))
 
@@ -117,6 +119,7 @@ def main() -> None:
         ],
         "polars_eval df.eval.bootstrap(pe.auc)",
     )
+    print(f"load average {os.getloadavg()[0]:.1f} after the bootstrap scenario")
 
     # -- DeLong -------------------------------------------------------------------------
     ours = median_time(lambda: df.eval.delong("y", "p1", "p2"), args.repeat)

@@ -17,10 +17,13 @@ Design
   query per chunk — Polars runs the resamples of a chunk in parallel.
 * **Fast path for ROC AUC and Gini.** An expression recognised as exactly
   ``pe.auc(label, score[, weight=])`` (or ``pe.gini``) — checked structurally with
-  ``Expr.meta.eq`` — is evaluated by a numpy kernel instead: the rows are sorted by
-  (stratum, score) once; each resample then costs one gather (its draws mapped to sorted
-  positions), one bincount, one cumulative sum and one weighted sum (O(n), no sort).
-  Its values equal those of the expression path to rounding (tested).
+  ``Expr.meta.eq`` — is evaluated by a numpy kernel instead (:class:`AucKernel`): the
+  rows are sorted by (stratum, score) once; a resample is then only its counts — one
+  gather of them into that fixed order (or one bincount into tie bins when scores are
+  heavily tied), one cumulative sum and one weighted sum, vectorised over a block of
+  resamples (a (resamples, rows) count array of about ``BLOCK_CELLS`` cells): O(n) per
+  resample, never a sort. Its values equal scikit-learn's weighted AUC with the counts
+  as sample weights (tested per resample) and those of the expression path to rounding.
 * Poisson(1) counts are drawn by inverting the CDF (exact, several times faster than
   ``Generator.poisson``).
 * The estimate is the expression on the original data. Resamples where a metric is
@@ -256,11 +259,12 @@ class AucKernel:
     """Weighted ROC AUC per stratum for a block of resamples, the rows sorted once.
 
     The shared state, built once: the kept rows sorted by (stratum, score), negatives and
-    positives apart, and grouped into *bins*, runs of rows with the same stratum, score and
-    class (one row per bin when there are weights). A resample is nothing but a count per
-    row, so a block of B resamples (a (B, rows) count array) costs one gather of the counts
-    into that fixed order, a sum per bin (only when bins hold several rows), one cumulative
-    sum and one weighted sum: O(rows) per resample, no sort.
+    positives apart. Without weights and with many ties (at most half as many distinct
+    (stratum, score, class) *bins* as rows) the rows are pooled into those bins; otherwise
+    every row is its own bin. A resample is nothing but a count per row, so a block of B
+    resamples (a (B, rows) count array) costs one gather of the counts into that fixed
+    order (or one bincount per resample into the bins), one cumulative sum and one
+    weighted sum: O(rows) per resample, no sort.
 
     With F the cumulative mass of the negatives in bin order (F[:, 0] = 0), a positive bin
     of mass c in the tie block of stratum g that starts at negative bin a and ends before
@@ -285,12 +289,16 @@ class AucKernel:
     ) -> None:
         keep = ~(np.isnan(label) | np.isnan(weight)) & (weight != 0.0)
         rows = np.flatnonzero(keep)
-        s, g = score[rows], stratum[rows]
-        order = np.lexsort((s, g))
-        rows, s, g = rows[order], s[order], g[order]
+        if len(rows) < len(keep):
+            score, stratum = score[rows], stratum[rows]
+        order = _sort_order(stratum, score, n_strata)
+        rows, s = rows[order], score[order]
+        g = stratum[order] if n_strata > 1 else np.zeros(len(rows), dtype=np.int64)
         m = len(rows)
         new = np.ones(m, dtype=bool)  # new[k]: a tie block starts at sorted row k
-        new[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+        new[1:] = s[1:] != s[:-1]
+        if n_strata > 1:
+            new[1:] |= g[1:] != g[:-1]
         block = np.cumsum(new) - 1  # tie block of every sorted row
         is_pos = label[rows] == 1.0
         self.order = np.concatenate([rows[~is_pos], rows[is_pos]])  # negatives, positives
@@ -366,6 +374,19 @@ class AucKernel:
             out = np.where((p > 0) & (n > 0), num / (half * p * n), np.nan)
         out[:, self.nan_strata] = np.nan
         return out
+
+
+def _sort_order(stratum: np.ndarray, score: np.ndarray, n_strata: int) -> np.ndarray:
+    """An order sorting rows by (stratum, score); ties in any order (they form one block).
+
+    numpy's default argsort of floats is a SIMD quicksort, several times faster than
+    ``lexsort``; strata then take a stable radix sort of small integer codes.
+    """
+    order = np.argsort(score)
+    if n_strata > 1:
+        codes = stratum[order].astype(np.min_scalar_type(n_strata))
+        order = order[np.argsort(codes, kind="stable")]
+    return order
 
 
 def _run_starts(x: np.ndarray) -> np.ndarray:
