@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +63,9 @@ BLOCK_CELLS = 1 << 20
 """About how many row counts (resamples × rows) one block of the kernels holds: 8 MiB of
 int64, so that a block's counts and the gathers over them stay in the CPU cache (at 1e6
 rows a block is one resample; at 1e3 rows, a thousand)."""
+
+KERNEL_METRICS = ("auc", "gini")
+"""The registered metrics evaluated by :class:`AucKernel` instead of their expression."""
 
 SUMMARY_SCHEMA = {
     "metric": pl.String,
@@ -90,9 +93,11 @@ class Recognized:
 def recognize(expr: pl.Expr) -> Recognized | None:
     """The registered metric and column arguments an expression was built with, if any.
 
-    Only the metric whose name is the expression's output name is tried, with the
-    expression's root columns assigned to the metric's column inputs in every order; a
-    candidate counts only when it is structurally equal (``meta.eq``).
+    Only the metric whose name is the expression's output name is tried — or, for a
+    renamed expression such as ``pe.auc(...).alias("model_a")``, the metrics the kernel
+    evaluates (``KERNEL_METRICS``) — with the expression's root columns assigned to the
+    metric's column inputs in every order; a candidate counts only when it is
+    structurally equal (``meta.eq``).
     """
     try:
         name = expr.meta.output_name()
@@ -100,17 +105,17 @@ def recognize(expr: pl.Expr) -> Recognized | None:
         roots = list(dict.fromkeys(expr.meta.root_names()))
     except Exception:  # noqa: BLE001 - an expression without a single output name
         return None
-    info = REGISTRY.get(name)
-    if info is None or not roots or len(roots) > len(info.inputs):
-        return None
-    for slots in itertools.permutations(list(info.inputs), len(roots)):
-        args = dict(zip(slots, roots, strict=True))
-        try:
-            candidate = info.fn(**args)
-        except Exception:  # noqa: BLE001 - the arguments do not fit this metric
+    for info in [REGISTRY[name]] if name in REGISTRY else [REGISTRY[k] for k in KERNEL_METRICS]:
+        if not roots or len(roots) > len(info.inputs):
             continue
-        if candidate.meta.undo_aliases().meta.eq(base):
-            return Recognized(info, args)
+        for slots in itertools.permutations(list(info.inputs), len(roots)):
+            args = dict(zip(slots, roots, strict=True))
+            try:
+                candidate = info.fn(**args)
+            except Exception:  # noqa: BLE001 - the arguments do not fit this metric
+                continue
+            if candidate.meta.undo_aliases().meta.eq(base):
+                return Recognized(info, args)
     return None
 
 
@@ -137,8 +142,9 @@ def validate_recognized(df: pl.DataFrame | pl.LazyFrame, found: Sequence[Recogni
 class Design:
     """How rows map to resampling units and units to ``by`` strata.
 
-    The count generator: :meth:`unit_counts` / :meth:`counts` give the counts of one
-    resample, a function of ``(seed, r)`` only; :meth:`counts_block` stacks several.
+    The count generator: :meth:`unit_counts` gives the counts of one resample, a function
+    of ``(seed, r)`` only, :meth:`counts` the same as row counts in frame order and
+    :meth:`unit_counts_block` stacks several resamples.
     """
 
     n_rows: int
@@ -173,14 +179,18 @@ class Design:
         units = self.unit_counts(r)
         return units if self.unit_of_row is None else units[self.unit_of_row]
 
-    def counts_block(self, resamples: range) -> np.ndarray:
-        """The row counts of several resamples: an int64 array (resample, row)."""
+    def unit_counts_block(self, resamples: range) -> np.ndarray:
+        """The unit counts of several resamples: an int64 array (resample, unit)."""
         if len(resamples) == 1:
-            return self.counts(resamples[0])[None, :]
-        out = np.empty((len(resamples), self.n_rows), dtype=np.int64)
+            return self.unit_counts(resamples[0])[None, :]
+        out = np.empty((len(resamples), self.n_units), dtype=np.int64)
         for i, r in enumerate(resamples):
-            out[i] = self.counts(r)
+            out[i] = self.unit_counts(r)
         return out
+
+    def row_counts(self, unit_counts: np.ndarray) -> np.ndarray:
+        """Unit counts (resample, unit) as row counts (resample, row) in frame order."""
+        return unit_counts if self.unit_of_row is None else unit_counts[:, self.unit_of_row]
 
 
 POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(40)])
@@ -218,11 +228,21 @@ def _codes(df: pl.DataFrame, cols: list[str], name: str) -> tuple[np.ndarray, pl
 
 
 def make_design(
-    df: pl.DataFrame, by: list[str], group: list[str], method: str, seed: int
+    df: pl.DataFrame,
+    by: list[str],
+    group: list[str],
+    method: str,
+    seed: int,
+    *,
+    strata: tuple[np.ndarray, pl.DataFrame] | None = None,
 ) -> tuple[Design, np.ndarray, pl.DataFrame]:
-    """The design, the stratum code of every row and the table of ``by`` keys (code order)."""
-    stratum_of_row, by_keys = _codes(df, by, "__pe_s")
+    """The design, the stratum code of every row and the table of ``by`` keys (code order).
+
+    ``strata``: the stratum codes and key table when already computed.
+    """
+    stratum_of_row, by_keys = _codes(df, by, "__pe_s") if strata is None else strata
     n_strata = max(by_keys.height, 1)
+    unit_of_row: np.ndarray | None
     if group:
         unit_of_row, unit_keys = _codes(df, [*by, *group], "__pe_u")
         n_units = unit_keys.height
@@ -232,17 +252,21 @@ def make_design(
         unit_of_row = None
         n_units = df.height
         unit_stratum = stratum_of_row
-    perm = np.argsort(unit_stratum, kind="stable")
-    sizes = np.bincount(unit_stratum, minlength=n_strata)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    sorted_stratum = unit_stratum[perm]
+    if n_strata > 1:
+        perm = np.argsort(unit_stratum, kind="stable")
+        sizes = np.bincount(unit_stratum, minlength=n_strata)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        sorted_stratum = unit_stratum[perm]
+        start, size = starts[sorted_stratum], sizes[sorted_stratum]
+    else:  # one stratum: draws over all units, no permutation
+        perm = start = size = np.zeros(0, dtype=np.int64)
     design = Design(
         n_rows=df.height,
         unit_of_row=unit_of_row,
         n_units=n_units,
         perm=perm,
-        start=starts[sorted_stratum],
-        size=sizes[sorted_stratum],
+        start=start,
+        size=size,
         n_strata=n_strata,
         method=method,
         seed=seed,
@@ -286,7 +310,10 @@ class AucKernel:
         weight: np.ndarray,
         stratum: np.ndarray,
         n_strata: int,
+        *,
+        gini: bool = False,
     ) -> None:
+        self.gini = gini
         keep = ~(np.isnan(label) | np.isnan(weight)) & (weight != 0.0)
         rows = np.flatnonzero(keep)
         if len(rows) < len(keep):
@@ -301,7 +328,9 @@ class AucKernel:
             new[1:] |= g[1:] != g[:-1]
         block = np.cumsum(new) - 1  # tie block of every sorted row
         is_pos = label[rows] == 1.0
-        self.order = np.concatenate([rows[~is_pos], rows[is_pos]])  # negatives, positives
+        # the kernel's positions: the rows of its negatives, then of its positives
+        self.order = np.concatenate([rows[~is_pos], rows[is_pos]])
+        self.index: np.ndarray | None = self.order  # the unit of every position; None: 0..m-1
         n_neg = m - int(is_pos.sum())
         w = weight[self.order]
         weighted = not np.all(w == 1.0)
@@ -309,18 +338,17 @@ class AucKernel:
         self.w_pos = w[n_neg:] if weighted else None
         neg_block, pos_block = block[~is_pos], block[is_pos]
         neg_g, pos_g = g[~is_pos], g[is_pos]
-        self.slot: np.ndarray | None = None
+        self.bin_of: np.ndarray | None = None
         if not weighted:
             first_neg, first_pos = _run_starts(neg_block), _run_starts(pos_block)
             n_bins = len(first_neg) + len(first_pos)
             if n_bins <= m // 2:
-                # many ties: count per bin (row -> bin, unused rows -> the last bin); with
-                # few ties a gather per row is cheaper than summing runs of one row
+                # many ties: sum the counts per bin (the bin of every position); with few
+                # ties that bincount costs more than it saves
                 starts = np.zeros(m, dtype=bool)
                 starts[first_neg] = True
                 starts[n_neg + first_pos] = True
-                self.slot = np.full(len(keep), n_bins, dtype=np.intp)
-                self.slot[self.order] = np.cumsum(starts) - 1
+                self.bin_of = np.cumsum(starts) - 1
                 self.n_bins = n_bins
                 neg_block, neg_g = neg_block[first_neg], neg_g[first_neg]
                 pos_block, pos_g = pos_block[first_pos], pos_g[first_pos]
@@ -340,15 +368,22 @@ class AucKernel:
         nan_strata[np.unique(g[np.isnan(s)])] = True
         self.nan_strata = nan_strata
 
+    def bind(self, unit_of_row: np.ndarray | None) -> None:
+        """Read the counts of ``Design`` units (``unit_of_row``: see :class:`Design`)."""
+        index = self.order if unit_of_row is None else unit_of_row[self.order]
+        self.index = None if np.array_equal(index, np.arange(len(index))) else index
+
     def __call__(self, counts: np.ndarray) -> np.ndarray:
-        """The AUC of every (resample, stratum) for a (resamples, rows) count array."""
+        """The AUC (or Gini) of every (resample, stratum) for a (resamples, units) count array."""
         b = counts.shape[0]
-        if self.slot is None:
-            mass = np.take(counts, self.order, axis=1)
+        if self.index is None:  # the positions are the first units: no gather
+            mass = counts[:, : len(self.order)]
         else:
+            mass = np.take(counts, self.index, axis=1)
+        if self.bin_of is not None:
             mass = np.stack(
-                [np.bincount(self.slot, weights=c, minlength=self.n_bins + 1) for c in counts]
-            )[:, : self.n_bins].astype(np.int64)  # integral floats: exact
+                [np.bincount(self.bin_of, weights=c, minlength=self.n_bins) for c in mass]
+            ).astype(np.int64)  # integral floats: exact
         neg, pos = mass[:, : self.n_neg_bins], mass[:, self.n_neg_bins :]
         if self.w_neg is not None:
             neg, pos = neg * self.w_neg, pos * self.w_pos
@@ -373,14 +408,14 @@ class AucKernel:
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where((p > 0) & (n > 0), num / (half * p * n), np.nan)
         out[:, self.nan_strata] = np.nan
-        return out
+        return 2.0 * out - 1.0 if self.gini else out
 
 
 def _sort_order(stratum: np.ndarray, score: np.ndarray, n_strata: int) -> np.ndarray:
-    """An order sorting rows by (stratum, score); ties in any order (they form one block).
+    """An order of rows by (stratum, score); ties in any order (they form one block).
 
-    numpy's default argsort of floats is a SIMD quicksort, several times faster than
-    ``lexsort``; strata then take a stable radix sort of small integer codes.
+    numpy's default argsort of floats (a SIMD quicksort) is several times faster than a
+    stable sort or ``lexsort``; strata then take a stable radix sort of small codes.
     """
     order = np.argsort(score)
     if n_strata > 1:
@@ -398,9 +433,9 @@ def _run_starts(x: np.ndarray) -> np.ndarray:
 
 def _kernel_for(
     item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
-) -> Callable[[np.ndarray], np.ndarray] | None:
+) -> AucKernel | None:
     """A numpy kernel for a recognised ``auc``/``gini`` on plain numeric columns."""
-    if item.info.name not in ("auc", "gini") or item.args.get("pos_label") is not None:
+    if item.info.name not in KERNEL_METRICS or item.args.get("pos_label") is not None:
         return None
     label, score = item.args.get("label"), item.args.get("score")
     weight = item.args.get("weight")
@@ -422,10 +457,7 @@ def _kernel_for(
     if s_col.null_count():
         w = np.where(s_col.is_null().to_numpy(), np.nan, w)
     s = s_col.fill_null(0.0).to_numpy()
-    kernel = AucKernel(y, s, w, stratum, n_strata)
-    if item.info.name == "gini":
-        return lambda counts: 2.0 * kernel(counts) - 1.0
-    return kernel
+    return AucKernel(y, s, w, stratum, n_strata, gini=item.info.name == "gini")
 
 
 # ---------------------------------------------------------------------------------------
@@ -435,6 +467,31 @@ def _kernel_for(
 
 def _threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
+
+
+def resampling(
+    df: pl.DataFrame,
+    items: Sequence[tuple[str, pl.Expr]],
+    *,
+    by: list[str],
+    group: list[str],
+    method: str,
+    seed: int,
+) -> tuple[Design, dict[str, AucKernel], np.ndarray, pl.DataFrame]:
+    """The count generator of a call, its kernels (bound to it), the stratum code of every
+    row and the ``by`` key table."""
+    stratum, by_keys = _codes(df, by, "__pe_s")
+    n_strata = max(by_keys.height, 1)
+    kernels: dict[str, AucKernel] = {}
+    for name, expr in items:
+        found = recognize(expr)
+        kernel = _kernel_for(found, df, stratum, n_strata) if found else None
+        if kernel is not None:
+            kernels[name] = kernel
+    design, _, _ = make_design(df, by, group, method, seed, strata=(stratum, by_keys))
+    for kernel in kernels.values():
+        kernel.bind(design.unit_of_row)
+    return design, kernels, stratum, by_keys
 
 
 def replicates(
@@ -453,16 +510,12 @@ def replicates(
     ``items`` are (output name, expression) pairs. ``fast=False`` forces the expression
     path for every metric (used by the tests to check the AUC kernel).
     """
-    design, stratum, by_keys = make_design(df, by, group, method, seed)
-    kernels: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
-    generic: list[pl.Expr] = []
-    for name, expr in items:
-        found = recognize(expr) if fast else None
-        kernel = _kernel_for(found, df, stratum, design.n_strata) if found else None
-        if kernel is not None:
-            kernels[name] = kernel
-        else:
-            generic.append(expr.alias(name))
+    design, kernels, _, by_keys = resampling(
+        df, items, by=by, group=group, method=method, seed=seed
+    )
+    if not fast:
+        kernels = {}
+    generic = [expr.alias(name) for name, expr in items if name not in kernels]
 
     base = df.select(list(dict.fromkeys([*by, *_roots(generic)]))) if generic else None
     if base is not None and not base.width:  # e.g. pl.len(): keep the row count
@@ -477,9 +530,9 @@ def replicates(
     rows = np.arange(design.n_rows, dtype=np.int64)
 
     def one(ids: range) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
-        counts = design.counts_block(ids)
+        counts = design.unit_counts_block(ids)
         values = {name: k(counts) for name, k in kernels.items()}
-        return (counts if base is not None else None), values
+        return (design.row_counts(counts) if base is not None else None), values
 
     with ThreadPoolExecutor(max_workers=_threads()) as pool:
         for lo in range(0, n_resamples, chunk):
