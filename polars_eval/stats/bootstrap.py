@@ -355,7 +355,8 @@ class AucKernel:
         self.n_neg_bins = len(neg_block)
         self.ia = np.searchsorted(neg_block, pos_block, side="left")
         self.ie = np.searchsorted(neg_block, pos_block, side="right")
-        self.ties = not np.array_equal(self.ia, self.ie)
+        self.tie_at = np.flatnonzero(self.ia != self.ie)  # positives tied with negatives
+        self.ties = len(self.tie_at) > 0
         self.n_strata = n_strata
         strata = np.arange(n_strata)
         self.f_start = np.searchsorted(neg_g, strata, side="left")
@@ -364,6 +365,10 @@ class AucKernel:
         p_end = np.searchsorted(pos_g, strata, side="right")
         self.segments = np.flatnonzero(p_end > p_start)  # strata with positive bins
         self.segment_starts = p_start[self.segments]
+        tie_g = pos_g[self.tie_at]
+        t_start = np.searchsorted(tie_g, strata, side="left")
+        self.tie_segments = np.flatnonzero(np.searchsorted(tie_g, strata, side="right") > t_start)
+        self.tie_starts = t_start[self.tie_segments]
         nan_strata = np.zeros(n_strata, dtype=bool)
         nan_strata[np.unique(g[np.isnan(s)])] = True
         self.nan_strata = nan_strata
@@ -387,28 +392,39 @@ class AucKernel:
         neg, pos = mass[:, : self.n_neg_bins], mass[:, self.n_neg_bins :]
         if self.w_neg is not None:
             neg, pos = neg * self.w_neg, pos * self.w_pos
-        f = np.zeros((b, self.n_neg_bins + 1), dtype=neg.dtype)
+        f = np.empty((b, self.n_neg_bins + 1), dtype=neg.dtype)
+        f[:, 0] = 0
         np.cumsum(neg, axis=1, out=f[:, 1:])
         below = np.take(f, self.ia, axis=1)
-        half = 2 if self.ties else 1  # credits are counted twice with ties
-        if self.ties:
-            below += np.take(f, self.ie, axis=1)
         below *= pos
-        if self.n_strata == 1:
-            num = below.sum(axis=1, keepdims=True)
-            p = pos.sum(axis=1, keepdims=True)
-        else:
-            num = np.zeros((b, self.n_strata), dtype=below.dtype)
-            p = np.zeros((b, self.n_strata), dtype=pos.dtype)
-            if len(self.segments):
-                num[:, self.segments] = np.add.reduceat(below, self.segment_starts, axis=1)
-                p[:, self.segments] = np.add.reduceat(pos, self.segment_starts, axis=1)
+        num = self._per_stratum(below, self.segments, self.segment_starts)
+        p = self._per_stratum(pos, self.segments, self.segment_starts)
+        half = 1
+        if self.ties:
+            # credits counted twice: 2 F[a] for every positive, plus F[e] - F[a] for the
+            # (few) positives tied with negatives
+            half = 2
+            gap = np.take(f, self.ie[self.tie_at], axis=1)
+            gap -= np.take(f, self.ia[self.tie_at], axis=1)
+            gap *= pos[:, self.tie_at]
+            num = 2 * num + self._per_stratum(gap, self.tie_segments, self.tie_starts)
+        if self.n_strata > 1:
             num -= half * p * f[:, self.f_start]
         n = f[:, self.f_end] - f[:, self.f_start]
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where((p > 0) & (n > 0), num / (half * p * n), np.nan)
         out[:, self.nan_strata] = np.nan
         return 2.0 * out - 1.0 if self.gini else out
+
+    def _per_stratum(self, x: np.ndarray, segments: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Row sums of ``x`` (resample, position) per stratum; positions sorted by stratum,
+        ``segments`` the strata that have some and ``starts`` where they start."""
+        if self.n_strata == 1:
+            return x.sum(axis=1, keepdims=True)
+        out = np.zeros((x.shape[0], self.n_strata), dtype=x.dtype)
+        if len(segments):
+            out[:, segments] = np.add.reduceat(x, starts, axis=1)
+        return out
 
 
 def _sort_order(stratum: np.ndarray, score: np.ndarray, n_strata: int) -> np.ndarray:
