@@ -135,6 +135,7 @@ def test_every_resample_matches_sklearn_with_count_weights(
     )
     kernel = kernels["auc"]
     assert (kernel.bin_of is not None) == (scores == "tied" and weight is None)
+    assert (kernel.unit_bin is not None) == (kernel.bin_of is not None and not group)
     assert kernel.ties
     reps, _ = B.replicates(df, items, by=by, group=group, n_resamples=12, method=method, seed=11)
     y, s, s2 = df["y"].to_numpy(), df["score"].to_numpy(), df["p2"].to_numpy()

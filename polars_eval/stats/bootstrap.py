@@ -332,6 +332,7 @@ class AucKernel:
         # the kernel's positions: the rows of its negatives, then of its positives
         self.order = np.concatenate([rows[~is_pos], rows[is_pos]])
         self.index: np.ndarray | None = self.order  # the unit of every position; None: 0..m-1
+        self.unit_bin: np.ndarray | None = None  # the bin of every unit, when units are rows
         n_neg = m - int(is_pos.sum())
         w = weight[self.order]
         weighted = not np.all(w == 1.0)
@@ -374,22 +375,33 @@ class AucKernel:
         nan_strata[np.unique(g[np.isnan(s)])] = True
         self.nan_strata = nan_strata
 
-    def bind(self, unit_of_row: np.ndarray | None) -> None:
+    def bind(self, unit_of_row: np.ndarray | None, n_units: int) -> None:
         """Read the counts of ``Design`` units (``unit_of_row``: see :class:`Design`)."""
         index = self.order if unit_of_row is None else unit_of_row[self.order]
         self.index = None if np.array_equal(index, np.arange(len(index))) else index
+        self.unit_bin = None
+        if self.bin_of is not None and unit_of_row is None:
+            # units are rows: one bincount of the counts in unit order into the (few) bins,
+            # a sequential pass with no gather (rows the kernel ignores: the last bin)
+            self.unit_bin = np.full(n_units, self.n_bins, dtype=np.intp)
+            self.unit_bin[self.order] = self.bin_of
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         """The AUC (or Gini) of every (resample, stratum) for a (resamples, units) count array."""
         b = counts.shape[0]
-        if self.index is None:  # the positions are the first units: no gather
-            mass = counts[:, : len(self.order)]
-        else:
-            mass = np.take(counts, self.index, axis=1)
-        if self.bin_of is not None:
+        if self.unit_bin is not None:
             mass = np.stack(
-                [np.bincount(self.bin_of, weights=c, minlength=self.n_bins) for c in mass]
-            ).astype(np.int64)  # integral floats: exact
+                [np.bincount(self.unit_bin, weights=c, minlength=self.n_bins + 1) for c in counts]
+            )[:, : self.n_bins].astype(np.int64)  # integral floats: exact
+        else:
+            if self.index is None:  # the positions are the first units: no gather
+                mass = counts[:, : len(self.order)]
+            else:
+                mass = np.take(counts, self.index, axis=1)
+            if self.bin_of is not None:
+                mass = np.stack(
+                    [np.bincount(self.bin_of, weights=c, minlength=self.n_bins) for c in mass]
+                ).astype(np.int64)
         neg, pos = mass[:, : self.n_neg_bins], mass[:, self.n_neg_bins :]
         if self.w_neg is not None:
             neg, pos = neg * self.w_neg, pos * self.w_pos
@@ -507,7 +519,7 @@ def resampling(
             kernels[name] = kernel
     design, _, _ = make_design(df, by, group, method, seed, strata=(stratum, by_keys))
     for kernel in kernels.values():
-        kernel.bind(design.unit_of_row)
+        kernel.bind(design.unit_of_row, design.n_units)
     return design, kernels, stratum, by_keys
 
 
