@@ -12,13 +12,15 @@ Scenarios, each timed in the same run on the same data (median seconds):
   Sun & Xu implementation (midranks with ``scipy.stats.rankdata``, the usual "fast DeLong");
 * the closed-form intervals (Hanley–McNeil, Wilson) vs the bare metric.
 
-Prints one table per scenario: median seconds and the ratio to our time (> 1: we are faster).
+Prints one table per scenario: median seconds and the ratio to our time (> 1: we are faster);
+the bootstrap scenario also prints CPU seconds and the load average.
 Needs the ``bench`` extra (scikit-learn).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -30,7 +32,7 @@ import polars as pl
 import polars_eval as pe
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import median_time  # noqa: E402
+from _harness import machine_line, median_time  # noqa: E402
 
 
 def make_data(n: int, seed: int = 0) -> pl.DataFrame:
@@ -99,14 +101,21 @@ def main() -> None:
         f"# bench_intervals: {n:,} rows, {R} resamples; polars {pl.__version__}, "
         f"python {platform.python_version()}, {platform.machine()}"
     )
+    print(f"# {machine_line()}; load average {os.getloadavg()[0]:.1f} at start")
     df = make_data(n)
     y, s1, s2 = (df[c].to_numpy() for c in ("y", "p1", "p2"))
 
     # -- bootstrap of AUC -------------------------------------------------------------
+    # CPU seconds beside the wall medians: on a shared machine they move less with the load
+    cpu = time.process_time()
     ours = median_time(lambda: df.eval.bootstrap(pe.auc("y", "p1"), n_resamples=R), args.repeat)
-    start = time.perf_counter()
+    ours_cpu = (time.process_time() - cpu) / args.repeat
+    import sklearn.metrics  # noqa: F401 - imported before the loop is timed
+
+    start, cpu = time.perf_counter(), time.process_time()
     sklearn_bootstrap_loop(y, s1, args.loop)
     loop = (time.perf_counter() - start) * R / args.loop
+    loop_cpu = (time.process_time() - cpu) * R / args.loop
     sort_once = median_time(lambda: df.select(pl.col("p1").sort()), args.repeat)
     table(
         f"bootstrap of ROC AUC, {R} resamples",
@@ -116,6 +125,11 @@ def main() -> None:
             ("plain Polars floor: one sort per resample (scaled)", sort_once * R),
         ],
         "polars_eval df.eval.bootstrap(pe.auc)",
+    )
+    print(
+        f"CPU s (every thread): ours {ours_cpu:.2f} (mean of {args.repeat}), scikit-learn "
+        f"loop {loop_cpu:.1f} (scaled): {loop_cpu / ours_cpu:.1f}x; "
+        f"load average {os.getloadavg()[0]:.1f} after the bootstrap scenario"
     )
 
     # -- DeLong -------------------------------------------------------------------------

@@ -49,6 +49,9 @@ def test_independent_of_threads_chunks_and_partitioning(monkeypatch: pytest.Monk
     monkeypatch.setattr(B, "CHUNK_ROWS", 500)  # one resample per chunk
     monkeypatch.setattr(B, "_threads", lambda: 1)
     assert df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q").equals(base)
+    monkeypatch.setattr(B, "CHUNK_ROWS", 10**9)  # one chunk; kernel blocks of 7 resamples
+    monkeypatch.setattr(B, "BLOCK_CELLS", 7 * 400)
+    assert df.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q").equals(base)
     # a lazy frame made of partitions, collected on the streaming engine
     parts = pl.concat([df.slice(0, 150).lazy(), df.slice(150, 100).lazy(), df.slice(250).lazy()])
     lazy = parts.eval.bootstrap(exprs, n_resamples=60, seed=1, by="g", group="q")
@@ -67,7 +70,7 @@ def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: li
             pe.auc("y", "score", weight="w").alias("auc_w"),
         ]
     )
-    assert B.recognize(items[0][1]) is not None and B.recognize(items[1][1]) is not None
+    assert all(B.recognize(e) is not None for _, e in items)  # an alias is still an AUC
     fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
     slow, _ = B.replicates(
         df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
@@ -78,18 +81,85 @@ def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: li
         )
 
 
-def test_kernel_matches_sklearn_with_count_weights() -> None:
-    df = data(250, seed=4)
-    design, stratum, _ = B.make_design(df, [], [], "multinomial", 9)
-    kernel = B._kernel_for(B.recognize(pe.auc("y", "score")), df, stratum, 1)
-    y, s = df["y"].to_numpy(), df["score"].to_numpy()
-    for r in range(5):
-        sample = design.resample(r)
-        assert sample.draws is not None  # the bincount-free path
-        counts = design.counts(r)
-        expected = roc_auc_score(y, s, sample_weight=counts)
-        assert kernel(sample)[0] == pytest.approx(expected, rel=1e-12)
-        assert kernel(B.Resample(design, counts=counts))[0] == pytest.approx(expected, rel=1e-12)
+def test_count_generator_is_the_classical_bootstrap() -> None:
+    # resample r = n row indices drawn with replacement by default_rng([seed, r])
+    df = data(200, seed=4)
+    design, _, _ = B.make_design(df, [], [], "multinomial", 9)
+    for r in range(4):
+        draws = np.random.default_rng([9, r]).integers(0, 200, 200)
+        np.testing.assert_array_equal(design.counts(r), np.bincount(draws, minlength=200))
+    block = design.unit_counts_block(range(2, 5))
+    np.testing.assert_array_equal(block, np.stack([design.counts(r) for r in range(2, 5)]))
+    # by=: n_g draws within every stratum g; poisson: counts of mean one
+    design, stratum, _ = B.make_design(df, ["g"], [], "multinomial", 9)
+    sizes = np.bincount(stratum)
+    for r in range(4):
+        np.testing.assert_array_equal(np.bincount(stratum, weights=design.counts(r)), sizes)
+    design, _, _ = B.make_design(df, [], [], "poisson", 9)
+    assert design.unit_counts_block(range(50)).mean() == pytest.approx(1.0, abs=0.02)
+
+
+def sklearn_auc_per_stratum(
+    y: np.ndarray, s: np.ndarray, w: np.ndarray, stratum: np.ndarray, n_strata: int
+) -> list[float]:
+    """scikit-learn's weighted AUC in every stratum (NaN where one class has no mass)."""
+    out = []
+    for g in range(n_strata):
+        keep = (stratum == g) & (w > 0)
+        if len(np.unique(y[keep])) < 2:
+            out.append(math.nan)
+        else:
+            out.append(roc_auc_score(y[keep], s[keep], sample_weight=w[keep]))
+    return out
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), (["g"], ["q"])])
+@pytest.mark.parametrize("scores", ["tied", "distinct"])
+@pytest.mark.parametrize("weight", [None, "fw"])
+def test_every_resample_matches_sklearn_with_count_weights(
+    method: str, by: list[str], group: list[str], scores: str, weight: str | None
+) -> None:
+    # the kernel's AUC of resample r = scikit-learn's AUC with sample_weight = the counts
+    # the count generator draws for r (times the row weights)
+    p2 = np.round(np.random.default_rng(2).random(240), 2)  # a second model, some ties
+    df = data(240, seed=4).with_columns(p2=pl.Series(p2) + pl.col("y") * 0.1)
+    if scores == "distinct":  # distinct scores but three positive-negative ties
+        score, g = np.random.default_rng(1).random(240), df["g"].to_numpy().copy()
+        pos, neg = np.flatnonzero(df["y"] == 1)[:3], np.flatnonzero(df["y"] == 0)[:3]
+        score[pos], g[pos] = score[neg], g[neg]
+        df = df.with_columns(pl.Series("score", score), pl.Series("g", g))
+    items = B.named_items([pe.auc("y", "score", weight=weight), pe.auc("y", "p2").alias("p2")])
+    design, kernels, stratum, _ = B.resampling(
+        df, items, by=by, group=group, method=method, seed=11
+    )
+    kernel = kernels["auc"]
+    assert (kernel.bin_of is not None) == (scores == "tied" and weight is None)
+    assert (kernel.unit_bin is not None) == (kernel.bin_of is not None and not group)
+    assert kernel.ties
+    reps, _ = B.replicates(df, items, by=by, group=group, n_resamples=12, method=method, seed=11)
+    y, s, s2 = df["y"].to_numpy(), df["score"].to_numpy(), df["p2"].to_numpy()
+    w = np.ones(df.height) if weight is None else df[weight].to_numpy()
+    for name, score, weights in (("auc", s, w), ("p2", s2, np.ones(df.height))):
+        got = reps[name].to_numpy().reshape(12, design.n_strata)
+        for r in range(12):
+            counts = design.counts(r)
+            expected = sklearn_auc_per_stratum(y, score, weights * counts, stratum, len(got[r]))
+            np.testing.assert_allclose(got[r], expected, rtol=1e-12)
+
+
+def test_kernel_blocks_of_resamples() -> None:
+    # a (resamples, rows) block gives each resample's own values
+    df = data(150, seed=12)
+    for by, weight in (([], None), (["g"], "fw")):
+        items = B.named_items(pe.auc("y", "score", weight=weight))
+        design, kernels, _, _ = B.resampling(
+            df, items, by=by, group=[], method="multinomial", seed=2
+        )
+        kernel = kernels["auc"]
+        block = kernel(design.unit_counts_block(range(6)))
+        one = [kernel(design.unit_counts_block(range(r, r + 1))) for r in range(6)]
+        np.testing.assert_array_equal(block, np.concatenate(one))
 
 
 def test_percentiles_std_and_estimate_from_replicates() -> None:
