@@ -445,7 +445,7 @@ def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> N
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.01)
+    monkeypatch.setattr(cli._common, "PROGRESS_AFTER_S", 0.01)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     with cli.progress("crunching"):
@@ -763,8 +763,8 @@ def test_terminal_progress_counts_rows_and_keeps_the_numbers(
         terminal = _Terminal()
         with monkeypatch.context() as m:
             m.setattr(sys, "stderr", terminal)
-            m.setattr(cli, "PROGRESS_AFTER_S", 0.0)
-            m.setattr(cli, "progress", recorded)
+            m.setattr(cli._common, "PROGRESS_AFTER_S", 0.0)
+            m.setattr(cli._common, "progress", recorded)
             code = cli.main([str(a) for a in [*argv, "--format", "json"]])
         out, _ = capsys.readouterr()
         assert code == 0, terminal.getvalue()

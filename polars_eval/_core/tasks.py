@@ -41,21 +41,21 @@ TASKS: dict[str, Task] = {
             "binary classification",
             ("label", "score"),
             report="polars_eval.report.tables:build_binary",
-            cli="polars_eval.cli:_binary_command",
+            cli="polars_eval.cli.binary:command",
         ),
         Task(
             "regression",
             "regression",
             ("actual", "pred"),
             report="polars_eval.report.tables:build_regression",
-            cli="polars_eval.cli:_regression_command",
+            cli="polars_eval.cli.regression:command",
         ),
         Task(
             "multiclass",
             "multiclass classification",
             ("label",),
             report="polars_eval.report.tables:build_multiclass",
-            cli="polars_eval.cli:_multiclass_command",
+            cli="polars_eval.cli.multiclass:command",
         ),
         Task(
             "forecast",
@@ -63,7 +63,7 @@ TASKS: dict[str, Task] = {
             ("actual", "forecast"),
             keys=("series", "time", "cutoff"),
             report="polars_eval.report.tables:build_forecast",
-            cli="polars_eval.cli:_forecast_command",
+            cli="polars_eval.cli.forecast:command",
         ),
         Task(
             "ranking",
@@ -72,7 +72,7 @@ TASKS: dict[str, Task] = {
             keys=("query", "item"),
             bootstrap=False,
             report="polars_eval.report.tables:build_ranking",
-            cli="polars_eval.cli:_ranking_command",
+            cli="polars_eval.cli.ranking:command",
         ),
     )
 }

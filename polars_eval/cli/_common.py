@@ -1,28 +1,13 @@
-"""The ``polars-eval`` command line (SPEC §9).
-
-One command per task (``binary``, ``regression``, ``multiclass``, ``forecast``,
-``ranking``; read from the task list), plus ``trec`` and ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
-lazily and evaluated through the ``.eval`` namespace of the LazyFrame, so the command line
-gives exactly the numbers of the Python API.
-
-Input files are checked before any work (:func:`polars_eval.io.files.scan`): a CSV line
-with too few or too many fields, a repeated column name, files that disagree on a
-column (missing, or another type: numeric types may differ, they are read as their
-common type), and output paths that cannot be written are errors naming the file.
-Bad input never shows a traceback: the command prints one line starting with
-``polars-eval: error:`` on stderr and exits with status 2.
-"""
+"""The command line's shared machinery: argument plumbing, input scanning, the progress
+bar, the tables it prints and writes, the task evaluation and the report."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import inspect
-import io
 import os
-import re
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -39,10 +24,20 @@ from polars_eval.exceptions import PolarsEvalError
 from polars_eval.io import files
 
 PROG = "polars-eval"
+
+
 EXIT_BAD_INPUT = 2
+
+
 EXIT_INTERNAL = 1
+
+
 FORMATS = ("table", "json", "csv", "parquet")
+
+
 INPUT_FORMATS = files.INPUT_FORMATS
+
+
 OUTPUT_FORMATS = {
     ".json": "json",
     ".csv": "csv",
@@ -50,17 +45,16 @@ OUTPUT_FORMATS = {
     ".pq": "parquet",
     ".txt": "table",
 }
+
+
 REPORT_SUFFIXES = (".html", ".htm")
+
+
 PROGRESS_AFTER_S = 2.0
 
 
 class CliError(Exception):
     """A user error detected by the command line itself (bad option, missing file...)."""
-
-
-# ---------------------------------------------------------------------------------------
-# argparse plumbing
-# ---------------------------------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,8 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for task in TASKS.values():
         task.load("cli")(sub)
-    _trec_command(sub)
-    _demo_command(sub)
+    from polars_eval.cli import demo, trec
+
+    trec.command(sub)
+    demo.command(sub)
     return parser
 
 
@@ -185,11 +181,6 @@ examples:
 Run 'polars-eval COMMAND --help' for the options of one command.
 Bad input prints one line 'polars-eval: error: ...' on stderr and exits with status 2.
 """
-
-
-# ---------------------------------------------------------------------------------------
-# Reading inputs
-# ---------------------------------------------------------------------------------------
 
 
 def _expand(pattern: str) -> list[str]:
@@ -234,11 +225,6 @@ def scan(
         return files.scan(names, input_format=input_format, columns=columns)
     except FileNotFoundError as error:  # a file removed meanwhile: not "file: file not found"
         raise CliError(str(error)) from None
-
-
-# ---------------------------------------------------------------------------------------
-# Running an evaluation
-# ---------------------------------------------------------------------------------------
 
 
 class Progress:
@@ -643,11 +629,6 @@ def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> p
     return table.select(keep)
 
 
-# ---------------------------------------------------------------------------------------
-# Output
-# ---------------------------------------------------------------------------------------
-
-
 def _table_config() -> pl.Config:
     return pl.Config(
         tbl_rows=-1,
@@ -660,6 +641,8 @@ def _table_config() -> pl.Config:
 
 
 TABLE_WIDTH = 100  # the width of printed tables when stdout is not a terminal (or $COLUMNS)
+
+
 _COUNT_NAMES = {"count", "positives", "negatives", "tp", "fp", "tn", "fn", "support", "rows", "n"}
 
 
@@ -886,11 +869,6 @@ def write_output(table: pl.DataFrame, by: list[str], fmt: str | None, output: st
         sys.stdout.flush()
 
 
-# ---------------------------------------------------------------------------------------
-# Reports
-# ---------------------------------------------------------------------------------------
-
-
 def write_report(frame: pl.DataFrame | pl.LazyFrame, path: str, **kwargs: Any) -> str:
     """Write ``frame.eval.report(**kwargs)`` to ``path``; the absolute path written."""
     report = build_report(frame, **kwargs)
@@ -922,82 +900,6 @@ def build_report(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
     params = inspect.signature(frame.eval.report).parameters
     kwargs = {k: v for k, v in kwargs.items() if k in params or k in allowed}
     return _call(frame.eval.report, strict=False, **kwargs)
-
-
-# ---------------------------------------------------------------------------------------
-# binary
-# ---------------------------------------------------------------------------------------
-
-_BINARY_EPILOG = """\
-Every binary summary metric (AUC, Gini, PR-AUC, average precision, KS, logloss, Brier,
-ECE, and the threshold metrics at --threshold) in one row per group.
-
-examples:
-  polars-eval binary scores.parquet --label defaulted --score pd_score
-  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment
-  polars-eval binary a.csv b.csv --label y --score p --weight w --format json -o out.json
-  polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
-  polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
-  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --bins 1000
-"""
-
-
-def _binary_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "binary",
-        help="binary classification: AUC, logloss, KS, threshold metrics ...",
-        description="Evaluate binary-classification scores.",
-        epilog=_BINARY_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument("--label", required=True, metavar="COL", help="column of 0/1 labels")
-    p.add_argument(
-        "--score", required=True, metavar="COL", help="column of scores or probabilities"
-    )
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=0.5,
-        metavar="T",
-        help="score >= threshold is predicted positive (default 0.5)",
-    )
-    p.add_argument(
-        "--pos-label", metavar="VALUE", help="the positive class of a string/categorical label"
-    )
-    p.add_argument(
-        "--no-proba",
-        dest="probability",
-        action="store_false",
-        help="scores are not probabilities: leave out logloss, Brier and ECE",
-    )
-    p.add_argument(
-        "--bins",
-        type=int,
-        metavar="N",
-        help="binned mode (SPEC §10): the sort-based metrics over N score bins, memory "
-        "bounded by the groups and bins (AUC within half the share of pairs sharing a bin); "
-        "logloss, Brier and the threshold metrics stay exact",
-    )
-    _add_baseline(p, "binary")
-    _add_common(p, "binary")
-    p.set_defaults(handler=_run_binary)
-
-
-def _run_binary(args: argparse.Namespace) -> int:
-    if args.bins is not None and (getattr(args, "ci", None) or getattr(args, "report", None)):
-        raise CliError("--bins works without --ci and --report (they read the rows themselves)")
-
-    def options(lf: pl.LazyFrame) -> dict[str, Any]:
-        return {
-            "weight": args.weight,
-            "pos_label": _coerce_pos_label(lf, args.label, args.pos_label),
-            "threshold": args.threshold,
-            "probability": args.probability,
-            "baseline": getattr(args, "baseline", None),
-            "bins": args.bins,
-        }
-
-    return evaluate(args, "binary", (args.label, args.score), options, [args.weight])
 
 
 def evaluate(
@@ -1085,11 +987,6 @@ def evaluate(
     return 0
 
 
-# ---------------------------------------------------------------------------------------
-# Optional tasks (present only when their family is installed)
-# ---------------------------------------------------------------------------------------
-
-
 def _task_params(task: str) -> set[str]:
     """The parameter names of ``df.eval.<task>`` (empty when the task is not installed)."""
     method = getattr(pe.EvalNamespace, task, None)
@@ -1106,152 +1003,6 @@ def _add_baseline(p: argparse.ArgumentParser, task: str) -> None:
         )
 
 
-_REGRESSION_EPILOG = """\
-Every regression summary metric (MSE, RMSE, MAE, R², MAPE, SMAPE, WAPE, correlations ...)
-in one row per group, plus the number of rows whose actual is 0 (skipped by the
-percentage errors unless --zero-actuals inf).
-
-examples:
-  polars-eval regression prices.parquet --actual price --pred predicted_price
-  polars-eval regression 'lake/**/*.parquet' --actual y --pred yhat --by region --format json
-  polars-eval regression sales.csv --actual units --pred forecast --weight w --metrics mae,wape
-"""
-
-
-def _regression_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "regression",
-        help="regression: RMSE, MAE, R², MAPE ...",
-        description="Evaluate numeric predictions against actual values.",
-        epilog=_REGRESSION_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
-    p.add_argument("--pred", required=True, metavar="COL", help="column of predictions")
-    if "zero_actuals" in _task_params("regression"):
-        p.add_argument(
-            "--zero-actuals",
-            choices=("skip", "inf"),
-            help="percentage errors on rows whose actual is 0: skip them (default) or inf",
-        )
-    _add_baseline(p, "regression")
-    _add_common(p, "regression")
-    p.set_defaults(handler=_run_regression)
-
-
-def _run_regression(args: argparse.Namespace) -> int:
-    def options(lf: pl.LazyFrame) -> dict[str, Any]:
-        return {
-            "weight": args.weight,
-            "zero_actuals": getattr(args, "zero_actuals", None),
-            "baseline": getattr(args, "baseline", None),
-        }
-
-    return evaluate(args, "regression", (args.actual, args.pred), options, [args.weight])
-
-
-_RANKING_EPILOG = """\
-Every ranking metric (NDCG, DCG, precision, recall, hit rate, MAP, MRR, CG ...) at every
-cutoff -k, as the mean over queries, in one row per group of queries (or one row per
-query with --per-query). Columns are named <metric>@<k>.
-
-examples:
-  polars-eval ranking clicks.parquet --query query_id --relevance rel --score score
-  polars-eval ranking 'logs/*.parquet' --query qid --relevance grade --score s -k 5,10 --by market
-  polars-eval ranking log.csv --query qid --relevance rel --score s -k 10 --per-query -o q.csv
-"""
-
-
-def _cutoffs(values: Sequence[str] | None) -> list[int | None] | None:
-    if not values:
-        return None
-    out: list[int | None] = []
-    for value in _split(values):
-        if value.lower() in ("all", "none"):
-            out.append(None)
-            continue
-        try:
-            out.append(int(value))
-        except ValueError:
-            raise CliError(f"-k {value!r} is not an integer cutoff (or 'all')") from None
-    return out
-
-
-def _ranking_command(sub: Any) -> None:
-    params = _task_params("ranking")
-    p = sub.add_parser(
-        "ranking",
-        help="ranking: NDCG, MAP, MRR, precision@k ... over query logs",
-        description="Evaluate rankings stored one row per (query, item).",
-        epilog=_RANKING_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument(
-        "--query", required=True, action="append", metavar="COL[,COL]", help="query id column(s)"
-    )
-    p.add_argument("--relevance", required=True, metavar="COL", help="column of relevance grades")
-    p.add_argument("--score", required=True, metavar="COL", help="column of model scores")
-    p.add_argument(
-        "-k",
-        action="append",
-        metavar="K[,K]",
-        help="cutoffs, e.g. -k 1,5,10 ('all' = the whole list; default 1,5,10)",
-    )
-    if "ties" in params:
-        p.add_argument(
-            "--ties",
-            choices=("average", "first"),
-            help="tied scores: expected value over their orders (default) or input order",
-        )
-    if "gain" in params:
-        p.add_argument("--gain", choices=("exp2", "linear"), help="DCG gain (default exp2)")
-    if "min_relevance" in params:
-        p.add_argument(
-            "--min-relevance", type=float, help="relevance >= this is relevant (default 1)"
-        )
-    if "no_relevant" in params:
-        p.add_argument(
-            "--no-relevant-zero",
-            dest="no_relevant",
-            action="store_const",
-            const="zero",
-            help="count queries with no relevant item as 0 (default: leave them out)",
-        )
-    if "item" in params:
-        p.add_argument("--item", metavar="COL", help="item id column (checks for duplicated items)")
-    if "per_query" in params:
-        p.add_argument("--per-query", action="store_true", default=None, help="one row per query")
-    _add_baseline(p, "ranking")
-    _add_common(p, "ranking", weight="weight" in params)
-    p.set_defaults(handler=_run_ranking)
-
-
-def _run_ranking(args: argparse.Namespace) -> int:
-    query = _split(args.query)
-
-    def options(lf: pl.LazyFrame) -> dict[str, Any]:
-        return {
-            "query": query[0] if len(query) == 1 else query,
-            "k": _cutoffs(args.k),
-            "weight": getattr(args, "weight", None),
-            **{
-                name: getattr(args, name, None)
-                for name in (
-                    "ties",
-                    "gain",
-                    "min_relevance",
-                    "no_relevant",
-                    "item",
-                    "per_query",
-                    "baseline",
-                )
-            },
-        }
-
-    extra = [*query, getattr(args, "item", None), getattr(args, "weight", None)]
-    return evaluate(args, "ranking", (args.relevance, args.score), options, extra)
-
-
 def _typed_like(lf: pl.LazyFrame, column: str, values: list[str], option: str) -> list[Any]:
     """Command-line strings in the dtype of ``column`` (class ids given as text)."""
     dtype = lf.collect_schema().get(column)
@@ -1264,561 +1015,6 @@ def _typed_like(lf: pl.LazyFrame, column: str, values: list[str], option: str) -
         raise CliError(
             f"{option} {','.join(values)!r}: column {column!r} holds numbers ({dtype})"
         ) from None
-
-
-_MULTICLASS_EPILOG = """\
-Every multiclass summary metric (accuracy; precision, recall and F1 micro, macro and
-weighted; MCC; Cohen's kappa; and with probabilities log loss, one-vs-rest AUC and
-top-k accuracy) in one row per group.
-
-Probabilities are one List/Array column, or one column per class in the order of
---classes.
-
-examples:
-  polars-eval multiclass preds.parquet --label grade --pred predicted_grade
-  polars-eval multiclass preds.parquet --label grade --proba p_a,p_b,p_c --classes A,B,C
-  polars-eval multiclass 'lake/*.parquet' --label y --proba probs --classes 0,1,2 --by region
-"""
-
-
-def _multiclass_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "multiclass",
-        help="multiclass: accuracy, macro/micro F1, log loss, AUC ...",
-        description="Evaluate multiclass predictions and/or probabilities.",
-        epilog=_MULTICLASS_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument("--label", required=True, metavar="COL", help="column of true class ids")
-    p.add_argument("--pred", metavar="COL", help="column of predicted class ids")
-    p.add_argument(
-        "--proba",
-        action="append",
-        metavar="COL[,COL]",
-        help="probabilities: one List/Array column, or one column per class (in --classes order)",
-    )
-    p.add_argument(
-        "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
-    )
-    p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
-    _add_baseline(p, "multiclass")
-    _add_common(p, "multiclass")
-    p.set_defaults(handler=_run_multiclass)
-
-
-def _run_multiclass(args: argparse.Namespace) -> int:
-    proba_cols = _split(args.proba)
-    if args.pred is None and not proba_cols:
-        raise CliError("give --pred, --proba or both (see 'polars-eval multiclass --help')")
-    proba: Any = None
-    if proba_cols:
-        proba = proba_cols[0] if len(proba_cols) == 1 else proba_cols
-
-    def options(lf: pl.LazyFrame) -> dict[str, Any]:
-        classes = _split(args.classes)
-        return {
-            "pred": args.pred,
-            "proba": proba,
-            "classes": _typed_like(lf, args.label, classes, "--classes") if classes else None,
-            "weight": args.weight,
-            "k": args.k,
-            "baseline": getattr(args, "baseline", None),
-        }
-
-    extra = [args.pred, proba_cols, args.weight]
-    return evaluate(args, "multiclass", (args.label,), options, extra)
-
-
-_FORECAST_EPILOG = """\
-Forecast accuracy of a long table (one row per series and time): MAE, RMSE, bias, MAPE,
-SMAPE, WAPE as the mean over series (and pooled), MASE and RMSSE with --train, pinball
-loss with --quantile, coverage with --interval; per series with --per-series.
-
-examples:
-  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat
-  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat \\
-      --train history.parquet --season-length 7 --per-series -o per_store.csv
-  polars-eval forecast fc.parquet --series store --time date --actual sales --forecast yhat \\
-      --cutoff made_on --by lead
-  polars-eval forecast fc.parquet --series sku --time week --actual y --forecast q50 \\
-      --quantile 0.1=q10 --quantile 0.9=q90 --interval q10,q90
-"""
-
-
-def _quantiles(values: Sequence[str] | None) -> dict[float, str] | None:
-    if not values:
-        return None
-    out: dict[float, str] = {}
-    for value in _split(values):
-        level, sep, column = value.partition("=")
-        try:
-            out[float(level)] = column
-        except ValueError:
-            sep = ""
-        if not sep or not column:
-            raise CliError(f"--quantile {value!r} must look like 0.9=COLUMN")
-    return out
-
-
-def _forecast_command(sub: Any) -> None:
-    params = _task_params("forecast")
-    p = sub.add_parser(
-        "forecast",
-        help="forecasting: MASE, RMSSE, MAPE, pinball loss ... per series",
-        description="Evaluate forecasts stored in long format.",
-        epilog=_FORECAST_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
-    p.add_argument("--forecast", required=True, metavar="COL", help="column of forecasts")
-    p.add_argument(
-        "--series", required=True, action="append", metavar="COL[,COL]", help="series id column(s)"
-    )
-    p.add_argument("--time", required=True, metavar="COL", help="time column")
-    p.add_argument(
-        "--train",
-        action="append",
-        metavar="PATH",
-        help="history (same series, time and actual columns) for MASE and RMSSE",
-    )
-    p.add_argument(
-        "--season-length", type=int, metavar="N", help="season of the naive scale (default 1)"
-    )
-    p.add_argument(
-        "--cutoff", metavar="COL", help="when each forecast was made: adds the lead column"
-    )
-    p.add_argument("--lead", type=int, metavar="N", help="keep only forecasts N steps ahead")
-    p.add_argument(
-        "--zero-actuals",
-        choices=("skip", "inf"),
-        help="percentage errors on rows whose actual is 0: skip them (default) or inf",
-    )
-    p.add_argument(
-        "--quantile",
-        action="append",
-        metavar="Q=COL",
-        help="a quantile forecast column, e.g. 0.9=q90 (repeat): pinball loss",
-    )
-    p.add_argument("--interval", metavar="LO,HI", help="columns of a prediction interval: coverage")
-    if "per_series" in params:
-        p.add_argument("--per-series", action="store_true", default=None, help="one row per series")
-    _add_common(p, "forecast", weight="weight" in params)
-    p.set_defaults(handler=_run_forecast)
-
-
-def _run_forecast(args: argparse.Namespace) -> int:
-    series = _split(args.series)
-    interval = _split([args.interval]) if args.interval else None
-    if interval is not None and len(interval) != 2:
-        raise CliError(f"--interval {args.interval!r} must name two columns: LO,HI")
-    train = None
-    if args.train:
-        with reading(args.train):
-            train = scan(args.train, args.input_format)
-
-    def options(lf: pl.LazyFrame) -> dict[str, Any]:
-        return {
-            "series": series[0] if len(series) == 1 else series,
-            "time": args.time,
-            "train": train,
-            "season_length": args.season_length,
-            "cutoff": args.cutoff,
-            "lead": args.lead,
-            "weight": getattr(args, "weight", None),
-            "zero_actuals": args.zero_actuals,
-            "quantiles": _quantiles(args.quantile),
-            "interval": tuple(interval) if interval else None,
-            "per_series": getattr(args, "per_series", None),
-        }
-
-    quantile_cols = list((_quantiles(args.quantile) or {}).values())
-    extra = [*series, args.time, args.cutoff, getattr(args, "weight", None), quantile_cols]
-    extra += [interval or []]
-    return evaluate(args, "forecast", (args.actual, args.forecast), options, extra)
-
-
-_TREC_EPILOG = """\
-Evaluate a TREC run file against a qrels file as trec_eval does (same measure names,
-same conventions: unjudged documents are not relevant, queries only in the run are
-skipped, ties ordered by score then document id descending).
-
-  run:   query Q0 doc rank score tag     (whitespace separated, one line per document)
-  qrels: query 0 doc relevance
-
-examples:
-  polars-eval trec run.txt qrels.txt
-  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map -m P.5,10
-  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
-"""
-
-
-def _trec_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "trec",
-        help="trec_eval on a TREC run and qrels file",
-        description="Evaluate a TREC run against qrels, as trec_eval.",
-        epilog=_TREC_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument("run", metavar="RUN", help="TREC run file")
-    p.add_argument("qrels", metavar="QRELS", help="TREC qrels file")
-    p.add_argument(
-        "-m",
-        "--measure",
-        action="append",
-        metavar="MEASURE",
-        help="trec_eval measure (repeat: -m map -m ndcg_cut.10); default: trec_eval's set",
-    )
-    p.add_argument(
-        "-q", "--per-query", action="store_true", help="one row per query instead of the mean"
-    )
-    _add_output(p)
-    p.set_defaults(handler=_run_trec)
-
-
-def _run_trec(args: argparse.Namespace) -> int:
-    from polars_eval.io.trec import trec_cli
-
-    for path in (args.run, args.qrels):
-        if not Path(path).is_file():
-            raise CliError(f"file not found: {path!r}")
-    measures = [m for m in (args.measure or []) if m.strip()]
-    with progress("evaluating"), reading([args.run, args.qrels]):
-        table = trec_cli(args.run, args.qrels, measures, args.per_query)
-    write_output(table, [], args.format, args.output)
-    return 0
-
-
-# ---------------------------------------------------------------------------------------
-# demo
-# ---------------------------------------------------------------------------------------
-
-_DEMO_EPILOG = """\
-The main example is a synthetic credit-scoring validation set (20,000 loan applications,
-generated in code from a fixed seed): product segment, sales channel, region, loan
-amount, the observed default flag and two models' probabilities of default. Smaller
-examples cover the other installed tasks (property valuations, company ratings, branch
-demand forecasts, a search log). Each task's report is written next to the first one:
-polars_eval_demo_report.html, polars_eval_demo_report_<task>.html.
-
-examples:
-  polars-eval demo
-  polars-eval demo --data-dir demo_data     # also save the example data as parquet
-  polars-eval binary demo_data/credit_scoring.parquet --label defaulted --score pd_score --by channel
-"""
-
-
-def _demo_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="evaluate a bundled example (no input needed)",
-        description="Evaluate bundled, synthetic examples, print the tables and write HTML "
-        "reports.",
-        epilog=_DEMO_EPILOG,
-        formatter_class=_formatter,
-    )
-    p.add_argument(
-        "--data-dir",
-        metavar="DIR",
-        help="also write the example data there as parquet, to try the other commands on",
-    )
-    p.add_argument(
-        "--report",
-        metavar="FILE.html",
-        default="polars_eval_demo_report.html",
-        help="where to write the credit-scoring report; the other tasks' reports go "
-        "next to it (default: ./polars_eval_demo_report.html)",
-    )
-    p.add_argument("--no-report", action="store_true", help="do not write reports")
-    p.set_defaults(handler=_run_demo)
-
-
-def _pick(table: pl.DataFrame, *names: str) -> pl.DataFrame:
-    """The named columns that the table has, in that order."""
-    return table.select([n for n in names if n in table.columns])
-
-
-def _demo_binary(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
-    df = data["credit_scoring"]
-    label, score = "defaulted", "pd_score"
-    n_pos = int(df.get_column(label).sum())
-    out.write(
-        f"== Binary classification: {df.height:,} synthetic loan applications, {n_pos:,} "
-        f"defaults ({n_pos / df.height:.1%})\nlabel 'defaulted', score 'pd_score' (the "
-        "production model's probability of default), segments 'segment' and 'channel'\n\n"
-    )
-    per = ("auc", "gini", "ks", "logloss", "brier", "ece")
-    overall = df.eval.binary(label, score)
-    out.write(
-        render_table(
-            _pick(overall, *per[:3], "pr_auc", *per[3:], "accuracy", "precision", "recall").hstack(
-                _pick(overall, "f1", "mcc")
-            ),
-            [],
-            "Overall (threshold 0.5):",
-        )
-        + "\n\n"
-    )
-    for seg in ("segment", "channel"):
-        counts = df.group_by(seg).agg(
-            pl.len().cast(pl.Int64).alias("rows"),
-            pl.col(label).mean().alias("default_rate"),
-            pl.col(score).mean().alias("mean_pd"),
-        )
-        table = (
-            _pick(df.eval.binary(label, score, by=seg), seg, *per).join(counts, on=seg).sort("auc")
-        )
-        out.write(render_table(table, [seg], f"Per {seg}, worst AUC first:") + "\n\n")
-    models = pl.concat(
-        [
-            _pick(df.eval.binary(label, col), *per).select(pl.lit(col).alias("model"), pl.all())
-            for col in ("pd_score", "pd_challenger")
-        ]
-    )
-    out.write(render_table(models, ["model"], "Production model vs challenger:") + "\n\n")
-    gain = df.eval.gain_table(label, score, bins=10)
-    columns = ("bin", "min_score", "count", "positives", "cum_pct_positives", "lift", "cum_lift")
-    out.write(
-        render_table(
-            _pick(gain, *columns, "ks"), [], "Gain table (deciles of pd_score, riskiest first):"
-        )
-        + "\n\n"
-    )
-
-
-def _demo_regression(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
-    df = data["property_valuations"]
-    out.write(
-        f"== Regression: {df.height:,} synthetic property sales\nactual 'sale_price', "
-        "prediction 'predicted_price' (an automated valuation model), segment 'region'\n\n"
-    )
-    keep = ("mape", "wape", "mae", "rmse", "bias", "r2", "pearson")
-    overall = df.eval.regression("sale_price", "predicted_price")
-    out.write(render_table(_pick(overall, *keep), [], "Overall:") + "\n\n")
-    per = df.eval.regression("sale_price", "predicted_price", by="region")
-    out.write(
-        render_table(
-            _pick(per, "region", *keep).sort("mape", descending=True),
-            ["region"],
-            "Per region, worst MAPE first:",
-        )
-        + "\n\n"
-    )
-
-
-def _demo_multiclass(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
-    from polars_eval import _demo
-
-    df = data["rating_grades"]
-    proba = [f"p_{g}" for g in _demo.GRADES]
-    out.write(
-        f"== Multiclass: {df.height:,} synthetic company ratings, grades A-E\nlabel 'grade', "
-        "prediction 'predicted_grade', probabilities 'p_A' ... 'p_E', segment 'sector'\n\n"
-    )
-    per = df.eval.multiclass(
-        "grade", pred="predicted_grade", proba=proba, classes=list(_demo.GRADES), by="sector"
-    )
-    keep = ("multiclass_accuracy", "multiclass_f1_macro", "multiclass_mcc") + (
-        "multiclass_logloss",
-        "multiclass_auc_macro",
-        "top_k_accuracy",
-    )
-    table = _pick(per, "sector", *keep).sort("multiclass_accuracy")
-    table = table.rename({c: c.removeprefix("multiclass_") for c in table.columns})
-    out.write(render_table(table, ["sector"], "Per sector, worst accuracy first:") + "\n\n")
-
-
-def _demo_forecast(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
-    history, forecasts = data["branch_history"], data["branch_forecasts"]
-    out.write(
-        f"== Forecasting: monthly loan applications of {forecasts['branch'].n_unique()} "
-        "branches, 6-month forecasts from 3 origins\nactual 'applications', forecast "
-        "'forecast', 80 % interval 'lo80'-'hi80', series 'branch', time 'month', origin "
-        "'cutoff'; MASE against a 36-month history (season 12)\n\n"
-    )
-    by_lead = forecasts.eval.forecast(
-        "applications",
-        "forecast",
-        series="branch",
-        time="month",
-        cutoff="cutoff",
-        train=history,
-        season_length=12,
-        interval=("lo80", "hi80"),
-        by="lead",
-    )
-    keep = ("n", "mae", "rmse", "bias", "mape", "wape", "mase", "coverage")
-    out.write(
-        render_table(_pick(by_lead, "lead", *keep), ["lead"], "By lead time (months ahead):")
-        + "\n\n"
-    )
-
-
-def _demo_ranking(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
-    df = data["search_log"]
-    out.write(
-        f"== Ranking: a synthetic search log, {df['query_id'].n_unique():,} queries x 20 "
-        "documents\nrelevance 'relevance' (0-4), score 'score', query 'query_id', segment "
-        "'market'\n\n"
-    )
-    keep = ("n_queries", "n_excluded", "ndcg@10", "map@10", "mrr@10", "precision@5", "recall@10")
-    per = df.eval.ranking("relevance", "score", query="query_id", k=[5, 10], by="market")
-    out.write(
-        render_table(
-            _pick(per, "market", *keep).sort("ndcg@10"),
-            ["market"],
-            "Per market, worst NDCG@10 first (means over queries):",
-        )
-        + "\n\n"
-    )
-
-
-def _demo_reports(data: dict[str, pl.DataFrame]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """task -> (data set, arguments of ``df.eval.report``) for the demo's reports."""
-    from polars_eval import _demo
-
-    return {
-        "binary": ("credit_scoring", {"label": "defaulted", "score": "pd_score", "by": "segment"}),
-        "regression": (
-            "property_valuations",
-            {"actual": "sale_price", "pred": "predicted_price", "by": "region"},
-        ),
-        "multiclass": (
-            "rating_grades",
-            {
-                "label": "grade",
-                "pred": "predicted_grade",
-                "proba": [f"p_{g}" for g in _demo.GRADES],
-                "classes": list(_demo.GRADES),
-                "by": "sector",
-            },
-        ),
-        "forecast": (
-            "branch_forecasts",
-            {
-                "actual": "applications",
-                "forecast": "forecast",
-                "series": "branch",
-                "time": "month",
-                "cutoff": "cutoff",
-                "train": data.get("branch_history"),
-                "season_length": 12,
-                "by": "region",
-            },
-        ),
-        "ranking": (
-            "search_log",
-            {"relevance": "relevance", "score": "score", "query": "query_id", "by": "market"},
-        ),
-    }
-
-
-def _demo_data() -> dict[str, pl.DataFrame]:
-    """The example data sets of the installed tasks, by file name."""
-    from polars_eval import _demo
-
-    data = {"credit_scoring": _demo.credit_scoring()}
-    if hasattr(pe.EvalNamespace, "regression"):
-        data["property_valuations"] = _demo.property_valuations()
-    if hasattr(pe.EvalNamespace, "multiclass"):
-        data["rating_grades"] = _demo.rating_grades()
-    if hasattr(pe.EvalNamespace, "forecast"):
-        data["branch_history"], data["branch_forecasts"] = _demo.branch_demand()
-    if hasattr(pe.EvalNamespace, "ranking"):
-        data["search_log"] = _demo.search_log()
-    return data
-
-
-def _wrap_prose(text: str) -> str:
-    """The demo's sentences wrapped to the terminal width; its tables left as they are."""
-    import shutil
-    import textwrap
-
-    width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
-    lines = []
-    for line in text.split("\n"):
-        if len(line) <= width or line[:1] in "┌│╞└├":
-            lines.append(line)
-        else:
-            lines += textwrap.wrap(line, width, break_on_hyphens=False)
-    return "\n".join(lines)
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    out = io.StringIO()
-    sections = [
-        (task, section)
-        for task, section in (
-            ("regression", _demo_regression),
-            ("multiclass", _demo_multiclass),
-            ("forecast", _demo_forecast),
-            ("ranking", _demo_ranking),
-        )
-        if hasattr(pe.EvalNamespace, task)
-    ]
-    with progress("evaluating the examples", 1 + len(sections), "examples") as meter:
-        data = _demo_data()
-        _demo_binary(out, data)
-        meter.add()
-        for task, section in sections:
-            part = io.StringIO()
-            try:
-                section(part, data)
-            except Exception as error:  # one broken family must not hide the others
-                meter.say(f"warning: the {task} example failed: {one_line(error)}")
-                continue
-            finally:
-                meter.add()
-            out.write(part.getvalue())
-    sys.stdout.write(_wrap_prose(out.getvalue().rstrip("\n")) + "\n")
-    sys.stdout.flush()
-    if args.data_dir:
-        target = Path(args.data_dir)
-        target.mkdir(parents=True, exist_ok=True)
-        for name, frame in data.items():
-            frame.write_parquet(target / f"{name}.parquet")
-        names = [f"{name}.parquet" for name in data]
-        if "search_log" in data:  # for `polars-eval trec`
-            from polars_eval import _demo
-
-            run, qrels = _demo.trec_files(data["search_log"])
-            (target / "run.txt").write_text(run, encoding="utf-8")
-            (target / "qrels.txt").write_text(qrels, encoding="utf-8")
-            names += ["run.txt", "qrels.txt"]
-        _say(f"example data written to {target.resolve()}: {', '.join(names)}")
-    report = getattr(args, "report", None)
-    if report and not getattr(args, "no_report", False):
-        first = Path(report)
-        reports = {task: value for task, value in _demo_reports(data).items() if value[0] in data}
-        with progress("writing the reports", len(reports), "reports") as meter:
-            for task, (name, arguments) in reports.items():
-                path = (
-                    first
-                    if task == "binary"
-                    else first.with_name(f"{first.stem}_{task}{first.suffix}")
-                )
-                try:
-                    where = write_report(
-                        data[name],
-                        str(path),
-                        task=task,
-                        title=f"polars-eval demo: {task}",
-                        **arguments,
-                    )
-                except Exception as error:
-                    if task == "binary":
-                        raise
-                    meter.say(f"warning: the {task} report failed: {one_line(error)}")
-                    continue
-                finally:
-                    meter.add()
-                meter.say(f"{task} report written to {where}")
-    return 0
-
-
-# ---------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------
 
 
 def _say(message: str) -> None:
@@ -1838,167 +1034,3 @@ def one_line(error: BaseException | str) -> str:
     if isinstance(error, FileNotFoundError) and "No such file" in text:
         text = f"file not found: {text.split(':', 1)[-1].strip()}"
     return text
-
-
-_USER_ERRORS: tuple[type[BaseException], ...] = (
-    CliError,
-    PolarsEvalError,
-    ValueError,
-    KeyError,
-    OSError,
-    pl.exceptions.PolarsError,
-    pl.exceptions.PanicException,
-)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
-    with native_stderr_filtered(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            parser = build_parser()
-            args = parser.parse_args(argv)
-            if args.command is None:
-                parser.print_help(sys.stderr)
-                return EXIT_BAD_INPUT
-            check_outputs(args)
-            status: int = args.handler(args)
-        except BrokenPipeError:
-            # the reader (e.g. `head`) closed the pipe: not an error of ours
-            with contextlib.suppress(OSError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            return 0
-        except KeyboardInterrupt:
-            print(f"\n{PROG}: interrupted", file=sys.stderr)
-            return 130
-        except _USER_ERRORS as error:
-            _warn(caught)
-            print(f"{PROG}: error: {one_line(error)}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        except Exception as error:  # a bug of ours: still one line, unless asked
-            if os.environ.get("POLARS_EVAL_DEBUG"):
-                raise
-            _warn(caught)
-            print(
-                f"{PROG}: error: internal error {type(error).__name__}: {one_line(error)} "
-                "(set POLARS_EVAL_DEBUG=1 for the traceback)",
-                file=sys.stderr,
-            )
-            return EXIT_INTERNAL
-        _warn(caught)
-    return status
-
-
-_PANIC = re.compile(r"^thread '.*' (\(\d+\) )?panicked at ")
-
-
-def _without_panics(text: str) -> str:
-    """Native stderr output less Rust's panic reports (``thread '...' panicked at`` up to
-    its closing ``note: ...`` line or the next report)."""
-    kept: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        if _PANIC.match(line):
-            skipping = True
-            while kept and not kept[-1].strip():
-                kept.pop()  # the blank line Rust puts before the report
-            continue
-        if skipping:
-            if line.startswith("note: "):
-                skipping = False
-            continue
-        kept.append(line)
-    return "".join(kept)
-
-
-@contextlib.contextmanager
-def native_stderr_filtered() -> Iterator[None]:
-    """Keep panic reports that native code writes to stderr off the user's screen.
-
-    When a streaming query fails (say, a CSV line with an extra field), a worker thread of
-    Polars' engine now and then (about 2 runs in 150) prints a Rust panic with a backtrace
-    ("joined on cancelled task") to file descriptor 2 while the error itself still comes
-    back to Python as an exception. The command's output must be its one error line, so
-    while it runs, file descriptor 2 is a temporary file and ``sys.stderr`` writes to a
-    copy of the real stderr; afterwards, what native code wrote is passed on, less the
-    panic reports. A panic that is the error itself still reaches the user as the
-    one-line message of its ``PanicException``. ``POLARS_EVAL_DEBUG=1`` turns this off.
-    """
-    if os.environ.get("POLARS_EVAL_DEBUG"):
-        yield
-        return
-    python_stderr = sys.stderr
-    try:
-        python_stderr.flush()
-        writes_fd2 = python_stderr.fileno() == 2
-    except (AttributeError, OSError, ValueError):  # captured (pytest), closed ...
-        writes_fd2 = False
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    sink = tempfile.TemporaryFile()
-    if writes_fd2:
-        sys.stderr = open(  # noqa: SIM115 - closed below
-            os.dup(saved),
-            "w",
-            encoding=getattr(python_stderr, "encoding", None) or "utf-8",
-            errors="backslashreplace",
-            buffering=1,
-        )
-    os.dup2(sink.fileno(), 2)
-    try:
-        yield
-    finally:
-        if writes_fd2:
-            sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        if writes_fd2:
-            sys.stderr.close()
-            sys.stderr = python_stderr
-        sink.seek(0)
-        native = _without_panics(sink.read().decode("utf-8", errors="replace"))
-        sink.close()
-        if native.strip():
-            python_stderr.write(native)
-            python_stderr.flush()
-
-
-_NULL_GROUPS = re.compile(
-    r"^(?P<name>.+?) is null for (?P<n>\d+) of (?P<m>\d+) groups \((?P<why>.*)\)$"
-)
-
-
-def _shorten(text: str) -> str:
-    """Merge "x is null for 2 of 600 groups (why); y is null for ..." into one clause per
-    distinct count and reason, naming at most 6 metrics."""
-    parts = text.split("; ")
-    merged: dict[tuple[str, str, str], list[str]] = {}
-    for part in parts:
-        match = _NULL_GROUPS.match(part)
-        if match is None:
-            return text
-        merged.setdefault((match["n"], match["m"], match["why"]), []).append(match["name"])
-    clauses = []
-    for (n, m, why), names in merged.items():
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        verb = "is" if len(names) == 1 else "are"
-        clauses.append(f"{shown} {verb} null for {n} of {m} groups ({why})")
-    return "; ".join(clauses)
-
-
-def _warn(caught: list[warnings.WarningMessage]) -> None:
-    seen: set[str] = set()
-    for w in caught:
-        text = _shorten(one_line(str(w.message)))
-        if text not in seen:
-            seen.add(text)
-            print(f"{PROG}: warning: {text}", file=sys.stderr)
-    caught.clear()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,344 @@
+"""``polars-eval demo``: the bundled examples, their tables and reports (SPEC §9)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import polars_eval as pe
+from polars_eval.cli._common import (
+    TABLE_WIDTH,
+    _formatter,
+    _say,
+    one_line,
+    progress,
+    render_table,
+    write_report,
+)
+
+EPILOG = """\
+The main example is a synthetic credit-scoring validation set (20,000 loan applications,
+generated in code from a fixed seed): product segment, sales channel, region, loan
+amount, the observed default flag and two models' probabilities of default. Smaller
+examples cover the other installed tasks (property valuations, company ratings, branch
+demand forecasts, a search log). Each task's report is written next to the first one:
+polars_eval_demo_report.html, polars_eval_demo_report_<task>.html.
+
+examples:
+  polars-eval demo
+  polars-eval demo --data-dir demo_data     # also save the example data as parquet
+  polars-eval binary demo_data/credit_scoring.parquet --label defaulted --score pd_score --by channel
+"""
+
+
+def command(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="evaluate a bundled example (no input needed)",
+        description="Evaluate bundled, synthetic examples, print the tables and write HTML "
+        "reports.",
+        epilog=EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="also write the example data there as parquet, to try the other commands on",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE.html",
+        default="polars_eval_demo_report.html",
+        help="where to write the credit-scoring report; the other tasks' reports go "
+        "next to it (default: ./polars_eval_demo_report.html)",
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write reports")
+    p.set_defaults(handler=run)
+
+
+def _pick(table: pl.DataFrame, *names: str) -> pl.DataFrame:
+    """The named columns that the table has, in that order."""
+    return table.select([n for n in names if n in table.columns])
+
+
+def _demo_binary(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["credit_scoring"]
+    label, score = "defaulted", "pd_score"
+    n_pos = int(df.get_column(label).sum())
+    out.write(
+        f"== Binary classification: {df.height:,} synthetic loan applications, {n_pos:,} "
+        f"defaults ({n_pos / df.height:.1%})\nlabel 'defaulted', score 'pd_score' (the "
+        "production model's probability of default), segments 'segment' and 'channel'\n\n"
+    )
+    per = ("auc", "gini", "ks", "logloss", "brier", "ece")
+    overall = df.eval.binary(label, score)
+    out.write(
+        render_table(
+            _pick(overall, *per[:3], "pr_auc", *per[3:], "accuracy", "precision", "recall").hstack(
+                _pick(overall, "f1", "mcc")
+            ),
+            [],
+            "Overall (threshold 0.5):",
+        )
+        + "\n\n"
+    )
+    for seg in ("segment", "channel"):
+        counts = df.group_by(seg).agg(
+            pl.len().cast(pl.Int64).alias("rows"),
+            pl.col(label).mean().alias("default_rate"),
+            pl.col(score).mean().alias("mean_pd"),
+        )
+        table = (
+            _pick(df.eval.binary(label, score, by=seg), seg, *per).join(counts, on=seg).sort("auc")
+        )
+        out.write(render_table(table, [seg], f"Per {seg}, worst AUC first:") + "\n\n")
+    models = pl.concat(
+        [
+            _pick(df.eval.binary(label, col), *per).select(pl.lit(col).alias("model"), pl.all())
+            for col in ("pd_score", "pd_challenger")
+        ]
+    )
+    out.write(render_table(models, ["model"], "Production model vs challenger:") + "\n\n")
+    gain = df.eval.gain_table(label, score, bins=10)
+    columns = ("bin", "min_score", "count", "positives", "cum_pct_positives", "lift", "cum_lift")
+    out.write(
+        render_table(
+            _pick(gain, *columns, "ks"), [], "Gain table (deciles of pd_score, riskiest first):"
+        )
+        + "\n\n"
+    )
+
+
+def _demo_regression(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["property_valuations"]
+    out.write(
+        f"== Regression: {df.height:,} synthetic property sales\nactual 'sale_price', "
+        "prediction 'predicted_price' (an automated valuation model), segment 'region'\n\n"
+    )
+    keep = ("mape", "wape", "mae", "rmse", "bias", "r2", "pearson")
+    overall = df.eval.regression("sale_price", "predicted_price")
+    out.write(render_table(_pick(overall, *keep), [], "Overall:") + "\n\n")
+    per = df.eval.regression("sale_price", "predicted_price", by="region")
+    out.write(
+        render_table(
+            _pick(per, "region", *keep).sort("mape", descending=True),
+            ["region"],
+            "Per region, worst MAPE first:",
+        )
+        + "\n\n"
+    )
+
+
+def _demo_multiclass(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    from polars_eval import _demo
+
+    df = data["rating_grades"]
+    proba = [f"p_{g}" for g in _demo.GRADES]
+    out.write(
+        f"== Multiclass: {df.height:,} synthetic company ratings, grades A-E\nlabel 'grade', "
+        "prediction 'predicted_grade', probabilities 'p_A' ... 'p_E', segment 'sector'\n\n"
+    )
+    per = df.eval.multiclass(
+        "grade", pred="predicted_grade", proba=proba, classes=list(_demo.GRADES), by="sector"
+    )
+    keep = ("multiclass_accuracy", "multiclass_f1_macro", "multiclass_mcc") + (
+        "multiclass_logloss",
+        "multiclass_auc_macro",
+        "top_k_accuracy",
+    )
+    table = _pick(per, "sector", *keep).sort("multiclass_accuracy")
+    table = table.rename({c: c.removeprefix("multiclass_") for c in table.columns})
+    out.write(render_table(table, ["sector"], "Per sector, worst accuracy first:") + "\n\n")
+
+
+def _demo_forecast(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    history, forecasts = data["branch_history"], data["branch_forecasts"]
+    out.write(
+        f"== Forecasting: monthly loan applications of {forecasts['branch'].n_unique()} "
+        "branches, 6-month forecasts from 3 origins\nactual 'applications', forecast "
+        "'forecast', 80 % interval 'lo80'-'hi80', series 'branch', time 'month', origin "
+        "'cutoff'; MASE against a 36-month history (season 12)\n\n"
+    )
+    by_lead = forecasts.eval.forecast(
+        "applications",
+        "forecast",
+        series="branch",
+        time="month",
+        cutoff="cutoff",
+        train=history,
+        season_length=12,
+        interval=("lo80", "hi80"),
+        by="lead",
+    )
+    keep = ("n", "mae", "rmse", "bias", "mape", "wape", "mase", "coverage")
+    out.write(
+        render_table(_pick(by_lead, "lead", *keep), ["lead"], "By lead time (months ahead):")
+        + "\n\n"
+    )
+
+
+def _demo_ranking(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
+    df = data["search_log"]
+    out.write(
+        f"== Ranking: a synthetic search log, {df['query_id'].n_unique():,} queries x 20 "
+        "documents\nrelevance 'relevance' (0-4), score 'score', query 'query_id', segment "
+        "'market'\n\n"
+    )
+    keep = ("n_queries", "n_excluded", "ndcg@10", "map@10", "mrr@10", "precision@5", "recall@10")
+    per = df.eval.ranking("relevance", "score", query="query_id", k=[5, 10], by="market")
+    out.write(
+        render_table(
+            _pick(per, "market", *keep).sort("ndcg@10"),
+            ["market"],
+            "Per market, worst NDCG@10 first (means over queries):",
+        )
+        + "\n\n"
+    )
+
+
+def _demo_reports(data: dict[str, pl.DataFrame]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """task -> (data set, arguments of ``df.eval.report``) for the demo's reports."""
+    from polars_eval import _demo
+
+    return {
+        "binary": ("credit_scoring", {"label": "defaulted", "score": "pd_score", "by": "segment"}),
+        "regression": (
+            "property_valuations",
+            {"actual": "sale_price", "pred": "predicted_price", "by": "region"},
+        ),
+        "multiclass": (
+            "rating_grades",
+            {
+                "label": "grade",
+                "pred": "predicted_grade",
+                "proba": [f"p_{g}" for g in _demo.GRADES],
+                "classes": list(_demo.GRADES),
+                "by": "sector",
+            },
+        ),
+        "forecast": (
+            "branch_forecasts",
+            {
+                "actual": "applications",
+                "forecast": "forecast",
+                "series": "branch",
+                "time": "month",
+                "cutoff": "cutoff",
+                "train": data.get("branch_history"),
+                "season_length": 12,
+                "by": "region",
+            },
+        ),
+        "ranking": (
+            "search_log",
+            {"relevance": "relevance", "score": "score", "query": "query_id", "by": "market"},
+        ),
+    }
+
+
+def _demo_data() -> dict[str, pl.DataFrame]:
+    """The example data sets of the installed tasks, by file name."""
+    from polars_eval import _demo
+
+    data = {"credit_scoring": _demo.credit_scoring()}
+    if hasattr(pe.EvalNamespace, "regression"):
+        data["property_valuations"] = _demo.property_valuations()
+    if hasattr(pe.EvalNamespace, "multiclass"):
+        data["rating_grades"] = _demo.rating_grades()
+    if hasattr(pe.EvalNamespace, "forecast"):
+        data["branch_history"], data["branch_forecasts"] = _demo.branch_demand()
+    if hasattr(pe.EvalNamespace, "ranking"):
+        data["search_log"] = _demo.search_log()
+    return data
+
+
+def _wrap_prose(text: str) -> str:
+    """The demo's sentences wrapped to the terminal width; its tables left as they are."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width or line[:1] in "┌│╞└├":
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, width, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = io.StringIO()
+    sections = [
+        (task, section)
+        for task, section in (
+            ("regression", _demo_regression),
+            ("multiclass", _demo_multiclass),
+            ("forecast", _demo_forecast),
+            ("ranking", _demo_ranking),
+        )
+        if hasattr(pe.EvalNamespace, task)
+    ]
+    with progress("evaluating the examples", 1 + len(sections), "examples") as meter:
+        data = _demo_data()
+        _demo_binary(out, data)
+        meter.add()
+        for task, section in sections:
+            part = io.StringIO()
+            try:
+                section(part, data)
+            except Exception as error:  # one broken family must not hide the others
+                meter.say(f"warning: the {task} example failed: {one_line(error)}")
+                continue
+            finally:
+                meter.add()
+            out.write(part.getvalue())
+    sys.stdout.write(_wrap_prose(out.getvalue().rstrip("\n")) + "\n")
+    sys.stdout.flush()
+    if args.data_dir:
+        target = Path(args.data_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, frame in data.items():
+            frame.write_parquet(target / f"{name}.parquet")
+        names = [f"{name}.parquet" for name in data]
+        if "search_log" in data:  # for `polars-eval trec`
+            from polars_eval import _demo
+
+            run, qrels = _demo.trec_files(data["search_log"])
+            (target / "run.txt").write_text(run, encoding="utf-8")
+            (target / "qrels.txt").write_text(qrels, encoding="utf-8")
+            names += ["run.txt", "qrels.txt"]
+        _say(f"example data written to {target.resolve()}: {', '.join(names)}")
+    report = getattr(args, "report", None)
+    if report and not getattr(args, "no_report", False):
+        first = Path(report)
+        reports = {task: value for task, value in _demo_reports(data).items() if value[0] in data}
+        with progress("writing the reports", len(reports), "reports") as meter:
+            for task, (name, arguments) in reports.items():
+                path = (
+                    first
+                    if task == "binary"
+                    else first.with_name(f"{first.stem}_{task}{first.suffix}")
+                )
+                try:
+                    where = write_report(
+                        data[name],
+                        str(path),
+                        task=task,
+                        title=f"polars-eval demo: {task}",
+                        **arguments,
+                    )
+                except Exception as error:
+                    if task == "binary":
+                        raise
+                    meter.say(f"warning: the {task} report failed: {one_line(error)}")
+                    continue
+                finally:
+                    meter.add()
+                meter.say(f"{task} report written to {where}")
+    return 0

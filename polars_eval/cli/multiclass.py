@@ -1,0 +1,80 @@
+"""``polars-eval multiclass``: the multiclass table of a file (SPEC §4, §9)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import polars as pl
+
+from polars_eval.cli._common import (
+    CliError,
+    _add_baseline,
+    _add_common,
+    _formatter,
+    _split,
+    _typed_like,
+    evaluate,
+)
+
+EPILOG = """\
+Every multiclass summary metric (accuracy; precision, recall and F1 micro, macro and
+weighted; MCC; Cohen's kappa; and with probabilities log loss, one-vs-rest AUC and
+top-k accuracy) in one row per group.
+
+Probabilities are one List/Array column, or one column per class in the order of
+--classes.
+
+examples:
+  polars-eval multiclass preds.parquet --label grade --pred predicted_grade
+  polars-eval multiclass preds.parquet --label grade --proba p_a,p_b,p_c --classes A,B,C
+  polars-eval multiclass 'lake/*.parquet' --label y --proba probs --classes 0,1,2 --by region
+"""
+
+
+def command(sub: Any) -> None:
+    p = sub.add_parser(
+        "multiclass",
+        help="multiclass: accuracy, macro/micro F1, log loss, AUC ...",
+        description="Evaluate multiclass predictions and/or probabilities.",
+        epilog=EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--label", required=True, metavar="COL", help="column of true class ids")
+    p.add_argument("--pred", metavar="COL", help="column of predicted class ids")
+    p.add_argument(
+        "--proba",
+        action="append",
+        metavar="COL[,COL]",
+        help="probabilities: one List/Array column, or one column per class (in --classes order)",
+    )
+    p.add_argument(
+        "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
+    )
+    p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
+    _add_baseline(p, "multiclass")
+    _add_common(p, "multiclass")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    proba_cols = _split(args.proba)
+    if args.pred is None and not proba_cols:
+        raise CliError("give --pred, --proba or both (see 'polars-eval multiclass --help')")
+    proba: Any = None
+    if proba_cols:
+        proba = proba_cols[0] if len(proba_cols) == 1 else proba_cols
+
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        classes = _split(args.classes)
+        return {
+            "pred": args.pred,
+            "proba": proba,
+            "classes": _typed_like(lf, args.label, classes, "--classes") if classes else None,
+            "weight": args.weight,
+            "k": args.k,
+            "baseline": getattr(args, "baseline", None),
+        }
+
+    extra = [args.pred, proba_cols, args.weight]
+    return evaluate(args, "multiclass", (args.label,), options, extra)

@@ -1,0 +1,59 @@
+"""``polars-eval regression``: the regression table of a file (SPEC §5, §9)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import polars as pl
+
+from polars_eval.cli._common import (
+    _add_baseline,
+    _add_common,
+    _formatter,
+    _task_params,
+    evaluate,
+)
+
+EPILOG = """\
+Every regression summary metric (MSE, RMSE, MAE, R², MAPE, SMAPE, WAPE, correlations ...)
+in one row per group, plus the number of rows whose actual is 0 (skipped by the
+percentage errors unless --zero-actuals inf).
+
+examples:
+  polars-eval regression prices.parquet --actual price --pred predicted_price
+  polars-eval regression 'lake/**/*.parquet' --actual y --pred yhat --by region --format json
+  polars-eval regression sales.csv --actual units --pred forecast --weight w --metrics mae,wape
+"""
+
+
+def command(sub: Any) -> None:
+    p = sub.add_parser(
+        "regression",
+        help="regression: RMSE, MAE, R², MAPE ...",
+        description="Evaluate numeric predictions against actual values.",
+        epilog=EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
+    p.add_argument("--pred", required=True, metavar="COL", help="column of predictions")
+    if "zero_actuals" in _task_params("regression"):
+        p.add_argument(
+            "--zero-actuals",
+            choices=("skip", "inf"),
+            help="percentage errors on rows whose actual is 0: skip them (default) or inf",
+        )
+    _add_baseline(p, "regression")
+    _add_common(p, "regression")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    def options(lf: pl.LazyFrame) -> dict[str, Any]:
+        return {
+            "weight": args.weight,
+            "zero_actuals": getattr(args, "zero_actuals", None),
+            "baseline": getattr(args, "baseline", None),
+        }
+
+    return evaluate(args, "regression", (args.actual, args.pred), options, [args.weight])

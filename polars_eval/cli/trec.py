@@ -1,0 +1,67 @@
+"""``polars-eval trec``: trec_eval on a TREC run and qrels file (SPEC §7, §9)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from polars_eval.cli import _common
+from polars_eval.cli._common import (
+    CliError,
+    _add_output,
+    _formatter,
+    reading,
+    write_output,
+)
+
+EPILOG = """\
+Evaluate a TREC run file against a qrels file as trec_eval does (same measure names,
+same conventions: unjudged documents are not relevant, queries only in the run are
+skipped, ties ordered by score then document id descending).
+
+  run:   query Q0 doc rank score tag     (whitespace separated, one line per document)
+  qrels: query 0 doc relevance
+
+examples:
+  polars-eval trec run.txt qrels.txt
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map -m P.5,10
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
+"""
+
+
+def command(sub: Any) -> None:
+    p = sub.add_parser(
+        "trec",
+        help="trec_eval on a TREC run and qrels file",
+        description="Evaluate a TREC run against qrels, as trec_eval.",
+        epilog=EPILOG,
+        formatter_class=_formatter,
+    )
+    p.add_argument("run", metavar="RUN", help="TREC run file")
+    p.add_argument("qrels", metavar="QRELS", help="TREC qrels file")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        metavar="MEASURE",
+        help="trec_eval measure (repeat: -m map -m ndcg_cut.10); default: trec_eval's set",
+    )
+    p.add_argument(
+        "-q", "--per-query", action="store_true", help="one row per query instead of the mean"
+    )
+    _add_output(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from polars_eval.io.trec import trec_cli
+
+    for path in (args.run, args.qrels):
+        if not Path(path).is_file():
+            raise CliError(f"file not found: {path!r}")
+    measures = [m for m in (args.measure or []) if m.strip()]
+    with _common.progress("evaluating"), reading([args.run, args.qrels]):
+        table = trec_cli(args.run, args.qrels, measures, args.per_query)
+    write_output(table, [], args.format, args.output)
+    return 0
