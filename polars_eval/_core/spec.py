@@ -151,8 +151,23 @@ class MetricSpec:
     extra: Mapping[str, object] = field(default_factory=dict)
 
     def expr(self) -> pl.Expr:
-        """The metric as one aggregation expression (the states inline)."""
-        return self.finalize({name: s.inline() for name, s in self.states.items()})
+        """The metric as one aggregation expression (the states inline).
+
+        Polars does not share a repeated aggregation within one expression, so when the
+        finalize reads a state more than once (MCC reads each confusion count three times)
+        the states are aggregated once, into one struct, and the finalize runs on it inside
+        ``list.eval``.
+        """
+        inline = {name: s.inline() for name, s in self.states.items()}
+        if self.has_rows or len(inline) == 1:
+            return self.finalize(inline)
+        roots = self.finalize({name: pl.col(name) for name in inline}).meta.root_names()
+        if len(roots) == len(set(roots)):
+            return self.finalize(inline)
+        packed = pl.struct(*[e.alias(name) for name, e in inline.items()])
+        e = pl.element()
+        body = self.finalize({name: e.struct.field(name) for name in inline})
+        return packed.implode().list.eval(body).list.first()
 
     def null_when(self, condition: State) -> MetricSpec:
         """The same metric, null where the state ``condition`` (a ``max`` of booleans)
