@@ -813,3 +813,26 @@ def test_binary_bins_is_the_binned_evaluation(
                         "--ci", "wilson")  # fmt: skip
     assert code == 2
     _assert_one_line_error(err, "--bins works without --ci and --report")
+
+
+def test_metrics_outside_the_default_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--metrics reaches every registered metric of the task (SPEC §12), not only the
+    default table's columns."""
+    rng = np.random.default_rng(8)
+    n = 500
+    df = pl.DataFrame({"y": rng.integers(0, 2, n), "p": rng.random(n), "g": rng.integers(0, 2, n)})
+    path = tmp_path / "s.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p", "--by", "g",
+                          "--metrics", "jaccard,auc", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    got = pl.DataFrame(json.loads(out))
+    assert got.columns == ["g", "jaccard", "auc"]
+    want = df.eval.binary("y", "p", by="g", metrics=["jaccard", "auc"])
+    assert_frame_equal(got, want, check_dtypes=False, rel_tol=1e-12)
+    code, _, err = _cli(capsys, "binary", path, "--label", "y", "--score", "p",
+                        "--metrics", "partial_auc")  # fmt: skip
+    assert code == 2
+    _assert_one_line_error(err, "partial_auc needs max_fpr=")

@@ -947,9 +947,20 @@ def evaluate(
             **opts,
             **(_report_intervals(args) if ci else {}),
         }
+        chosen = _split(args.metrics)
+        # --metrics naming metrics outside the default table: the task method's metrics=
+        registered = {i.name for i in _registry.by_task(task)}
+        if (
+            chosen
+            and "metrics" in inspect.signature(method).parameters
+            and "metrics" not in opts
+            and set(chosen) <= registered
+            and not set(chosen) <= set(_default_columns(task))
+        ):
+            opts = {**opts, "metrics": chosen}
         early = None  # the report, when it computes the metric table on its way
         with progress("evaluating", total) as meter:
-            if report and _report_shares_metrics(task, frame):
+            if report and "metrics" not in opts and _report_shares_metrics(task, frame):
                 early = build_report(frame, by=by or None, validate=args.validate, **report_args)
             if early is not None and early.metrics is not None:
                 for note in early.metric_notes:  # the metric layer's warnings, as without
@@ -985,6 +996,11 @@ def evaluate(
                 where = write_report(frame, report, by=report_by or None, **report_args)
         _say(f"report written to {where}")
     return 0
+
+
+def _default_columns(task: str) -> list[str]:
+    """The metrics of a task's default table (its summary metrics of one value)."""
+    return [i.name for i in _registry.by_task(task) if i.summary and i.kind == "scalar"]
 
 
 def _task_params(task: str) -> set[str]:

@@ -883,7 +883,8 @@ def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.5
     """
     y, p, w = _masked(actual, pred, weight)
-    states = {"ae": State(w * (y - p).abs()), "ay": State(w * _only_kept(y, w).abs())}
+    # "ae" is the state of mae too (the same expression: computed once with both)
+    states = {"ae": State((y - p).abs() * w), "ay": State(w * _only_kept(y, w).abs())}
     return MetricSpec(states, lambda s: safe_div(s["ae"], s["ay"]))
 
 
