@@ -11,7 +11,6 @@ Conventions (SPEC §2) implemented once here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -96,45 +95,3 @@ def nan_guard(result: pl.Expr, *inputs: pl.Expr) -> pl.Expr:
     """
     has_nan = pl.any_horizontal([e.is_nan().any() for e in inputs])
     return pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(result)
-
-
-def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> None:
-    """Raise unless ``value`` is a positive integer (or None when allowed)."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
-
-
-def check_fraction(
-    name: str, value: Any, *, low_open: bool = False, high_open: bool = False
-) -> None:
-    """Raise unless ``value`` is a number in [0, 1] (ends optionally open)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        ok = (value > 0 if low_open else value >= 0) and (value < 1 if high_open else value <= 1)
-    if not ok:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        raise InvalidParameterError(f"{name} must be a number in {lo}0, 1{hi}; got {value!r}")
-
-
-def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
-    """Raise unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise InvalidParameterError(f"{name} must be one of {list(choices)!r}; got {value!r}")
-
-
-def check_number(name: str, value: Any) -> None:
-    """Raise unless ``value`` is a finite real number."""
-    import math
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
-
-
-def check_beta(beta: Any) -> None:
-    """Raise unless ``beta`` (of an F-beta score) is a positive finite number."""
-    check_number("beta", beta)
-    if beta <= 0:
-        raise InvalidParameterError(f"beta must be positive; got {beta!r}")

@@ -33,14 +33,8 @@ from polars_eval._core.planner import (
     report_undefined,
 )
 from polars_eval._core.registry import REGISTRY, MetricInfo
-from polars_eval._exprs import (
-    check_choice,
-    check_fraction,
-    check_positive_int,
-    not_null,
-    to_float,
-    weight_expr,
-)
+from polars_eval._exprs import not_null, to_float, weight_expr
+from polars_eval._params import check_choice, check_fraction, check_positive_int
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError

@@ -17,7 +17,8 @@ import polars as pl
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, _deferred, execute, normalize_by
 from polars_eval._core.registry import Role
-from polars_eval._exprs import F64, check_positive_int, column_name, to_expr
+from polars_eval._exprs import F64, column_name, to_expr
+from polars_eval._params import check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, column_problems
 from polars_eval.exceptions import DataValidationError, InvalidParameterError

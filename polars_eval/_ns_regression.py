@@ -14,7 +14,8 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec, State
-from polars_eval._exprs import check_choice, to_float, weight_expr
+from polars_eval._exprs import to_float, weight_expr
+from polars_eval._params import check_choice
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics import regression as r

@@ -9,29 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import polars as pl
 
 from polars_eval._exprs import F64
+from polars_eval._params import check_count, check_real
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 
 __all__ = ["aic", "bic"]
-
-
-def _check_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
-    if not math.isfinite(float(value)):
-        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
-    return float(value)
-
-
-def _check_count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 def aic(log_likelihood: float, k: int) -> float:
@@ -51,8 +37,8 @@ def aic(log_likelihood: float, k: int) -> float:
     >>> pe.aic(-10.0, 3)
     26.0
     """
-    ll = _check_real("log_likelihood", log_likelihood)
-    kk = _check_count("k", k)
+    ll = check_real("log_likelihood", log_likelihood)
+    kk = check_count("k", k)
     return 2.0 * kk - 2.0 * ll
 
 
@@ -69,9 +55,9 @@ def bic(log_likelihood: float, k: int, n: int) -> float:
     >>> round(pe.bic(-10.0, 2, 20), 10)  # 2 ln 20 + 20
     25.9914645471
     """
-    ll = _check_real("log_likelihood", log_likelihood)
-    kk = _check_count("k", k)
-    nn = _check_count("n", n)
+    ll = check_real("log_likelihood", log_likelihood)
+    kk = check_count("k", k)
+    nn = check_count("n", n)
     return kk * math.log(nn) - 2.0 * ll
 
 

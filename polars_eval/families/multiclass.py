@@ -56,9 +56,6 @@ from polars_eval._core.registry import register
 from polars_eval._exprs import (
     F64,
     NAN,
-    check_beta,
-    check_choice,
-    check_positive_int,
     drop_null_rows,
     nan_guard,
     not_null,
@@ -67,6 +64,7 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
+from polars_eval._params import check_beta, check_choice, check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics.binary import LOGLOSS_EPS

@@ -28,16 +28,18 @@ from polars_eval._exprs import (
     F64,
     NAN,
     binary_label,
-    check_beta,
-    check_choice,
-    check_fraction,
-    check_number,
-    check_positive_int,
     drop_null_rows,
     not_null,
     safe_div,
     to_float,
     weight_expr,
+)
+from polars_eval._params import (
+    check_beta,
+    check_choice,
+    check_fraction,
+    check_number,
+    check_positive_int,
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError

@@ -35,16 +35,13 @@ import polars as pl
 
 from polars_eval._core.registry import register
 from polars_eval._core.spec import MetricSpec, State, nan_or, weighted_mean
-from polars_eval._exprs import (
-    F64,
+from polars_eval._exprs import F64, column_name, not_null, safe_div, to_float, weight_expr
+from polars_eval._params import (
+    check_alpha,
     check_fraction,
     check_number,
     check_positive_int,
-    column_name,
-    not_null,
-    safe_div,
-    to_float,
-    weight_expr,
+    check_tweedie_power,
 )
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check
@@ -531,19 +528,9 @@ def linex(
     return weighted_mean((a * e).exp() - a * e - 1.0, _row_weight(weight, y, f))
 
 
-def _check_tweedie_power(power: Any) -> float:
-    check_number("power", power)
-    if power < 0 or 0 < power < 1:
-        raise InvalidParameterError(
-            "power must be 0 or >= 1 for tweedie_deviance (no Tweedie distribution has "
-            f"0 < power < 1; utilsforecast refuses power < 0); got {power!r}"
-        )
-    return float(power)
-
-
 def _tweedie_checks(args: Mapping[str, Any]) -> list[Any]:
     """The deviance's domain (:func:`mean_tweedie_deviance`'s), on the forecast column."""
-    power = _check_tweedie_power(args["power"])
+    power = check_tweedie_power(args["power"], negative=False, metric="tweedie_deviance")
     check = _deviance_checks(power, "tweedie_deviance")
     return check({"actual": args["actual"], "pred": args["forecast"]})  # type: ignore[no-any-return]
 
@@ -588,7 +575,7 @@ def tweedie_deviance(
     >>> round(df.eval.tweedie_deviance("y", "f", power=1.5), 4)
     1.0711
     """
-    power = _check_tweedie_power(power)
+    power = check_tweedie_power(power, negative=False, metric="tweedie_deviance")
     y, f = to_float(actual), to_float(forecast)
     return weighted_mean(deviance_terms(y, f, power), _row_weight(weight, y, f))
 
@@ -807,11 +794,6 @@ def calibration(
     return _mean_nan_guarded((y <= f).cast(F64), weight, y, f)
 
 
-def _check_alpha(alpha: Any) -> float:
-    check_fraction("alpha", alpha, low_open=True, high_open=True)
-    return float(alpha)
-
-
 def _interval_order(args: Mapping[str, Any]) -> list[Any]:
     """The interval's ends in order: ``upper`` >= ``lower`` on every row."""
     lo, hi = to_float(args["lower"]), to_float(args["upper"])
@@ -868,7 +850,7 @@ def winkler(
     >>> round(df.eval.winkler("y", "lo", "hi", alpha=0.2), 12)
     4.5
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     y, lo, hi = to_float(actual), to_float(lower), to_float(upper)
     penalty = (
         pl.when(y < lo)

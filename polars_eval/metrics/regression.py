@@ -34,10 +34,6 @@ from polars_eval._core.spec import Finalize, MetricSpec, State, moments, nan_or,
 from polars_eval._exprs import (
     F64,
     NAN,
-    check_choice,
-    check_fraction,
-    check_number,
-    check_positive_int,
     column_name,
     drop_null_rows,
     nan_guard,
@@ -46,9 +42,14 @@ from polars_eval._exprs import (
     to_float,
     weight_expr,
 )
+from polars_eval._params import (
+    check_alpha,
+    check_choice,
+    check_positive_int,
+    check_tweedie_power,
+)
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import Check
-from polars_eval.exceptions import InvalidParameterError
 
 __all__ = [
     "bias",
@@ -900,15 +901,6 @@ _DEVIANCE: dict[str, Any] = {
 }
 
 
-def _check_power(power: Any) -> float:
-    check_number("power", power)
-    if 0 < power < 1:
-        raise InvalidParameterError(
-            f"power must be <= 0 or >= 1 (no Tweedie distribution has 0 < power < 1); got {power!r}"
-        )
-    return float(power)
-
-
 def _deviance_domain(power: float) -> tuple[str | None, str]:
     """What the actual and the prediction must hold for a Tweedie deviance of ``power``."""
     if power == 0:
@@ -986,13 +978,15 @@ _DEVIANCE_DOC = """{summary}
 
 @register(
     **_DEVIANCE,
-    check=lambda args: _deviance_checks(_check_power(args["power"]), "mean_tweedie_deviance")(args),
+    check=lambda args: _deviance_checks(
+        check_tweedie_power(args["power"]), "mean_tweedie_deviance"
+    )(args),
 )
 def mean_tweedie_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, _check_power(power)), w)
+    return weighted_mean(deviance_terms(y, p, check_tweedie_power(power)), w)
 
 
 @register(
@@ -1088,11 +1082,6 @@ def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
     return pl.when(c_lo - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
 
 
-def _check_alpha(alpha: Any) -> float:
-    check_fraction("alpha", alpha, low_open=True, high_open=True)
-    return float(alpha)
-
-
 def _d2_pinball_spec(
     actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None, alpha: float
 ) -> MetricSpec:
@@ -1137,7 +1126,7 @@ def d2_pinball(
     >>> df.select(pe.d2_pinball("y", "p", alpha=0.1).round(6)).item()
     -2.0
     """
-    return _d2_pinball_spec(actual, pred, weight, _check_alpha(alpha))
+    return _d2_pinball_spec(actual, pred, weight, check_alpha(alpha))
 
 
 @register(**_D2)
@@ -1194,7 +1183,7 @@ def _tweedie_split(power: float) -> tuple[Any, Any, Any]:
 
 @register(
     **_D2,
-    check=lambda args: _deviance_checks(_check_power(args["power"]), "d2_tweedie")(args),
+    check=lambda args: _deviance_checks(check_tweedie_power(args["power"]), "d2_tweedie")(args),
 )
 def d2_tweedie(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
@@ -1223,7 +1212,7 @@ def d2_tweedie(
     >>> round(df.eval.d2_tweedie("y", "p", power=1), 6)
     0.487915
     """
-    power = _check_power(power)
+    power = check_tweedie_power(power)
     y, p, w = _masked(actual, pred, weight)
     yk, pk = _only_kept(y, w), _only_kept(p, w)
     states = {

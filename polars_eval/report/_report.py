@@ -9,17 +9,12 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._params import check_count
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.report import tables as _tables
 
 DEFAULT_CI: Any = object()
 """``ci=`` not given: the closed-form intervals where the task has them, else none."""
-
-
-def _check_count(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return value
 
 
 class Report:
@@ -178,8 +173,8 @@ def make_report(
 ) -> Report:
     """Compute the tables of ``task`` and wrap them in a :class:`Report`."""
     spec = _tables.task_spec(task)
-    _check_count("max_points", max_points, 2)
-    _check_count("max_segments", max_segments, 1)
+    check_count("max_points", max_points, 2)
+    check_count("max_segments", max_segments, 1)
     by_cols = _tables.by_columns(by)
     missing = [name for name in spec.data_args if arguments.get(name) is None]
     if missing:

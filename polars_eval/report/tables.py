@@ -28,13 +28,14 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
 from polars_eval._core.spec import nan_or
 from polars_eval._core.tasks import TASKS, Task
-from polars_eval._exprs import binary_label, check_positive_int, to_expr, to_float
+from polars_eval._exprs import binary_label, to_expr, to_float
 from polars_eval._ns_binary import (
     BASELINE,
     _summary_specs,
     constant_predictor,
     summary_infos,
 )
+from polars_eval._params import check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (

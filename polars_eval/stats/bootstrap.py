@@ -49,10 +49,10 @@ import polars as pl
 
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
-from polars_eval._exprs import F64, check_choice, check_positive_int
+from polars_eval._exprs import F64
+from polars_eval._params import check_choice, check_level, check_positive_int
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
-from polars_eval.stats.intervals import check_level
 
 METHODS = ("multinomial", "poisson")
 R_COL = "__pe_resample"

@@ -15,14 +15,8 @@ import polars as pl
 
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY
-from polars_eval._exprs import (
-    F64,
-    NAN,
-    binary_label,
-    check_number,
-    drop_null_rows,
-    to_float,
-)
+from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float
+from polars_eval._params import check_number
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot

@@ -26,13 +26,13 @@ from polars_eval._core.spec import nan_or
 from polars_eval._exprs import (
     F64,
     binary_label,
-    check_fraction,
     drop_null_rows,
     nan_guard,
     safe_div,
     to_float,
     weight_expr,
 )
+from polars_eval._params import check_level
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as _binary
@@ -56,11 +56,6 @@ def scipy_stats():  # noqa: ANN201 - scipy is imported on first use, not with th
     from scipy import stats
 
     return stats
-
-
-def check_level(level: Any) -> None:
-    """Raise unless ``level`` is a confidence level in (0, 1)."""
-    check_fraction("level", level, low_open=True, high_open=True)
 
 
 def z_quantile(level: float) -> float:

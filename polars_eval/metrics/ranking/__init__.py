@@ -38,7 +38,8 @@ import polars as pl
 
 from polars_eval._core.registry import register
 from polars_eval._core.spec import MetricSpec, State
-from polars_eval._exprs import check_choice, check_number, to_float
+from polars_eval._exprs import to_float
+from polars_eval._params import check_choice, check_number
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics.ranking.engine import (

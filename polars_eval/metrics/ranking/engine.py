@@ -23,15 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import (
-    F64,
-    NAN,
-    check_choice,
-    check_number,
-    check_positive_int,
-    to_expr,
-    to_float,
-)
+from polars_eval._exprs import F64, NAN, to_expr, to_float
+from polars_eval._params import check_choice, check_number, check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics.ranking._ap11_ties import expected_ap_11pt
