@@ -79,7 +79,7 @@ def column_problems(
             if not isinstance(item, str):
                 continue
             dtype = schema[item]
-            if role == "key":
+            if role == "key" or (role == "class_proba" and item is value):
                 continue
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
@@ -111,6 +111,10 @@ def row_checks(
         value = args.get(arg)
         if value is None or role == "key":
             continue
+        if role == "class_proba":  # a List/Array column: the metric's check= hook
+            if not isinstance(value, (list, tuple)):
+                continue
+            role = "proba"
         values = value if isinstance(value, (list, tuple)) else [value]
         for item in values:
             if not isinstance(item, (str, pl.Expr)):

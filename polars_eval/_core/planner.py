@@ -59,6 +59,9 @@ class Plan:
     finalize: Sequence[pl.Expr] = ()
     # extra lazy steps on the result (after validation), e.g. a second aggregation stage
     then: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
+    # data checks beyond the roles: Check objects, or functions of the frame's schema giving
+    # Check objects (a check whose form depends on the dtypes; such a function may raise
+    # DataValidationError for a problem the schema shows)
     extra_checks: list[Any] = field(default_factory=list)
 
 
@@ -79,9 +82,9 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     problems += [f'column "{b}" (argument by=) not found' for b in plan.by if b not in schema]
     if problems:
         raise DataValidationError(problems[0])
-    checks = (
-        row_checks(schema, plan.args, plan.inputs) if plan.validate else []
-    ) + plan.extra_checks
+    checks = (row_checks(schema, plan.args, plan.inputs) if plan.validate else []) + [
+        c for item in plan.extra_checks for c in (item(schema) if callable(item) else [item])
+    ]
 
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
@@ -345,23 +348,33 @@ def merge_states(
 def run_metric(
     frame: Frame, info: MetricInfo, args: Mapping[str, Any], *, by: Any, validate: bool
 ) -> Any:
-    """Evaluate one registered metric for the namespace layer."""
+    """Evaluate one registered metric for the namespace layer.
+
+    A metric whose namespace value is a table rather than the expression's value (a table
+    per class, a square confusion table) declares ``namespace=`` at ``@register``: a
+    function of the arguments giving ``(expression, present)`` (or None for the plain
+    form); the expression, a ``List[Struct]`` per group, is evaluated as a long table and
+    ``present(table, by)`` shapes it.
+    """
     by_cols = normalize_by(by)
-    expr = info.fn(**args)
+    form = info.extra.get("namespace")
+    shaped = form(args) if form is not None else None
+    expr = info.fn(**args) if shaped is None else shaped[0].alias(info.name)
+    kind = info.kind if shaped is None else "curve"
     plan = Plan(
         exprs=[expr],
         inputs=info.inputs,
         args=args,
         by=by_cols,
         validate=validate,
-        undefined={info.name: info.undefined or "no defined value"}
-        if info.kind == "scalar"
-        else {},
-        curves=[info.name] if info.kind == "curve" else [],
-        structs=[info.name] if info.kind == "struct" and by_cols else [],
+        undefined={info.name: info.undefined or "no defined value"} if kind == "scalar" else {},
+        curves=[info.name] if kind == "curve" else [],
+        structs=[info.name] if kind == "struct" and by_cols else [],
         extra_checks=info.check(args) if validate and info.check is not None else [],
     )
     result = execute(frame, plan)
+    if shaped is not None:
+        return shaped[1](result, by_cols)
     if isinstance(result, pl.LazyFrame) or by_cols:
         return result
     if info.kind == "scalar":
