@@ -155,18 +155,15 @@ class MulticlassMethods:
             cls = m.check_classes(classes, required="with proba= (the class of each probability)")
             check_positive_int("k", k)
         args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
-        # the prediction side: pred=, else the argmax of proba=
-        counts = m.class_counts(
-            m.pred_inputs(label, pred, None if pred is not None else proba, cls, weight)
-        )
+        # the row-level parts that many states read, computed once (stages of columns)
+        stages, pred_side, proba_side = m.shared_columns(label, pred, proba, cls, weight)
+        counts = m.class_counts(pred_side)
         specs = {VECTOR: MetricSpec(counts.states, counts.vector)}
-        if proba is not None:
-            assert cls is not None
-            side = m.proba_inputs(label, proba, cls, weight)
-            specs[AUCS] = m.auc_spec(side)
-            specs["multiclass_logloss"] = m.logloss_spec(side)
-            specs["top_k_accuracy"] = m.top_k_spec(side, k)
-        planned = plan_specs(specs)
+        if proba_side is not None:
+            specs[AUCS] = m.auc_spec(proba_side)
+            specs["multiclass_logloss"] = m.logloss_spec(proba_side)
+            specs["top_k_accuracy"] = m.top_k_spec(proba_side, k)
+        planned = plan_specs(specs, columns_first=True)
         # each spec's value over the state columns (the rows specs: their column)
         final = {
             name: pl.col(name)
@@ -204,6 +201,7 @@ class MulticlassMethods:
         plan = Plan(
             exprs=planned.aggs,
             finalize=finals,
+            columns=[*stages, planned.row_columns],
             inputs=m.PRED_INPUTS,
             args=args,
             by=normalize_by(by),

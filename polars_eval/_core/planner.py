@@ -63,6 +63,10 @@ class Plan:
     # Check objects (a check whose form depends on the dtypes; such a function may raise
     # DataValidationError for a problem the schema shows)
     extra_checks: list[Any] = field(default_factory=list)
+    # row-level columns added before the aggregation, once the inputs are checked: parts
+    # that many aggregations read, computed once (e.g. the ``row_columns`` of
+    # ``plan_specs(..., columns_first=True)``); in stages, each reading the earlier ones
+    columns: Sequence[Sequence[pl.Expr]] = ()
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -90,7 +94,10 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
     inline = bool(checks) and plan.then is None
     exprs = plan.exprs + (check_aggs(checks, examples=False) if inline else [])
-    query = lf.group_by(plan.by).agg(exprs) if plan.by else lf.select(exprs)
+    rows = lf
+    for stage in plan.columns:
+        rows = rows.with_columns(stage)
+    query = rows.group_by(plan.by).agg(exprs) if plan.by else rows.select(exprs)
     if plan.finalize:
         names = [e.meta.output_name() for e in plan.finalize]
         kept = [pl.col("^__pe_bad_.*$")] if inline else []

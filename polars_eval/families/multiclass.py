@@ -264,6 +264,50 @@ def pred_inputs(
     )
 
 
+def shared_columns(
+    label: IntoExpr,
+    pred: IntoExpr | None,
+    proba: Proba | None,
+    classes: list[Any] | None,
+    weight: IntoExpr | None,
+) -> tuple[list[list[pl.Expr]], PredInputs, ProbaInputs | None]:
+    """Inputs of many metrics at once (the task table) whose row-level parts are columns.
+
+    Polars evaluates a repeated sub-expression again at each reference, so the parts that
+    many states read (the probabilities of a List column, the weight of the used rows,
+    the argmax, the true-class probability) are computed once: returned as stages of
+    columns for the planner (``Plan.columns``), with the prediction side (``pred=``, else
+    the argmax of ``proba=``; no NaN guard: the namespace checks the rows) and the
+    probability side reading them.
+    """
+    stages: list[list[pl.Expr]] = [[], []]
+    probs: Proba | None = proba
+    if isinstance(proba, (str, pl.Expr)):  # a List/Array column: one column per class
+        assert classes is not None
+        parts = proba_columns(proba, len(classes))
+        stages[0] = [p.alias(f"__pe_mc_p{i}") for i, p in enumerate(parts)]
+        probs = [pl.col(f"__pe_mc_p{i}") for i in range(len(classes))]
+    side = pred_inputs(label, pred, None if pred is not None else probs, classes, weight)
+    stages[1].append(side.weight.alias("__pe_mc_w"))
+    yhat = side.yhat
+    if pred is None:  # the argmax, once (its class indicators are then comparisons)
+        stages[1].append(side.yhat.alias("__pe_mc_yhat"))
+        yhat = pl.col("__pe_mc_yhat")
+    indicators = None
+    if classes is not None:
+        dtype = class_dtype(classes)
+        indicators = [yhat == class_lit(c, dtype) for c in classes]
+    pred_side = PredInputs(side.label, yhat, pl.col("__pe_mc_w"), classes, indicators, [])
+    if probs is None:
+        return stages, pred_side, None
+    assert classes is not None
+    p = proba_inputs(label, probs, classes, weight)
+    stages[1] += [p.keep.alias("__pe_mc_keep"), p.true_proba.alias("__pe_mc_pt")]
+    keep, pt = pl.col("__pe_mc_keep"), pl.col("__pe_mc_pt")
+    proba_side = ProbaInputs(p.label, p.probs, p.weight, keep, pt, p.classes, p.weighted)
+    return stages, pred_side, proba_side
+
+
 # ---------------------------------------------------------------------------------------
 # Data checks of the namespace (the check= hook)
 # ---------------------------------------------------------------------------------------
@@ -422,9 +466,7 @@ def class_counts(inputs: PredInputs) -> ClassCounts:
     """
     w, classes = inputs.weight, inputs.classes
     if classes is None:
-        used = w.is_not_null() & (w != 0.0)
-        rows = pl.struct(inputs.label.alias("y"), inputs.yhat.alias("yhat"), w.alias("w"))
-        return ClassCounts({"rows": State(rows.filter(used), "rows")}, _vector_of_rows)
+        return ClassCounts(_used_rows(inputs, w), _vector_of_rows)
     assert inputs.indicators is not None
     dtype = class_dtype(classes)
     states: dict[str, State] = {}
@@ -451,11 +493,18 @@ def class_counts(inputs: PredInputs) -> ClassCounts:
     return ClassCounts(states, vector)
 
 
+def _used_rows(inputs: PredInputs, w: pl.Expr) -> dict[str, State]:
+    """The used rows (weight not null and not 0) as three ``rows`` states: label ``y``,
+    prediction ``yhat`` and weight ``w`` (aligned: merged by concatenation alike)."""
+    used = inputs.weight.is_not_null() & (inputs.weight != 0.0)
+    columns = {"y": inputs.label, "yhat": inputs.yhat, "w": w}
+    return {name: State(expr.filter(used), "rows") for name, expr in columns.items()}
+
+
 def _vector_of_rows(s: States) -> pl.Expr:
-    """The class vector of the used rows (a ``rows`` state): one sort of the label and
+    """The class vector of the used rows (:func:`_used_rows`): one sort of the label and
     prediction columns appended, then the weighted counts of each run of equal classes."""
-    rows = s["rows"]
-    y, yhat, w = (rows.struct.field(f) for f in ("y", "yhat", "w"))
+    y, yhat, w = s["y"], s["yhat"], s["w"]
     zero = w * 0.0
     key = y.append(yhat)
     stacked = pl.struct(
@@ -1067,10 +1116,8 @@ def multiclass_confusion_matrix(
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
     integer = weight is None  # row counts: summed as integers
     if inputs.classes is None:
-        used = inputs.weight.is_not_null() & (inputs.weight != 0.0)
         w = inputs.weight.cast(pl.Int64) if integer else inputs.weight
-        rows = pl.struct(inputs.label.alias("y"), inputs.yhat.alias("yhat"), w.alias("w"))
-        return MetricSpec({"rows": State(rows.filter(used), "rows")}, _cells_of_rows)
+        return MetricSpec(_used_rows(inputs, w), _cells_of_rows)
     assert inputs.indicators is not None
     classes = inputs.classes
     dtype = class_dtype(classes)
@@ -1103,9 +1150,8 @@ def multiclass_confusion_matrix(
 
 
 def _cells_of_rows(s: States) -> pl.Expr:
-    """The non-empty cells of the used rows (a ``rows`` state), from one sort."""
-    rows = s["rows"]
-    y, yh, w = (rows.struct.field(f) for f in ("y", "yhat", "w"))
+    """The non-empty cells of the used rows (:func:`_used_rows`), from one sort."""
+    y, yh, w = s["y"], s["yhat"], s["w"]
     cells = pl.struct(y.alias("truth"), yh.alias("predicted"), w.alias("weight")).sort_by([y, yh])
     e = pl.element()
     t, p = e.struct.field("truth"), e.struct.field("predicted")
