@@ -1430,73 +1430,99 @@ def _ovr_auc(
 ) -> dict[str, float | None]:
     """Macro, weighted and micro one-vs-rest AUC of the used rows of a group.
 
-    Per class c, the binary AUC of [y = c] against the probability of c (:func:`_auc`);
-    macro = the mean of the defined ones, weighted = their mean weighted by the support;
-    micro = one binary AUC of the n × K one-hot labels against the n × K probabilities
-    (each pair with its row's weight). A NaN propagates.
+    Per class c, the binary AUC of [y = c] against the probability of c; macro = the mean
+    of the defined ones, weighted = their mean weighted by the support; micro = one binary
+    AUC of the n × K one-hot labels against the n × K probabilities (each pair with its
+    row's weight). A NaN propagates; a negative probability gives NaN (not a probability).
     """
     out: dict[str, float | None] = dict.fromkeys(AUC_AVERAGES)
     y = rows.struct.field("y").to_numpy()
     scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
-    w = rows.struct.field("w").cast(pl.Float64).to_numpy() if weighted else None
     positives = [y == i for i in range(k)]
-    if per_class:
-        defined = []
-        for score, positive in zip(scores, positives, strict=True):
-            value = _auc(score, positive, w)
-            if value is not None:
-                support = float(positive.sum() if w is None else w[positive].sum())
-                defined.append((value, support))
-        if defined:
-            values, supports = np.array(defined).T
-            out["macro"] = float(values.mean())
-            out["weighted"] = float((values * supports).sum() / supports.sum())
-    if micro:
-        out["micro"] = _auc(
-            np.concatenate(scores),
-            np.concatenate(positives),
-            None if w is None else np.tile(w, k),
-        )
+    aucs: list[float | None] = []
+    if weighted:
+        w = rows.struct.field("w").cast(pl.Float64).to_numpy()
+        if micro:
+            all_scores, all_positives = np.concatenate(scores), np.concatenate(positives)
+            out["micro"] = _weighted_auc(all_scores, all_positives, np.tile(w, k))
+        if per_class:
+            aucs = [_weighted_auc(s, pos, w) for s, pos in zip(scores, positives, strict=True)]
+        supports = [float(w[pos].sum()) for pos in positives]
+    else:
+        keys = [_sort_keys(s, pos) for s, pos in zip(scores, positives, strict=True)]
+        counts = [int(pos.sum()) for pos in positives]
+        if micro:  # the n × K keys, before the per-class sorts reorder them
+            bad = any(key is None for key in keys)
+            all_keys = None if bad else np.concatenate(keys)  # type: ignore[arg-type]
+            out["micro"] = _sorted_keys_auc(all_keys, len(y), len(y) * (k - 1))
+        if per_class:
+            aucs = [
+                _sorted_keys_auc(key, npos, len(y) - npos)
+                for key, npos in zip(keys, counts, strict=True)
+            ]
+        supports = [float(npos) for npos in counts]
+    defined = [(a, s) for a, s in zip(aucs, supports, strict=False) if a is not None]
+    if defined:
+        values, weights = np.array(defined).T
+        out["macro"] = float(values.mean())
+        out["weighted"] = float((values * weights).sum() / weights.sum())
     return out
 
 
-def _auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray | None) -> float | None:
-    """ROC AUC of a boolean array against scores (trapezoid rule, a tied pair counts ½).
+def _not_probabilities(score: np.ndarray) -> bool:
+    """True when a score is NaN or negative (one pass: the minimum propagates NaN)."""
+    if not len(score):
+        return False
+    low = score.min()
+    return bool(np.isnan(low) or low < 0.0)
 
-    NaN if a score is NaN or negative (not a probability); None (null) unless both
-    classes are present. Unweighted: the Mann-Whitney count from one sort of a UInt64 key
-    (the score's IEEE-754 bits, which order as the score for x ≥ 0, shifted left, the
-    label in the low bit, so the negatives of a tie block come first): Σ over positives
-    of their position − P(P − 1)/2 counts the negatives below or tied with each
-    positive; half the tied pairs, Σ over tie blocks of (positives × negatives), are
-    taken off. Weighted: the rows sorted by score, then per tie block b with positive
-    mass Aᵦ and negative mass Bᵦ, Σ Aᵦ (negative mass below b + Bᵦ / 2) / (P·N).
-    """
+
+def _sort_keys(score: np.ndarray, positive: np.ndarray) -> np.ndarray | None:
+    """UInt64 keys that sort as the score, the negatives of a tie first (None when a score
+    is NaN or negative): for x ≥ 0 the IEEE-754 bits read as an unsigned integer are in the
+    order of x, with the top bit clear, so ``bits << 1 | label`` loses nothing. numpy
+    because Polars cannot reinterpret float bits (and sorts a UInt64 array slower)."""
     score = np.ascontiguousarray(score, dtype=np.float64) + 0.0  # -0.0 -> +0.0
-    n = len(score)
-    if n and (np.isnan(score).any() or score.min() < 0.0):
+    if _not_probabilities(score):
+        return None
+    return (score.view(np.uint64) << np.uint64(1)) | positive.astype(np.uint64)
+
+
+def _sorted_keys_auc(keys: np.ndarray | None, npos: int, nneg: int) -> float | None:
+    """ROC AUC (trapezoid rule, a tied pair counts ½) from the keys of :func:`_sort_keys`,
+    sorted here in place: NaN for keys of NaN or negative scores (None), null (None)
+    unless both classes are present.
+
+    The Mann-Whitney count: with the negatives of a tie block first, Σ over positives of
+    their position − P(P − 1)/2 counts the negatives below or tied with each positive;
+    half the tied pairs, Σ over tie blocks of (positives × negatives), are taken off.
+    """
+    if keys is None:
         return NAN
-    if w is None:
-        npos = int(positive.sum())
-        nneg = n - npos
-        if npos == 0 or nneg == 0:
-            return None
-        keys = (score.view(np.uint64) << np.uint64(1)) | positive.astype(np.uint64)
-        keys.sort()
-        bits = keys & np.uint64(1)
-        at = np.flatnonzero(bits)
-        # negatives below or tied with each positive (positions − positives before it)
-        below = float((at - np.arange(npos)).sum())
-        blocks = keys >> np.uint64(1)
-        change = blocks[1:] != blocks[:-1]
-        tied = 0.0
-        if not change.all():
-            starts = np.flatnonzero(np.concatenate(([True], change)))
-            ends = np.append(starts[1:], n)
-            cum = np.concatenate(([0], np.cumsum(bits, dtype=np.int64)))
-            pos_b = (cum[ends] - cum[starts]).astype(np.float64)
-            tied = float((pos_b * ((ends - starts) - pos_b)).sum())
-        return (below - tied / 2.0) / (float(npos) * float(nneg))
+    if npos == 0 or nneg == 0:
+        return None
+    keys.sort()
+    bits = keys & np.uint64(1)
+    at = np.flatnonzero(bits)
+    below = float((at - np.arange(npos)).sum())  # negatives below or tied, per positive
+    blocks = keys >> np.uint64(1)
+    change = blocks[1:] != blocks[:-1]
+    tied = 0.0
+    if not change.all():
+        starts = np.flatnonzero(np.concatenate(([True], change)))
+        ends = np.append(starts[1:], len(keys))
+        cum = np.concatenate(([0], np.cumsum(bits, dtype=np.int64)))
+        pos_b = (cum[ends] - cum[starts]).astype(np.float64)
+        tied = float((pos_b * ((ends - starts) - pos_b)).sum())
+    return (below - tied / 2.0) / (float(npos) * float(nneg))
+
+
+def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float | None:
+    """Weighted ROC AUC: the rows sorted by score, then per tie block b with positive mass
+    Aᵦ and negative mass Bᵦ, Σ Aᵦ (negative mass below b + Bᵦ / 2) / (P·N). NaN if a
+    score is NaN or negative; null (None) unless both classes carry weight."""
+    if _not_probabilities(score):
+        return NAN
     wpos = np.where(positive, w, 0.0)
     wneg = np.where(positive, 0.0, w)
     total_pos, total_neg = float(wpos.sum()), float(wneg.sum())
