@@ -17,8 +17,8 @@ classes, so it must be told whenever the classes shape the *output* or the *inpu
 * with ``average=None`` (per class): the fields of the result struct are the classes;
 * nowhere else. The averaged precision / recall / F, accuracy, MCC, kappa and the
   confusion matrix learn the classes from the data of each group (one sort of the label
-  and prediction columns); with ``classes=`` they instead use one pass per class, which is
-  faster for a few classes.
+  and prediction columns); with ``classes=`` they are weighted sums per class instead
+  (faster, and merged by addition).
 
 With ``classes=``, a bare expression ignores the rows whose label (or prediction) is not
 in ``classes``; the namespace layer raises an error naming the column and the classes.
