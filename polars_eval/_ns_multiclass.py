@@ -168,7 +168,7 @@ class MulticlassMethods:
         final = {
             name: pl.col(name)
             if spec.has_rows
-            else spec.finalize({k: pl.col(c) for k, c in planned.columns[name].items()})
+            else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
             for name, spec in specs.items()
         }
         vector = final[VECTOR]
@@ -208,6 +208,6 @@ class MulticlassMethods:
             validate=validate,
             undefined=undefined,
             strict=False,
-            extra_checks=m.data_checks(args) if validate else [],
+            extra_checks=m.data_checks(args),
         )
         return execute(self._frame, plan)

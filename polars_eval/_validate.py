@@ -79,8 +79,8 @@ def column_problems(
             if not isinstance(item, str):
                 continue
             dtype = schema[item]
-            if role == "key" or (role == "class_proba" and item is value):
-                continue
+            if role == "key" or (role == "class_proba" and not isinstance(value, (list, tuple))):
+                continue  # (one List/Array column of class probabilities: the check= hook)
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
                 if _is_textual(dtype) != isinstance(pos_label, str):

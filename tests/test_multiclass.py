@@ -538,6 +538,19 @@ def test_row16_label_or_prediction_not_in_classes_is_an_error() -> None:
     assert_same(got, 1.0)  # rows 2 (label c) and 4 (prediction c) are ignored
 
 
+def test_validate_false_skips_the_row_checks_not_the_schema_problems() -> None:
+    # rows outside classes= are ignored (as by the bare expression), not an error
+    assert_same(
+        small().eval.multiclass_accuracy("y", "yhat", classes=["a", "b"], validate=False), 1.0
+    )
+    # a dtype that cannot hold the classes is an error whatever validate says
+    for validate in (True, False):
+        with pytest.raises(pe.DataValidationError, match='column "y" .*String.*ints'):
+            small().eval.multiclass_accuracy("y", "yhat", classes=[1, 2, 3], validate=validate)
+        with pytest.raises(pe.DataValidationError, match='column "yhat".*List or Array'):
+            small().eval.multiclass("y", proba="yhat", classes=ABC, validate=validate)
+
+
 def test_proba_column_problems_name_the_column() -> None:
     with pytest.raises(
         pe.DataValidationError, match=r'column "p".*4 probabilities per row.*5 rows'

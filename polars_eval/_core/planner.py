@@ -59,9 +59,10 @@ class Plan:
     finalize: Sequence[pl.Expr] = ()
     # extra lazy steps on the result (after validation), e.g. a second aggregation stage
     then: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
-    # data checks beyond the roles: Check objects, or functions of the frame's schema giving
-    # Check objects (a check whose form depends on the dtypes; such a function may raise
-    # DataValidationError for a problem the schema shows)
+    # data checks beyond the roles (with ``validate``): Check objects, or functions of the
+    # frame's schema giving Check objects (a check whose form depends on the dtypes); such a
+    # function may raise DataValidationError for a problem the schema shows, with or
+    # without ``validate``
     extra_checks: list[Any] = field(default_factory=list)
     # row-level columns added before the aggregation, once the inputs are checked: parts
     # that many aggregations read, computed once (e.g. the ``row_columns`` of
@@ -86,9 +87,10 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     problems += [f'column "{b}" (argument by=) not found' for b in plan.by if b not in schema]
     if problems:
         raise DataValidationError(problems[0])
-    checks = (row_checks(schema, plan.args, plan.inputs) if plan.validate else []) + [
-        c for item in plan.extra_checks for c in (item(schema) if callable(item) else [item])
-    ]
+    # a function of the schema runs even without ``validate`` (what it finds in the schema
+    # is an error, as a missing column); the row checks count only with it
+    extra = [c for item in plan.extra_checks for c in (item(schema) if callable(item) else [item])]
+    checks = (row_checks(schema, plan.args, plan.inputs) + extra) if plan.validate else []
 
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
@@ -377,7 +379,7 @@ def run_metric(
         undefined={info.name: info.undefined or "no defined value"} if kind == "scalar" else {},
         curves=[info.name] if kind == "curve" else [],
         structs=[info.name] if kind == "struct" and by_cols else [],
-        extra_checks=info.check(args) if validate and info.check is not None else [],
+        extra_checks=info.check(args) if info.check is not None else [],
     )
     result = execute(frame, plan)
     if shaped is not None:
