@@ -203,6 +203,12 @@ def _checks_for(
     return out
 
 
+def resolve_checks(items: Sequence[Any], schema: Mapping[str, pl.DataType]) -> list[Check]:
+    """Extra data checks (a metric's ``check=`` hook) as Check objects: an item is a Check,
+    or a function of the frame's schema giving Checks (it may raise DataValidationError)."""
+    return [c for item in items for c in (item(schema) if callable(item) else [item])]
+
+
 def _pos_label_check(name: str, label: pl.Expr, pos_label: Any) -> Check:
     """``pos_label`` absent from labels that take two or more values (as scikit-learn).
 

@@ -735,6 +735,10 @@ def test_namespace_bootstrap_interval() -> None:
     )
     assert interval.value == value
     assert interval.lower < value < interval.upper
+    # the bootstrap runs the metric's data checks too
+    off = small().with_columns(pl.col("p").list.eval(pl.element() * 1.1))
+    with pytest.raises(pe.DataValidationError, match=r'column "p".*summing to 1'):
+        off.eval.multiclass_logloss("y", "p", classes=ABC, ci="bootstrap", n_resamples=20)
 
 
 def test_row17_class_absent_from_truth_and_predictions_is_left_out_of_averages() -> None:

@@ -23,7 +23,13 @@ import polars as pl
 from polars_eval._core.registry import MetricInfo, Role
 from polars_eval._core.spec import F64, MetricSpec, State
 from polars_eval._exprs import column_name, to_expr
-from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval._validate import (
+    check_aggs,
+    column_problems,
+    raise_for_checks,
+    resolve_checks,
+    row_checks,
+)
 from polars_eval.exceptions import DataValidationError, UndefinedMetricError, UndefinedMetricWarning
 
 Frame = pl.DataFrame | pl.LazyFrame
@@ -89,7 +95,7 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         raise DataValidationError(problems[0])
     # a function of the schema runs even without ``validate`` (what it finds in the schema
     # is an error, as a missing column); the row checks count only with it
-    extra = [c for item in plan.extra_checks for c in (item(schema) if callable(item) else [item])]
+    extra = resolve_checks(plan.extra_checks, schema)
     checks = (row_checks(schema, plan.args, plan.inputs) + extra) if plan.validate else []
 
     # The row checks ride in the metric query itself (one pass over the data) unless a

@@ -47,7 +47,13 @@ import polars as pl
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import F64, check_choice, check_positive_int
-from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval._validate import (
+    check_aggs,
+    column_problems,
+    raise_for_checks,
+    resolve_checks,
+    row_checks,
+)
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.stats.intervals import check_level
 
@@ -117,6 +123,8 @@ def validate_recognized(df: pl.DataFrame | pl.LazyFrame, found: Sequence[Recogni
         if problems:
             raise DataValidationError(problems[0])
         checks += row_checks(schema, item.args, item.info.inputs)
+        if item.info.check is not None:  # the metric's own data checks (check= hook)
+            checks += resolve_checks(item.info.check(item.args), schema)
     if checks:
         raise_for_checks(lf.select(check_aggs(checks)).collect(), checks)
 
