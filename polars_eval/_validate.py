@@ -79,8 +79,8 @@ def column_problems(
             if not isinstance(item, str):
                 continue
             dtype = schema[item]
-            if role == "key":
-                continue
+            if role == "key" or (role == "class_proba" and not isinstance(value, (list, tuple))):
+                continue  # (one List/Array column of class probabilities: the check= hook)
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
                 if _is_textual(dtype) != isinstance(pos_label, str):
@@ -111,6 +111,10 @@ def row_checks(
         value = args.get(arg)
         if value is None or role == "key":
             continue
+        if role == "class_proba":  # a List/Array column: the metric's check= hook
+            if not isinstance(value, (list, tuple)):
+                continue
+            role = "proba"
         values = value if isinstance(value, (list, tuple)) else [value]
         for item in values:
             if not isinstance(item, (str, pl.Expr)):
@@ -197,6 +201,12 @@ def _checks_for(
             )
         )
     return out
+
+
+def resolve_checks(items: Sequence[Any], schema: Mapping[str, pl.DataType]) -> list[Check]:
+    """Extra data checks (a metric's ``check=`` hook) as Check objects: an item is a Check,
+    or a function of the frame's schema giving Checks (it may raise DataValidationError)."""
+    return [c for item in items for c in (item(schema) if callable(item) else [item])]
 
 
 def _pos_label_check(name: str, label: pl.Expr, pos_label: Any) -> Check:

@@ -213,8 +213,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._typing import IntoExpr, ZeroActuals
-from polars_eval.families import multiclass as m
+from polars_eval._typing import IntoExpr, Proba, ZeroActuals
 
 class EvalBase:
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None: ...

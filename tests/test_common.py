@@ -335,13 +335,11 @@ def test_empty_frame_gives_null_not_an_error(info: MetricInfo) -> None:
         assert value is None or isinstance(value, list)
 
 
-# the ranking and multiclass methods are still written by hand (being generated from the
+# the ranking methods are still written by hand (being generated from the
 # registry, issue 10): strict, so the mark must go once they match
 HAND_WRITTEN = pytest.mark.xfail(strict=True, reason="hand-written namespace method")
 SIGNATURE_PARAMS = [
-    pytest.param(
-        info, id=info.name, marks=[HAND_WRITTEN] if info.task in ("ranking", "multiclass") else []
-    )
+    pytest.param(info, id=info.name, marks=[HAND_WRITTEN] if info.task == "ranking" else [])
     for info in METRICS
 ]
 

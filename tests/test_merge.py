@@ -39,7 +39,12 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "weight": "w",
     },
     "ranking": {"relevance": "rel", "score": "s"},
+    "multiclass": {"label": "label", "pred": "yhat", "proba": "proba", "weight": "w"},
 }
+# per task, inputs that exclude one another: a metric gets the first of them it takes
+ALTERNATIVES: dict[str, tuple[str, ...]] = {"multiclass": ("pred", "proba")}
+# per task, options given to every metric that takes them (required or not)
+TASK_OPTIONS: dict[str, dict[str, Any]] = {"multiclass": {"classes": ["a", "b", "c", "d"]}}
 # values of the options that have no default
 OPTIONS = {
     "beta": 2.0,
@@ -96,12 +101,27 @@ def _ranking(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
     )
 
 
+def _multiclass(rng: np.random.Generator, n: int, tied: bool) -> pl.DataFrame:
+    classes = np.array(TASK_OPTIONS["multiclass"]["classes"])
+    k = len(classes)
+    y = rng.integers(0, k, n)
+    if tied:  # probabilities on a grid of quarters: ties inside rows and across rows
+        proba = rng.multinomial(4, np.ones(k) / k, size=n) / 4.0
+    else:
+        logits = rng.normal(size=(n, k))
+        logits[np.arange(n), y] += 1.0
+        proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    yhat = np.where(rng.random(n) < 0.5, y, rng.integers(0, k, n))
+    return pl.DataFrame({"label": classes[y], "yhat": classes[yhat], "proba": proba.tolist()})
+
+
 # task -> (rng, rows, tied) -> the input columns of COLUMNS[task]
 DATA: dict[str, Callable[[np.random.Generator, int, bool], pl.DataFrame]] = {
     "regression": _regression,
     "binary": _binary,
     "forecast": _forecast,
     "ranking": _ranking,
+    "multiclass": _multiclass,
 }
 
 
@@ -129,9 +149,14 @@ def _arguments(info: MetricInfo, weighted: bool) -> dict[str, Any]:
         for arg in info.inputs
         if arg in columns and (weighted or info.inputs[arg] != "weight")
     }
-    for name, param in info.signature.parameters.items():
+    alternatives = [arg for arg in ALTERNATIVES.get(info.task, ()) if arg in args]
+    for arg in alternatives[1:]:
+        del args[arg]
+    params = info.signature.parameters
+    for name, param in params.items():
         if param.default is inspect.Parameter.empty and name not in args and name in OPTIONS:
             args[name] = OPTIONS[name]
+    args.update({k: v for k, v in TASK_OPTIONS.get(info.task, {}).items() if k in params})
     return args
 
 
@@ -153,6 +178,7 @@ def test_some_metrics_are_specs() -> None:
         "d2_tweedie",
     } <= names
     assert {info.name for info in REGISTRY.values() if info.task == "ranking"} <= names
+    assert {"multiclass_f1", "multiclass_auc", "top_k_accuracy"} <= names
 
 
 @pytest.mark.parametrize("info", SPECS, ids=[i.name for i in SPECS])
@@ -163,7 +189,7 @@ def test_merged_partition_states_equal_the_whole(
     info: MetricInfo, seed: int, tied: bool, weighted: bool
 ) -> None:
     frame = _frame(info.task, seed, tied)
-    if info.check is not None:  # a metric with a narrower domain (the deviances): inside it
+    if info.check is not None and info.task in ("regression", "forecast"):  # the deviances
         frame = frame.with_columns(pl.col("y", "p").clip(0.5))
     assert info.spec is not None
     spec = {info.name: info.spec(**_arguments(info, weighted))}

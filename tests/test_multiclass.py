@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import polars_eval as pe
@@ -466,7 +467,7 @@ def test_integer_weights_equal_repeated_rows() -> None:
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 40))
 def test_row_order_does_not_matter(seed: int, n: int) -> None:
     df, classes = mc_data(n=n, kind="int", seed=seed, tied=True)
-    assume(df["w"].sum() > 0)  # no row to evaluate is an error, in any order (row 49)
+    assume(df["w"].sum() > 0)  # all weights 0: no row to evaluate, an error (BAD_INPUTS 49)
     shuffled = df.sample(fraction=1.0, shuffle=True, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -535,6 +536,19 @@ def test_row16_label_or_prediction_not_in_classes_is_an_error() -> None:
     # a bare expression ignores such rows
     got = small().select(pe.multiclass_accuracy("y", "yhat", classes=["a", "b"])).item()
     assert_same(got, 1.0)  # rows 2 (label c) and 4 (prediction c) are ignored
+
+
+def test_validate_false_skips_the_row_checks_not_the_schema_problems() -> None:
+    # rows outside classes= are ignored (as by the bare expression), not an error
+    assert_same(
+        small().eval.multiclass_accuracy("y", "yhat", classes=["a", "b"], validate=False), 1.0
+    )
+    # a dtype that cannot hold the classes is an error whatever validate says
+    for validate in (True, False):
+        with pytest.raises(pe.DataValidationError, match='column "y" .*String.*ints'):
+            small().eval.multiclass_accuracy("y", "yhat", classes=[1, 2, 3], validate=validate)
+        with pytest.raises(pe.DataValidationError, match='column "yhat".*List or Array'):
+            small().eval.multiclass("y", proba="yhat", classes=ABC, validate=validate)
 
 
 def test_proba_column_problems_name_the_column() -> None:
@@ -691,18 +705,40 @@ def test_registry_entries() -> None:
 
 
 def test_namespace_signatures_are_the_function_plus_by_and_validate() -> None:
+    """The methods are generated from the registry: the function's parameters, then by=
+    and validate= (and ci=, level= and the bootstrap's options for the scalar metrics)."""
     import inspect
 
     ns = type(pl.DataFrame().eval)
     for name in pe.metrics().filter(pl.col("task") == "multiclass")["name"]:
+        info = pe._core.registry.REGISTRY[name]
         fn = inspect.signature(getattr(pe, name))
         method = inspect.signature(getattr(ns, name))
         params = list(method.parameters.values())
         assert params[0].name == "self"
-        assert [p.name for p in params[-2:]] == ["by", "validate"]
+        n = len(fn.parameters)
         want = [(p.name, p.kind, p.default) for p in fn.parameters.values()]
-        assert [(p.name, p.kind, p.default) for p in params[1:-2]] == want, name
-        assert "Namespace form" in (getattr(ns, name).__doc__ or "")
+        assert [(p.name, p.kind, p.default) for p in params[1 : n + 1]] == want, name
+        extra = ["by", "validate"]
+        if info.kind == "scalar":
+            extra += ["ci", "level", "n_resamples", "seed", "method"]
+        assert [p.name for p in params[n + 1 :]] == extra, name
+        doc = getattr(ns, name).__doc__ or ""
+        assert "by : str or list of str" in doc and "validate : bool" in doc, name
+
+
+def test_namespace_bootstrap_interval() -> None:
+    df, classes = mc_data(n=120, kind="int", seed=19)
+    value = df.eval.multiclass_f1("y", "yhat", classes=classes)
+    interval = df.eval.multiclass_f1(
+        "y", "yhat", classes=classes, ci="bootstrap", n_resamples=200, seed=1
+    )
+    assert interval.value == value
+    assert interval.lower < value < interval.upper
+    # the bootstrap runs the metric's data checks too
+    off = small().with_columns(pl.col("p").list.eval(pl.element() * 1.1))
+    with pytest.raises(pe.DataValidationError, match=r'column "p".*summing to 1'):
+        off.eval.multiclass_logloss("y", "p", classes=ABC, ci="bootstrap", n_resamples=20)
 
 
 def test_row17_class_absent_from_truth_and_predictions_is_left_out_of_averages() -> None:
@@ -727,29 +763,52 @@ def test_row2_row3_nan_and_inf_in_probability_columns_are_errors() -> None:
             broken.lazy().eval.multiclass("y", proba=cols(), classes=classes).collect()
 
 
-def test_class_state_merges_across_partitions() -> None:
-    """The class state of disjoint partitions, summed, finalizes to the global value."""
-    from polars_eval.families import multiclass as m
+MERGE_CASES = [
+    ("multiclass_accuracy", {}),
+    ("multiclass_accuracy", {"classes": None}),
+    ("multiclass_recall", {"average": "micro"}),
+    ("multiclass_recall", {"average": "weighted", "classes": None}),
+    ("multiclass_precision", {"average": None}),
+    ("multiclass_f1", {"average": "macro", "classes": None}),
+    ("multiclass_f_beta", {"beta": 0.5, "average": None, "pred": None, "proba": "p"}),
+    ("multiclass_mcc", {"classes": None}),
+    ("multiclass_mcc", {"pred": None, "proba": "cols"}),
+    ("multiclass_cohen_kappa", {}),
+    ("multiclass_confusion_matrix", {}),
+    ("multiclass_confusion_matrix", {"classes": None}),
+    ("multiclass_logloss", {"proba": "cols"}),
+    ("top_k_accuracy", {"k": 3}),
+    ("multiclass_auc", {"average": "micro"}),
+    ("multiclass_auc", {"average": "weighted", "proba": "cols"}),
+]
 
-    df, classes = mc_data(n=300, kind="int", seed=17)
-    part = pl.Series("part", np.random.default_rng(0).integers(0, 5, df.height))
-    df = df.with_columns(part)
-    inputs = m.pred_inputs("y", "yhat", None, classes, "w")
-    states = (
-        df.group_by("part")
-        .agg(m.class_state(inputs).alias("s"))
-        .explode("s")
-        .unnest("s")
-        .group_by("class", maintain_order=True)
-        .agg(pl.col("support", "predicted", "correct").sum())
-    )
-    merged = states.select(pl.struct(pl.all()).implode().alias("s"))
-    for avg in AVERAGES:
-        body = m.averaged("recall", avg)
-        got = merged.select(m.finalize_state(pl.col("s"), body)).item()
-        assert_same(got, df.eval.multiclass_recall("y", "yhat", average=avg, weight="w"))
-    got_mcc = merged.select(m.finalize_state(pl.col("s"), m.STATE_FINALIZE["mcc"])).item()
-    assert_same(got_mcc, df.eval.multiclass_mcc("y", "yhat", weight="w"))
+
+@pytest.mark.parametrize(("name", "options"), MERGE_CASES)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_states_of_partitions_merge_to_the_whole(
+    name: str, options: dict[str, Any], weighted: bool
+) -> None:
+    """The states of disjoint partitions, merged, finalize to the value over all rows, for
+    every state form: class sums (classes given) or the rows (classes learnt), per-class
+    structs, predictions read from probabilities, the three AUC averages."""
+    from polars_eval._core import planner
+    from polars_eval._core.registry import REGISTRY
+
+    df, classes = mc_data(n=300, kind="str", seed=17, tied=True, groups=2)
+    df = df.with_columns(part=pl.Series(np.random.default_rng(0).integers(0, 4, df.height)))
+    info = REGISTRY[name]
+    args: dict[str, Any] = {"label": "y", "classes": classes, "weight": "w" if weighted else None}
+    args["pred" if "pred" in info.inputs else "proba"] = "yhat" if "pred" in info.inputs else "p"
+    args.update(options)
+    if args.get("proba") == "cols":
+        args["proba"] = cols()
+    assert info.spec is not None
+    spec = {name: info.spec(**args)}
+    whole = df.group_by("g").agg(info.fn(**args)).sort("g")
+    parts = [df.filter(pl.col("part") == i) for i in range(4)]
+    stacked = pl.concat([planner.state_frame(part, spec, ["g"]).collect() for part in parts])
+    merged = planner.merge_states(stacked.lazy(), spec, ["g"]).collect()
+    assert_frame_equal(merged, whole, check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def test_enum_labels_and_mixed_integer_dtypes() -> None:

@@ -23,7 +23,13 @@ import polars as pl
 from polars_eval._core.registry import MetricInfo, Role
 from polars_eval._core.spec import F64, MetricSpec, State
 from polars_eval._exprs import column_name, to_expr
-from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval._validate import (
+    check_aggs,
+    column_problems,
+    raise_for_checks,
+    resolve_checks,
+    row_checks,
+)
 from polars_eval.exceptions import DataValidationError, UndefinedMetricError, UndefinedMetricWarning
 
 Frame = pl.DataFrame | pl.LazyFrame
@@ -59,7 +65,15 @@ class Plan:
     finalize: Sequence[pl.Expr] = ()
     # extra lazy steps on the result (after validation), e.g. a second aggregation stage
     then: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
+    # data checks beyond the roles (with ``validate``): Check objects, or functions of the
+    # frame's schema giving Check objects (a check whose form depends on the dtypes); such a
+    # function may raise DataValidationError for a problem the schema shows, with or
+    # without ``validate``
     extra_checks: list[Any] = field(default_factory=list)
+    # row-level columns added before the aggregation, once the inputs are checked: parts
+    # that many aggregations read, computed once (e.g. the ``row_columns`` of
+    # ``plan_specs(..., columns_first=True)``); in stages, each reading the earlier ones
+    columns: Sequence[Sequence[pl.Expr]] = ()
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -79,15 +93,19 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     problems += [f'column "{b}" (argument by=) not found' for b in plan.by if b not in schema]
     if problems:
         raise DataValidationError(problems[0])
-    checks = (
-        row_checks(schema, plan.args, plan.inputs) if plan.validate else []
-    ) + plan.extra_checks
+    # a function of the schema runs even without ``validate`` (what it finds in the schema
+    # is an error, as a missing column); the row checks count only with it
+    extra = resolve_checks(plan.extra_checks, schema)
+    checks = (row_checks(schema, plan.args, plan.inputs) + extra) if plan.validate else []
 
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
     inline = bool(checks) and plan.then is None
     exprs = plan.exprs + (check_aggs(checks, examples=False) if inline else [])
-    query = lf.group_by(plan.by).agg(exprs) if plan.by else lf.select(exprs)
+    rows = lf
+    for stage in plan.columns:
+        rows = rows.with_columns(stage)
+    query = rows.group_by(plan.by).agg(exprs) if plan.by else rows.select(exprs)
     if plan.finalize:
         names = [e.meta.output_name() for e in plan.finalize]
         kept = [pl.col("^__pe_bad_.*$")] if inline else []
@@ -345,23 +363,33 @@ def merge_states(
 def run_metric(
     frame: Frame, info: MetricInfo, args: Mapping[str, Any], *, by: Any, validate: bool
 ) -> Any:
-    """Evaluate one registered metric for the namespace layer."""
+    """Evaluate one registered metric for the namespace layer.
+
+    A metric whose namespace value is a table rather than the expression's value (a table
+    per class, a square confusion table) declares ``namespace=`` at ``@register``: a
+    function of the arguments giving ``(expression, present)`` (or None for the plain
+    form); the expression, a ``List[Struct]`` per group, is evaluated as a long table and
+    ``present(table, by)`` shapes it.
+    """
     by_cols = normalize_by(by)
-    expr = info.fn(**args)
+    form = info.extra.get("namespace")
+    shaped = form(args) if form is not None else None
+    expr = info.fn(**args) if shaped is None else shaped[0].alias(info.name)
+    kind = info.kind if shaped is None else "curve"
     plan = Plan(
         exprs=[expr],
         inputs=info.inputs,
         args=args,
         by=by_cols,
         validate=validate,
-        undefined={info.name: info.undefined or "no defined value"}
-        if info.kind == "scalar"
-        else {},
-        curves=[info.name] if info.kind == "curve" else [],
-        structs=[info.name] if info.kind == "struct" and by_cols else [],
-        extra_checks=info.check(args) if validate and info.check is not None else [],
+        undefined={info.name: info.undefined or "no defined value"} if kind == "scalar" else {},
+        curves=[info.name] if kind == "curve" else [],
+        structs=[info.name] if kind == "struct" and by_cols else [],
+        extra_checks=info.check(args) if info.check is not None else [],
     )
     result = execute(frame, plan)
+    if shaped is not None:
+        return shaped[1](result, by_cols)
     if isinstance(result, pl.LazyFrame) or by_cols:
         return result
     if info.kind == "scalar":

@@ -28,6 +28,8 @@ Role = Literal[
     "binary_pred",  # hard 0/1 predictions
     "score",  # any finite real score (order-only metrics)
     "proba",  # a probability in [0, 1]
+    "class_proba",  # class probabilities: one List/Array column (checked by the metric's
+    # check= hook) or one column per class (each checked as "proba")
     "numeric",  # any finite real value (regression targets and predictions)
     "weight",  # finite, >= 0
     "key",  # an identifier column of any dtype (query, series, item, class label)

@@ -17,18 +17,25 @@ classes, so it must be told whenever the classes shape the *output* or the *inpu
 * with ``average=None`` (per class): the fields of the result struct are the classes;
 * nowhere else. The averaged precision / recall / F, accuracy, MCC, kappa and the
   confusion matrix learn the classes from the data of each group (one sort of the label
-  and prediction columns); with ``classes=`` they instead use one pass per class, which is
-  faster for a few classes.
+  and prediction columns); with ``classes=`` they are weighted sums per class instead
+  (faster, and merged by addition).
 
 With ``classes=``, a bare expression ignores the rows whose label (or prediction) is not
 in ``classes``; the namespace layer raises an error naming the column and the classes.
 
-State + finalize: the prediction metrics reduce to one *class state* per group, a list of
-``{class, support, predicted, correct}`` weighted counts (a class present in the truth or
-in the predictions has one entry; counts merge across partitions by addition), and each
-metric is a formula over that list. Probability metrics are weighted means (log loss,
-top-k accuracy) or sorts per class (one-vs-rest AUC: two sorts of a UInt64 key per class,
-unweighted; a sort of the score with a signed weight, weighted).
+State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
+
+* The prediction metrics (accuracy, precision / recall / F, MCC, kappa) are formulas over
+  the *class vector* of a group, ``{class, support, predicted, correct}`` weighted counts
+  per class (:func:`class_counts`, :func:`over_classes`). With ``classes=`` its states are
+  3·K weighted sums (per class: in the truth, in the predictions, both), merged by
+  addition; without, the classes come from the data, so the state is the used rows
+  (label, prediction, weight), merged by concatenation, and the vector one sort of them.
+* The confusion matrix: K × K weighted sums with ``classes=`` (the used rows without).
+* Log loss and top-k accuracy: weighted sums (and a NaN flag, a maximum).
+* The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
+  per class in one numpy kernel (:func:`_ovr_auc`: one sort of a UInt64 key per class,
+  one more of the n × K keys for the micro average).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
@@ -37,15 +44,16 @@ scikit-learn's default ``labels`` = the classes present); MCC with a constant tr
 prediction is null; kappa only when the chance agreement is 1. A NaN probability in a
 used row gives NaN (a negative one NaN for the AUC); the namespace raises instead.
 
-Polars evaluates a sub-expression again wherever it is referenced, so the builders
-below take the prepared inputs (:class:`PredInputs`, :class:`ProbaInputs`) and the
-namespace's ``df.eval.multiclass`` computes the row-level parts shared by many metrics
-(used-row weights, argmax, true-class probability) once, as columns, before aggregating.
+The namespace's data checks (labels and predictions in ``classes=``, probability rows of
+K values in [0, 1] summing to 1) are the ``check=`` hook of each metric
+(:func:`data_checks`); ``average=None`` and the confusion matrix are tables in the
+namespace (the ``namespace=`` hook: the expression to evaluate and the table it makes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,11 +61,11 @@ import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec, State, nan_or
 from polars_eval._exprs import (
     F64,
     NAN,
-    drop_null_rows,
-    nan_guard,
+    column_name,
     not_null,
     safe_div,
     to_expr,
@@ -65,8 +73,9 @@ from polars_eval._exprs import (
     weight_expr,
 )
 from polars_eval._params import check_beta, check_choice, check_positive_int
-from polars_eval._typing import IntoExpr
-from polars_eval.exceptions import InvalidParameterError
+from polars_eval._typing import IntoExpr, Proba
+from polars_eval._validate import Check
+from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.binary import LOGLOSS_EPS
 
 __all__ = [
@@ -83,12 +92,12 @@ __all__ = [
     "top_k_accuracy",
 ]
 
-Proba = IntoExpr | Sequence[IntoExpr]
-
-PRED_INPUTS = {"label": "key", "pred": "key", "proba": "proba", "weight": "weight"}
-PROBA_INPUTS = {"label": "key", "proba": "proba", "weight": "weight"}
+PRED_INPUTS = {"label": "key", "pred": "key", "proba": "class_proba", "weight": "weight"}
+PROBA_INPUTS = {"label": "key", "proba": "class_proba", "weight": "weight"}
 AVERAGES = ("micro", "macro", "weighted", None)
 AUC_AVERAGES = ("micro", "macro", "weighted")
+SUM_TOLERANCE = 1e-6
+"""Probability rows must sum to 1 within this tolerance (SPEC §2); nothing is renormalised."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -253,40 +262,250 @@ def pred_inputs(
     )
 
 
+def shared_columns(
+    label: IntoExpr,
+    pred: IntoExpr | None,
+    proba: Proba | None,
+    classes: list[Any] | None,
+    weight: IntoExpr | None,
+) -> tuple[list[list[pl.Expr]], PredInputs, ProbaInputs | None]:
+    """Inputs of many metrics at once (the task table) whose row-level parts are columns.
+
+    Polars evaluates a repeated sub-expression again at each reference, so the parts that
+    many states read (the probabilities of a List column, the weight of the used rows,
+    the argmax, the true-class probability) are computed once: returned as stages of
+    columns for the planner (``Plan.columns``), with the prediction side (``pred=``, else
+    the argmax of ``proba=``; no NaN guard: the namespace checks the rows) and the
+    probability side reading them.
+    """
+    stages: list[list[pl.Expr]] = [[], []]
+    probs: Proba | None = proba
+    if isinstance(proba, (str, pl.Expr)):  # a List/Array column: one column per class
+        assert classes is not None
+        parts = proba_columns(proba, len(classes))
+        stages[0] = [p.alias(f"__pe_mc_p{i}") for i, p in enumerate(parts)]
+        probs = [pl.col(f"__pe_mc_p{i}") for i in range(len(classes))]
+    side = pred_inputs(label, pred, None if pred is not None else probs, classes, weight)
+    stages[1].append(side.weight.alias("__pe_mc_w"))
+    yhat = side.yhat
+    if pred is None:  # the argmax, once (its class indicators are then comparisons)
+        stages[1].append(side.yhat.alias("__pe_mc_yhat"))
+        yhat = pl.col("__pe_mc_yhat")
+    indicators = None
+    if classes is not None:
+        dtype = class_dtype(classes)
+        indicators = [yhat == class_lit(c, dtype) for c in classes]
+    pred_side = PredInputs(side.label, yhat, pl.col("__pe_mc_w"), classes, indicators, [])
+    if probs is None:
+        return stages, pred_side, None
+    assert classes is not None
+    p = proba_inputs(label, probs, classes, weight)
+    stages[1] += [p.keep.alias("__pe_mc_keep"), p.true_proba.alias("__pe_mc_pt")]
+    keep, pt = pl.col("__pe_mc_keep"), pl.col("__pe_mc_pt")
+    proba_side = ProbaInputs(p.label, p.probs, p.weight, keep, pt, p.classes, p.weighted)
+    return stages, pred_side, proba_side
+
+
 # ---------------------------------------------------------------------------------------
-# The class state: {class, support, predicted, correct} per class
+# Data checks of the namespace (the check= hook)
 # ---------------------------------------------------------------------------------------
 
 
-def class_state(inputs: PredInputs) -> pl.Expr:
-    """The class state of a group: a ``List[Struct{class, support, predicted, correct}]``.
+def _is_textual(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
 
-    ``support`` = weighted rows of the class in the truth, ``predicted`` = in the
-    predictions, ``correct`` = both. Without ``classes``: the classes present in the truth
-    or the predictions, sorted, from one sort of the label and prediction columns
-    appended. With ``classes``: every class of the list, in its order, one pass each.
+
+def _dtype_of(item: IntoExpr, schema: Mapping[str, pl.DataType]) -> pl.DataType | None:
+    """The dtype of a column argument, None when it cannot be resolved (missing column)."""
+    if isinstance(item, str):
+        return schema.get(item)
+    try:
+        return pl.LazyFrame(schema=schema).select(item).collect_schema().dtypes()[0]
+    except Exception:  # noqa: BLE001 - the query reports it
+        return None
+
+
+def _class_checks(
+    arg: str, item: IntoExpr, classes: list[Any], schema: Mapping[str, pl.DataType]
+) -> list[Check]:
+    """Class ids of ``item`` must be in ``classes`` (and of the same kind)."""
+    dtype = _dtype_of(item, schema)
+    if dtype is None:
+        return []
+    name = column_name(item)
+    textual = isinstance(classes[0], str)
+    if _is_textual(dtype) != textual or not (_is_textual(dtype) or dtype.is_numeric()):
+        raise DataValidationError(
+            f'column "{name}" (argument {arg}=) holds {dtype} values but classes= holds '
+            f"{type(classes[0]).__name__}s: {classes!r}"
+        )
+    expr = to_expr(item)
+    return [
+        Check(
+            name,
+            expr.is_not_null() & ~expr.is_in(classes),
+            expr,
+            f"holds classes that are not in classes={classes!r}; found {{n}} rows",
+        )
+    ]
+
+
+def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> list[Check]:
+    """Length, finiteness and range of a List/Array column, and row sums = 1 for any form
+    (one column per class: finiteness and range are checked by the ``class_proba`` role)."""
+    if isinstance(proba, (str, pl.Expr)):
+        name = column_name(proba)
+        dtype = _dtype_of(proba, schema)
+        if dtype is None:
+            return []
+        if not isinstance(dtype, (pl.List, pl.Array)) or not dtype.inner.is_numeric():
+            raise DataValidationError(
+                f'column "{name}" (argument proba=) must be a List or Array of probabilities '
+                f"(one per class of classes=); got {dtype}"
+            )
+        values = proba_list(proba)
+        e = pl.element()
+        length = values.list.len()
+        complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()
+        finite = complete & values.list.eval(e.is_finite()).list.all()
+        return [
+            Check(
+                name,
+                values.is_not_null() & (length != k),
+                length,
+                f"must hold {k} probabilities per row (one per class of classes=); "
+                "found {n} rows of another length",
+            ),
+            Check(
+                name,
+                complete & ~finite,
+                values.list.sum(),
+                "must hold finite numbers; found {n} rows with NaN or ±inf (row sums shown)",
+            ),
+            Check(
+                name,
+                finite & values.list.eval((e < 0.0) | (e > 1.0)).list.any(),
+                values.list.min(),
+                "must hold probabilities in [0, 1]; found {n} rows with values outside "
+                "(row minima shown)",
+            ),
+            Check(
+                name,
+                finite & ((values.list.sum() - 1.0).abs() > SUM_TOLERANCE),
+                values.list.sum(),
+                f"must hold probability rows summing to 1 (tolerance {SUM_TOLERANCE:g}); "
+                "found {n} rows that do not (row sums shown)",
+            ),
+        ]
+    cols = [to_float(c) for c in proba]
+    names = ", ".join(column_name(c) for c in proba)
+    total = pl.sum_horizontal(cols)
+    finite = pl.all_horizontal([c.is_finite() for c in cols]).fill_null(False)
+    return [
+        Check(
+            names,
+            finite & ((total - 1.0).abs() > SUM_TOLERANCE),
+            total,
+            f"(argument proba=) must hold probability rows summing to 1 (tolerance "
+            f"{SUM_TOLERANCE:g}); found {{n}} rows that do not (row sums shown)",
+        )
+    ]
+
+
+def _schema_checks(args: Mapping[str, Any], schema: Mapping[str, pl.DataType]) -> list[Check]:
+    classes = check_classes(args.get("classes"))
+    if classes is None:
+        return []
+    checks = _class_checks("label", args["label"], classes, schema)
+    if args.get("pred") is not None:
+        checks += _class_checks("pred", args["pred"], classes, schema)
+    if args.get("proba") is not None:
+        checks += _proba_checks(args["proba"], len(classes), schema)
+    return checks
+
+
+def data_checks(args: Mapping[str, Any]) -> list[Any]:
+    """The data checks of a multiclass metric (the ``check=`` hook), given ``classes=``:
+    labels and predictions among the classes, of the same kind (a ``DataValidationError``
+    from the schema otherwise), and probability rows of K values in [0, 1] summing to 1
+    (tolerance :data:`SUM_TOLERANCE`). Their form depends on the dtypes, so the hook
+    gives one function of the frame's schema."""
+    return [functools.partial(_schema_checks, dict(args))]
+
+
+# ---------------------------------------------------------------------------------------
+# The class vector: {class, support, predicted, correct} per class
+# ---------------------------------------------------------------------------------------
+
+States = Mapping[str, pl.Expr]
+Body = Callable[[Any], pl.Expr]
+
+
+@dataclass(frozen=True)
+class ClassCounts:
+    """The weighted class counts of a group as states, and how to read the class vector.
+
+    ``vector`` turns the states (inline aggregations, state columns or merged states) into
+    a ``List[Struct{class, support, predicted, correct}]``: ``support`` = weighted rows of
+    the class in the truth, ``predicted`` = in the predictions, ``correct`` = both.
+    """
+
+    states: dict[str, State]
+    vector: Callable[[States], pl.Expr]
+
+
+def class_counts(inputs: PredInputs) -> ClassCounts:
+    """The class counts of the used rows (weight not null, see :class:`PredInputs`).
+
+    With ``classes``: 3·K weighted sums, the vector lists every class of the list in its
+    order. Without: the used rows themselves (label, prediction, weight; merged by
+    concatenation), the vector lists the classes present in the truth or the
+    predictions, sorted, from one sort of the label and prediction columns appended.
     """
     w, classes = inputs.weight, inputs.classes
-    if classes is not None:
-        assert inputs.indicators is not None
-        dtype = class_dtype(classes)
-        entries = []
-        for c, is_pred in zip(classes, inputs.indicators, strict=True):
-            is_t = (inputs.label == class_lit(c, dtype)).cast(F64)
-            is_p = is_pred.cast(F64)
-            entries.append(
+    if classes is None:
+        return ClassCounts(_used_rows(inputs, w), _vector_of_rows)
+    assert inputs.indicators is not None
+    dtype = class_dtype(classes)
+    states: dict[str, State] = {}
+    for i, (c, is_pred) in enumerate(zip(classes, inputs.indicators, strict=True)):
+        is_t = (inputs.label == class_lit(c, dtype)).cast(F64)
+        is_p = is_pred.cast(F64)
+        states[f"t{i}"] = State(w * is_t)
+        states[f"p{i}"] = State(w * is_p)
+        states[f"c{i}"] = State(w * is_t * is_p)
+
+    def vector(s: States) -> pl.Expr:
+        return pl.concat_list(
+            [
                 pl.struct(
                     class_lit(c, dtype).alias("class"),
-                    (w * is_t).sum().alias("support"),
-                    (w * is_p).sum().alias("predicted"),
-                    (w * is_t * is_p).sum().alias("correct"),
+                    s[f"t{i}"].alias("support"),
+                    s[f"p{i}"].alias("predicted"),
+                    s[f"c{i}"].alias("correct"),
                 )
-            )
-        return pl.concat_list(entries)
-    y, yhat, w = drop_null_rows(inputs.label, inputs.yhat, weight=w, drop_zero_weight=True)
+                for i, c in enumerate(classes)
+            ]
+        )
+
+    return ClassCounts(states, vector)
+
+
+def _used_rows(inputs: PredInputs, w: pl.Expr) -> dict[str, State]:
+    """The used rows (weight not null and not 0) as three ``rows`` states: label ``y``,
+    prediction ``yhat`` and weight ``w`` (aligned: merged by concatenation alike)."""
+    used = inputs.weight.is_not_null() & (inputs.weight != 0.0)
+    columns = {"y": inputs.label, "yhat": inputs.yhat, "w": w}
+    return {name: State(expr.filter(used), "rows") for name, expr in columns.items()}
+
+
+def _vector_of_rows(s: States) -> pl.Expr:
+    """The class vector of the used rows (:func:`_used_rows`): one sort of the label and
+    prediction columns appended, then the weighted counts of each run of equal classes."""
+    y, yhat, w = s["y"], s["yhat"], s["w"]
     zero = w * 0.0
     key = y.append(yhat)
-    rows = pl.struct(
+    stacked = pl.struct(
         key.alias("class"),
         w.append(zero).alias("support"),
         zero.append(w).alias("predicted"),
@@ -300,15 +519,15 @@ def class_state(inputs: PredInputs) -> pl.Expr:
         cum = e.struct.field(name).cum_sum().filter(end)
         return (cum - cum.shift(1).fill_null(0.0)).alias(name)
 
-    return rows.implode().list.eval(
+    return stacked.implode().list.eval(
         pl.struct(
             k.filter(end).alias("class"), block("support"), block("predicted"), block("correct")
         )
     )
 
 
-class _State:
-    """Fields of the class state, inside ``list.eval`` (vectors over the classes)."""
+class _Fields:
+    """Fields of the class vector, inside ``list.eval`` (vectors over the classes)."""
 
     def __init__(self) -> None:
         e = pl.element()
@@ -317,9 +536,9 @@ class _State:
         self.c = e.struct.field("correct")
 
 
-def finalize_state(state: pl.Expr, body: Callable[[Any], pl.Expr]) -> pl.Expr:
-    """A scalar from the class state: ``body`` gets the fields ``t``, ``p``, ``c``."""
-    return state.list.eval(body(_State())).list.first().cast(F64)
+def over_classes(vector: pl.Expr, body: Body) -> pl.Expr:
+    """A scalar from the class vector: ``body`` gets the fields ``t``, ``p``, ``c``."""
+    return vector.list.eval(body(_Fields())).list.first().cast(F64)
 
 
 # per-class formulas, over any expressions t (support), p (predicted), c (correct)
@@ -387,15 +606,41 @@ def _kappa_body(s: Any) -> pl.Expr:
     return pl.when(den > ZERO_TOL * n * n).then(value).otherwise(None)
 
 
-STATE_FINALIZE: dict[str, Callable[[Any], pl.Expr]] = {
+CLASS_FORMULAS: dict[str, Body] = {
     "accuracy": _accuracy_body,
     "mcc": _mcc_body,
     "cohen_kappa": _kappa_body,
 }
 
 
-def _guard(result: pl.Expr, probs: Sequence[pl.Expr]) -> pl.Expr:
-    return nan_guard(result, *probs) if probs else result
+def table_formulas(name: str) -> dict[str, Body]:
+    """The task table's columns of a prediction metric: column -> formula over the vector
+    (precision / recall / F1 give one column per average, ``<name>_micro`` ...)."""
+    short = name.removeprefix("multiclass_")
+    if short in CLASS_FORMULAS:
+        return {name: CLASS_FORMULAS[short]}
+    metric = {"precision": "precision", "recall": "recall"}.get(short, "f_beta")
+    return {f"{name}_{avg}": averaged(metric, avg) for avg in ("micro", "macro", "weighted")}
+
+
+def _nan_state(probs: Sequence[pl.Expr]) -> State:
+    """Whether a row of the group holds a NaN probability (a prediction read from them)."""
+    return State(pl.any_horizontal([p.is_nan() for p in probs]), "max")
+
+
+def class_metric(inputs: PredInputs, body: Body) -> MetricSpec:
+    """A formula over the class vector as a spec (NaN when the predictions come from
+    probabilities and one of them is NaN)."""
+    counts = class_counts(inputs)
+    states = dict(counts.states)
+    if inputs.probs:
+        states["nan"] = _nan_state(inputs.probs)
+
+    def finalize(s: States) -> pl.Expr:
+        value = over_classes(counts.vector(s), body)
+        return nan_or(s["nan"], value) if inputs.probs else value
+
+    return MetricSpec(states, finalize)
 
 
 # ---------------------------------------------------------------------------------------
@@ -406,6 +651,7 @@ def _guard(result: pl.Expr, probs: Sequence[pl.Expr]) -> pl.Expr:
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
@@ -418,7 +664,7 @@ def multiclass_accuracy(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Multiclass accuracy: the weighted share of rows whose predicted class is the label.
 
     Σ w [ŷ = y] / Σ w. Equal to the micro-averaged precision, recall and F1 (every row
@@ -440,18 +686,15 @@ def multiclass_accuracy(
     >>> df.select(pe.multiclass_accuracy("y", "yhat", weight="w")).item()
     0.75
     """
-    return accuracy_expr(pred_inputs(label, pred, proba, check_classes(classes), weight))
-
-
-def accuracy_expr(inputs: PredInputs) -> pl.Expr:
-    """Accuracy from prediction-side inputs (one pass, no class state needed)."""
+    inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
+    if inputs.classes is not None:  # the class vector (states shared with the others)
+        return class_metric(inputs, _accuracy_body)
     w = inputs.weight
-    value = safe_div((w * (inputs.label == inputs.yhat).cast(F64)).sum(), w.sum())
-    return _guard(value, inputs.probs).cast(F64).alias("multiclass_accuracy")
+    states = {"w": State(w), "correct": State(w * (inputs.label == inputs.yhat).cast(F64))}
+    return MetricSpec(states, lambda s: safe_div(s["correct"], s["w"]).cast(F64))
 
 
 def _prf(
-    name: str,
     metric: str,
     label: IntoExpr,
     pred: IntoExpr | None,
@@ -460,7 +703,7 @@ def _prf(
     classes: Sequence[Any] | None,
     weight: IntoExpr | None,
     beta: float = 1.0,
-) -> pl.Expr:
+) -> MetricSpec:
     check_choice("average", average, AVERAGES)
     classes = (
         check_classes(
@@ -470,27 +713,66 @@ def _prf(
         else check_classes(classes)
     )
     inputs = pred_inputs(label, pred, proba, classes, weight)
-    probs = inputs.probs
-    if average is None:
-        assert classes is not None
-        e = pl.element()
-        t, p, c = (e.struct.field(f) for f in ("support", "predicted", "correct"))
-        values = class_state(inputs).list.eval(PER_CLASS[metric](t, p, c, beta).cast(F64))
-        if probs:  # NaN probabilities: every field NaN (null where undefined)
-            has_nan = pl.any_horizontal([q.is_nan().any() for q in probs])
-            values = values * pl.when(has_nan).then(NAN).otherwise(1.0)
-        return values.list.to_struct(fields=[str(c) for c in classes]).alias(name)
-    value = finalize_state(class_state(inputs), averaged(metric, average, beta))
-    return _guard(value, probs).cast(F64).alias(name)
+    if average is not None:
+        return class_metric(inputs, averaged(metric, average, beta))
+    assert classes is not None
+    counts = class_counts(inputs)
+    states = dict(counts.states)
+    if inputs.probs:
+        states["nan"] = _nan_state(inputs.probs)
+    per_class = PER_CLASS[metric]
+    fields = [str(c) for c in classes]
+
+    def finalize(s: States) -> pl.Expr:
+        f = _Fields()
+        values = counts.vector(s).list.eval(per_class(f.t, f.p, f.c, beta).cast(F64))
+        if inputs.probs:  # NaN probabilities: every field NaN (null where undefined)
+            values = values * pl.when(s["nan"]).then(NAN).otherwise(1.0)
+        return values.list.to_struct(fields=fields)
+
+    return MetricSpec(states, finalize)
+
+
+Present = Callable[[Any, list[str]], Any]
+
+
+def _per_class_table(metric: str, name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The namespace form of ``average=None``: a table, one row per class with its
+    ``support`` (the classes of ``classes=`` in their order, else those of the data)."""
+
+    def form(args: Mapping[str, Any]) -> tuple[pl.Expr, Present] | None:
+        if args["average"] is not None:
+            return None
+        beta = float(args.get("beta", 1.0))
+        if "beta" in args:
+            check_beta(args["beta"])
+        label, pred, proba, weight = (args[k] for k in ("label", "pred", "proba", "weight"))
+        _prf(metric, label, pred, proba, "micro", args["classes"], weight)  # option checks
+        inputs = pred_inputs(label, pred, proba, check_classes(args["classes"]), weight)
+        counts = class_counts(inputs)
+        vector = MetricSpec(counts.states, counts.vector).expr()
+        per_class = PER_CLASS[metric]
+
+        def present(result: Any, by: list[str]) -> Any:
+            t, p, c = pl.col("support"), pl.col("predicted"), pl.col("correct")
+            return result.with_columns(per_class(t, p, c, beta).cast(F64).alias(name)).select(
+                *by, "class", name, "support"
+            )
+
+        return vector, present
+
+    return form
 
 
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
     undefined="no class with a prediction (0/0)",
+    namespace=_per_class_table("precision", "multiclass_precision"),
 )
 def multiclass_precision(
     label: IntoExpr,
@@ -500,17 +782,19 @@ def multiclass_precision(
     average: str | None = "macro",
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
-    return _prf("multiclass_precision", "precision", label, pred, proba, average, classes, weight)
+) -> MetricSpec:
+    return _prf("precision", label, pred, proba, average, classes, weight)
 
 
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
     undefined="no class with a true row (0/0)",
+    namespace=_per_class_table("recall", "multiclass_recall"),
 )
 def multiclass_recall(
     label: IntoExpr,
@@ -520,17 +804,19 @@ def multiclass_recall(
     average: str | None = "macro",
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
-    return _prf("multiclass_recall", "recall", label, pred, proba, average, classes, weight)
+) -> MetricSpec:
+    return _prf("recall", label, pred, proba, average, classes, weight)
 
 
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
     undefined="empty group (0/0)",
+    namespace=_per_class_table("f_beta", "multiclass_f1"),
 )
 def multiclass_f1(
     label: IntoExpr,
@@ -540,18 +826,20 @@ def multiclass_f1(
     average: str | None = "macro",
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
-    return _prf("multiclass_f1", "f_beta", label, pred, proba, average, classes, weight)
+) -> MetricSpec:
+    return _prf("f_beta", label, pred, proba, average, classes, weight)
 
 
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
     summary=False,
     undefined="empty group (0/0)",
+    namespace=_per_class_table("f_beta", "multiclass_f_beta"),
 )
 def multiclass_f_beta(
     label: IntoExpr,
@@ -562,11 +850,9 @@ def multiclass_f_beta(
     average: str | None = "macro",
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     check_beta(beta)
-    return _prf(
-        "multiclass_f_beta", "f_beta", label, pred, proba, average, classes, weight, float(beta)
-    )
+    return _prf("f_beta", label, pred, proba, average, classes, weight, float(beta))
 
 
 def _doc_prf(fn: Any, summary: str, formula: str, micro: str, extra: str) -> None:
@@ -688,6 +974,7 @@ _doc_prf(
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=-1.0,
     upper=1.0,
@@ -700,7 +987,7 @@ def multiclass_mcc(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Multiclass Matthews correlation coefficient (Gorodkin's R_K statistic).
 
     With s the total weight, c the weight of correct rows, tₖ and pₖ the weighted counts
@@ -723,12 +1010,13 @@ def multiclass_mcc(
     >>> round(df.eval.multiclass_mcc("y", "yhat"), 6)  # (3·5 − 10) / sqrt((25 − 13)(25 − 9))
     0.360844
     """
-    return _state_metric("multiclass_mcc", "mcc", label, pred, proba, classes, weight)
+    return class_metric(pred_inputs(label, pred, proba, check_classes(classes), weight), _mcc_body)
 
 
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=-1.0,
     upper=1.0,
@@ -741,7 +1029,7 @@ def multiclass_cohen_kappa(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Cohen's kappa between the true and the predicted class.
 
     κ = (p_o − p_e) / (1 − p_e), with p_o = c / s the weighted agreement and
@@ -763,23 +1051,8 @@ def multiclass_cohen_kappa(
     >>> round(df.eval.multiclass_cohen_kappa("y", "yhat"), 6)  # (3/5 − 10/25) / (1 − 10/25)
     0.333333
     """
-    return _state_metric(
-        "multiclass_cohen_kappa", "cohen_kappa", label, pred, proba, classes, weight
-    )
-
-
-def _state_metric(
-    name: str,
-    body: str,
-    label: IntoExpr,
-    pred: IntoExpr | None,
-    proba: Proba | None,
-    classes: Sequence[Any] | None,
-    weight: IntoExpr | None,
-) -> pl.Expr:
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
-    value = finalize_state(class_state(inputs), STATE_FINALIZE[body])
-    return _guard(value, inputs.probs).cast(F64).alias(name)
+    return class_metric(inputs, _kappa_body)
 
 
 CONFUSION_FIELDS = ("truth", "predicted", "weight")
@@ -788,9 +1061,11 @@ CONFUSION_FIELDS = ("truth", "predicted", "weight")
 @register(
     task="multiclass",
     inputs=PRED_INPUTS,
+    check=data_checks,
     kind="curve",
     summary=False,
     fields=CONFUSION_FIELDS,
+    namespace=lambda args: (multiclass_confusion_matrix(**args), _square_table(args["classes"])),
 )
 def multiclass_confusion_matrix(
     label: IntoExpr,
@@ -799,12 +1074,14 @@ def multiclass_confusion_matrix(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Weighted multiclass confusion matrix, rows = truth, columns = prediction.
 
     The expression gives the non-empty cells in long form, a
-    ``List[Struct{truth, predicted, weight}]`` sorted by truth then prediction (one sort
-    per group; cells of zero weight are absent). ``weight`` is the row count (Int64)
+    ``List[Struct{truth, predicted, weight}]`` sorted by truth then prediction (cells of
+    zero weight are absent): K × K weighted sums with ``classes=`` (the cells then name
+    the classes with the dtype of ``classes``), one sort per group of the label and
+    prediction columns without. ``weight`` is the row count (Int64)
     without ``weight=``, the weighted count (Float64) with it. The namespace returns the square table:
     a ``truth`` column and one column ``predicted_<class>`` per class (in the order of
     ``classes=``, else sorted), zeros filled in, as scikit-learn's ``confusion_matrix``.
@@ -835,27 +1112,106 @@ def multiclass_confusion_matrix(
     └───────┴─────────────┴─────────────┴─────────────┘
     """
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
-    y, yh, w = drop_null_rows(
-        inputs.label, inputs.yhat, weight=inputs.weight, drop_zero_weight=True
-    )
-    if weight is None:  # row counts: summed as integers
-        w = w.cast(pl.Int64)
+    integer = weight is None  # row counts: summed as integers
+    if inputs.classes is None:
+        w = inputs.weight.cast(pl.Int64) if integer else inputs.weight
+        return MetricSpec(_used_rows(inputs, w), _cells_of_rows)
+    assert inputs.indicators is not None
+    classes = inputs.classes
+    dtype = class_dtype(classes)
+    is_true = [inputs.label == class_lit(c, dtype) for c in classes]
+    states = {}
+    for i, t in enumerate(is_true):
+        for j, p in enumerate(inputs.indicators):
+            if integer:
+                states[f"n{i}_{j}"] = State((inputs.weight.is_not_null() & t & p).cast(pl.Int64))
+            else:
+                states[f"n{i}_{j}"] = State(inputs.weight * (t & p).cast(F64))
+    order = sorted(range(len(classes)), key=lambda i: classes[i])
+
+    def finalize(s: States) -> pl.Expr:
+        cells = pl.concat_list(
+            [
+                pl.struct(
+                    class_lit(classes[i], dtype).alias("truth"),
+                    class_lit(classes[j], dtype).alias("predicted"),
+                    s[f"n{i}_{j}"].alias("weight"),
+                )
+                for i in order
+                for j in order
+            ]
+        )
+        e = pl.element()
+        return cells.list.eval(e.filter(e.struct.field("weight") != 0))
+
+    return MetricSpec(states, finalize)
+
+
+def _cells_of_rows(s: States) -> pl.Expr:
+    """The non-empty cells of the used rows (:func:`_used_rows`), from one sort."""
+    y, yh, w = s["y"], s["yhat"], s["w"]
     cells = pl.struct(y.alias("truth"), yh.alias("predicted"), w.alias("weight")).sort_by([y, yh])
     e = pl.element()
     t, p = e.struct.field("truth"), e.struct.field("predicted")
     end = ((t != t.shift(-1)) | (p != p.shift(-1))).fill_null(True)
     cum = e.struct.field("weight").cum_sum().filter(end)
-    return (
-        cells.implode()
-        .list.eval(
-            pl.struct(
-                t.filter(end).alias("truth"),
-                p.filter(end).alias("predicted"),
-                (cum - cum.shift(1).fill_null(0)).alias("weight"),
-            )
+    return cells.implode().list.eval(
+        pl.struct(
+            t.filter(end).alias("truth"),
+            p.filter(end).alias("predicted"),
+            (cum - cum.shift(1).fill_null(0)).alias("weight"),
         )
-        .alias("multiclass_confusion_matrix")
     )
+
+
+def _square_table(classes: Any) -> Present:
+    """The namespace form of the confusion matrix: the long cells (by..., truth,
+    predicted, weight) as the square table, zeros filled; the classes of ``classes=``,
+    else those of the data (read from the result: a LazyFrame needs ``classes=``)."""
+    given = check_classes(classes)
+
+    def present(long: Any, by: list[str]) -> Any:
+        if given is not None:
+            return _confusion_table(long, given, by)
+        if isinstance(long, pl.LazyFrame):
+            raise InvalidParameterError(
+                "classes= is required for the confusion table of a LazyFrame "
+                "(its columns must be known before collect)"
+            )
+        truth, predicted = long.get_column("truth"), long.get_column("predicted")
+        if _is_textual(truth.dtype):
+            common: pl.DataType = pl.String
+        elif truth.dtype.is_integer() and predicted.dtype.is_integer():
+            common = pl.Int64
+        else:
+            common = pl.Float64
+        seen = pl.concat([truth.cast(common), predicted.cast(common)])
+        return _confusion_table(long, seen.drop_nulls().unique().sort().to_list(), by)
+
+    return present
+
+
+def _confusion_table(long: Any, classes: list[Any], by: list[str]) -> Any:
+    """The long cells (by..., truth, predicted, weight) as the square table, zeros filled."""
+    dtype = class_dtype(classes)
+    lf = long.lazy().with_columns(pl.col("truth", "predicted").cast(dtype))
+    columns = [f"predicted_{c}" for c in classes]
+    pivot = lf.group_by(*by, "truth").agg(
+        pl.col("weight").filter(pl.col("predicted") == class_lit(c, dtype)).sum().alias(col)
+        for c, col in zip(classes, columns, strict=True)
+    )
+    grid = pl.LazyFrame(
+        {"truth": pl.Series(classes, dtype=dtype), "__pe_order": range(len(classes))}
+    )
+    if by:
+        grid = lf.select(by).unique().join(grid, how="cross")
+    table = (
+        grid.join(pivot, on=[*by, "truth"], how="left", nulls_equal=True)
+        .with_columns(pl.col(columns).fill_null(0))
+        .sort([*by, "__pe_order"], nulls_last=True)
+        .select(*by, "truth", *columns)
+    )
+    return table if isinstance(long, pl.LazyFrame) else table.collect()
 
 
 # ---------------------------------------------------------------------------------------
@@ -911,6 +1267,7 @@ def proba_inputs(
 @register(
     task="multiclass",
     inputs=PROBA_INPUTS,
+    check=data_checks,
     higher_is_better=False,
     lower=0.0,
     upper=None,
@@ -922,7 +1279,7 @@ def multiclass_logloss(
     *,
     classes: Sequence[Any],
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Multiclass log loss (cross-entropy) in nats: −Σ w ln p_{y} / Σ w.
 
     p_y is the probability of the true class, clipped to [eps, 1 − eps] with
@@ -945,21 +1302,25 @@ def multiclass_logloss(
     """
     classes = check_classes(classes, required="to know the class of each probability")
     assert classes is not None
-    return logloss_expr(proba_inputs(label, proba, classes, weight))
+    return logloss_spec(proba_inputs(label, proba, classes, weight))
 
 
-def logloss_expr(inputs: ProbaInputs) -> pl.Expr:
+def _proba_states(inputs: ProbaInputs) -> dict[str, State]:
+    """The weight of the used rows, and whether one of them holds a NaN probability."""
+    has_nan = pl.any_horizontal([p.is_nan() for p in inputs.probs]) & inputs.keep
+    return {"w": State(pl.when(inputs.keep).then(inputs.weight)), "nan": State(has_nan, "max")}
+
+
+def _weighted_mean(inputs: ProbaInputs, term: pl.Expr) -> MetricSpec:
+    """Σ w·term / Σ w over the used rows; NaN when one of them holds a NaN probability."""
+    states = _proba_states(inputs)
+    states["sum"] = State(states["w"].value * term)
+    return MetricSpec(states, lambda s: nan_or(s["nan"], safe_div(s["sum"], s["w"]).cast(F64)))
+
+
+def logloss_spec(inputs: ProbaInputs) -> MetricSpec:
     """Log loss from probability-side inputs."""
-    w = pl.when(inputs.keep).then(inputs.weight).otherwise(None)
-    p = inputs.true_proba.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    value = safe_div((-w * p.log()).sum(), w.sum())
-    return _proba_nan_guard(value, inputs).cast(F64).alias("multiclass_logloss")
-
-
-def _proba_nan_guard(value: pl.Expr, inputs: ProbaInputs) -> pl.Expr:
-    """NaN when a used row holds a NaN probability (of any class), else ``value``."""
-    has_nan = (pl.any_horizontal([p.is_nan() for p in inputs.probs]) & inputs.keep).any()
-    return pl.when(has_nan).then(pl.lit(NAN, dtype=F64)).otherwise(value)
+    return _weighted_mean(inputs, -inputs.true_proba.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS).log())
 
 
 def top_k_hits(pt: pl.Expr, probs: Sequence[pl.Expr], k: int) -> pl.Expr:
@@ -977,6 +1338,7 @@ def top_k_hits(pt: pl.Expr, probs: Sequence[pl.Expr], k: int) -> pl.Expr:
 @register(
     task="multiclass",
     inputs=PROBA_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
@@ -989,7 +1351,7 @@ def top_k_accuracy(
     k: int = 2,
     classes: Sequence[Any],
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Top-k accuracy: the weighted share of rows whose true class is among the k most probable.
 
     Ties at the k-th place are not broken by class order: a row whose true class ties
@@ -1016,171 +1378,169 @@ def top_k_accuracy(
     check_positive_int("k", k)
     classes = check_classes(classes, required="to know the class of each probability")
     assert classes is not None
-    return top_k_expr(proba_inputs(label, proba, classes, weight), k)
+    return top_k_spec(proba_inputs(label, proba, classes, weight), k)
 
 
-def top_k_expr(inputs: ProbaInputs, k: int) -> pl.Expr:
-    """Top-k accuracy from probability-side inputs (NaN if a used row holds a NaN)."""
-    w = pl.when(inputs.keep).then(inputs.weight).otherwise(None)
-    hits = top_k_hits(inputs.true_proba, inputs.probs, k)
-    value = safe_div((w * hits).sum(), w.sum())
-    return _proba_nan_guard(value, inputs).cast(F64).alias("top_k_accuracy")
+def top_k_spec(inputs: ProbaInputs, k: int) -> MetricSpec:
+    """Top-k accuracy from probability-side inputs."""
+    return _weighted_mean(inputs, top_k_hits(inputs.true_proba, inputs.probs, k))
 
 
-def _sort_keys(positives_first: bool) -> Callable[[pl.Series], pl.Series]:
-    """UInt64 keys that sort as the score, ties broken by the label bit.
+# the one-vs-rest AUC: the used rows, sorted per class in one numpy kernel
 
-    For a score x ≥ 0 the IEEE-754 bits read as an unsigned integer are in the order of
-    x, with the top bit clear, so ``bits << 1 | label_bit`` loses nothing. numpy is used
-    because Polars cannot reinterpret float bits, and because Polars sorts one UInt64
-    column several times faster than it sorts a score carrying a label column along.
+AUC_DTYPE = pl.Struct({average: F64 for average in AUC_AVERAGES})
+
+
+def class_index(y: pl.Expr, classes: Sequence[Any]) -> pl.Expr:
+    """The position of each row's label in ``classes`` (Int32; null for another label)."""
+    dtype = class_dtype(classes)
+    expr: Any = pl
+    for i, c in enumerate(classes):
+        expr = expr.when(y == class_lit(c, dtype)).then(pl.lit(i, dtype=pl.Int32))
+    return expr.otherwise(pl.lit(None, dtype=pl.Int32))
+
+
+def auc_spec(inputs: ProbaInputs, *, per_class: bool = True, micro: bool = True) -> MetricSpec:
+    """The one-vs-rest AUCs of a group as a struct ``{micro, macro, weighted}``.
+
+    The state is the used rows: ``y`` (the class index), ``p0`` … (the probabilities)
+    and, weighted, ``w``; :func:`_ovr_auc` computes the macro and weighted averages
+    (``per_class``) and the micro average (``micro``) from them.
     """
-
-    def keys(rows: pl.Series) -> pl.Series:
-        score = rows.struct.field("s").cast(pl.Float64).to_numpy() + 0.0  # -0.0 -> +0.0
-        label = rows.struct.field("p").to_numpy().astype(np.uint64)
-        bit = np.uint64(1) - label if positives_first else label
-        return pl.Series(
-            (np.ascontiguousarray(score).view(np.uint64) << np.uint64(1)) | bit,
-            dtype=pl.UInt64,
-        )
-
-    return keys
-
-
-def _sum_of_positive_positions(positive: pl.Expr, score: pl.Expr, positives_first: bool) -> pl.Expr:
-    """Σ of the 0-based positions of the positives in the rows sorted by score, ties
-    ordered negatives first (or positives first)."""
-    key = pl.struct(score.alias("s"), positive.alias("p")).map_batches(
-        _sort_keys(positives_first), return_dtype=pl.UInt64, is_elementwise=True
-    )
-    is_positive = (key.sort() & 1) == (0 if positives_first else 1)
-    return is_positive.arg_true().cast(F64).sum()
-
-
-def _binary_auc(
-    positive: pl.Expr,
-    score: pl.Expr,
-    w: pl.Expr | None,
-    *,
-    counts: tuple[pl.Expr, pl.Expr] | None = None,
-    guard: bool = True,
-) -> pl.Expr:
-    """ROC AUC of one boolean column against probabilities, on rows already filtered.
-
-    Unweighted: the Mann-Whitney count. With the rows sorted by score and the ties
-    ordered negatives first, Σ (position of each positive) − P(P − 1)/2 counts the
-    negatives at or below each positive; ordered positives first, strictly below; their
-    mean counts a tie ½: U, and AUC = U / (P·N). Each order is one sort of a UInt64 key
-    (:func:`_sort_keys`), no arg-sort. Weighted: the rows sorted by score with a signed
-    weight (+w positive, −w negative; rows of zero weight are already dropped), then per
-    tie block b with positive mass Aᵦ and negative mass Bᵦ,
-    AUC = Σ Aᵦ (N below b + Bᵦ / 2) / (P·N). NaN if a score is NaN or negative (not a
-    probability); null unless both classes are present. ``counts`` (P, N) and
-    ``guard=False`` let a caller that knows them skip re-reading the inputs.
-    """
-    if w is None:
-        if counts is None:
-            npos, nneg = positive.cast(F64).sum(), (~positive).cast(F64).sum()
-        else:
-            npos, nneg = counts
-        positions = _sum_of_positive_positions(positive, score, False) + (
-            _sum_of_positive_positions(positive, score, True)
-        )
-        u = positions / 2.0 - npos * (npos - 1.0) / 2.0
-        value = pl.when((npos > 0.0) & (nneg > 0.0)).then(u / (npos * nneg)).otherwise(None)
-        if not guard:
-            return value.cast(F64)
-        bad = score.is_nan().any() | (score < 0.0).any()
-        return pl.when(bad).then(pl.lit(NAN, dtype=F64)).otherwise(value).cast(F64)
-    signed = w * (2.0 * positive.cast(F64) - 1.0)
-    rows = pl.struct(score.alias("s"), signed.alias("sw")).sort_by(score).implode()
-    e = pl.element()
-    s, sw = e.struct.field("s"), e.struct.field("sw")
-    pos, neg = sw.clip(lower_bound=0.0), (-sw).clip(lower_bound=0.0)
-    end = (s != s.shift(-1)).fill_null(True)
-    cum_pos, cum_neg = pos.cum_sum().filter(end), neg.cum_sum().filter(end)
-    below = cum_neg.shift(1).fill_null(0.0)
-    block_pos = cum_pos - cum_pos.shift(1).fill_null(0.0)
-    area = (block_pos * (below + (cum_neg - below) / 2.0)).sum()
-    total_pos, total_neg = pos.sum(), neg.sum()
-    body = (
-        pl.when(s.is_nan().any())
-        .then(pl.lit(NAN, dtype=F64))
-        .when((total_pos > 0.0) & (total_neg > 0.0))
-        .then(area / (total_pos * total_neg))
-        .otherwise(pl.lit(None, dtype=F64))
-    )
-    return rows.list.eval(body).list.first().cast(F64)
-
-
-def auc_parts(inputs: ProbaInputs, *, micro: bool = True) -> tuple[pl.Expr, pl.Expr | None]:
-    """The per-class one-vs-rest AUCs with their supports, and the micro AUC.
-
-    The per-class part is one ``List[Struct{auc, support}]`` (K entries), so that the
-    averages read each AUC from a materialised list instead of sorting again.
-    """
-    keep = inputs.keep
-    w = inputs.weight.filter(keep)
-    wgt = w if inputs.weighted else None
-    dtype = class_dtype(inputs.classes)
-    positives = [(inputs.label == class_lit(c, dtype)).filter(keep) for c in inputs.classes]
-    scores = [p.filter(keep) for p in inputs.probs]
-    per_class = pl.concat_list(
-        [
-            pl.struct(
-                _binary_auc(pos, score, wgt).alias("auc"),
-                ((w * pos.cast(F64)).sum() if inputs.weighted else pos.cast(F64).sum()).alias(
-                    "support"
-                ),
-            )
-            for pos, score in zip(positives, scores, strict=True)
-        ]
-    )
-    micro_auc = _micro_auc(inputs) if micro else None
-    return per_class, micro_auc
-
-
-def _micro_auc(inputs: ProbaInputs) -> pl.Expr:
-    """Micro-averaged one-vs-rest AUC: one binary AUC over the n × K (row, class) pairs.
-
-    The K probability columns are appended (n·K scores) with their one-hot labels; there
-    are n positives and n(K − 1) negatives (weighted: each pair carries its row's weight).
-    """
-    keep = inputs.keep
-    dtype = class_dtype(inputs.classes)
-    w = inputs.weight.filter(keep)
-    pos_all = score_all = w_all = None
-    for c, p in zip(inputs.classes, inputs.probs, strict=True):
-        pos = (inputs.label == class_lit(c, dtype)).filter(keep)
-        score = p.filter(keep)
-        pos_all = pos if pos_all is None else pos_all.append(pos)
-        score_all = score if score_all is None else score_all.append(score)
-        w_all = w if w_all is None else w_all.append(w)
-    assert pos_all is not None and score_all is not None
+    k = len(inputs.classes)
+    fields = [class_index(inputs.label, inputs.classes).alias("y")]
+    fields += [p.alias(f"p{i}") for i, p in enumerate(inputs.probs)]
     if inputs.weighted:
-        return _binary_auc(pos_all, score_all, w_all)
-    n = keep.cast(F64).sum()
-    counts = (n, n * float(len(inputs.classes) - 1))
-    value = _binary_auc(pos_all, score_all, None, counts=counts, guard=False)
-    negative = (pl.any_horizontal([p < 0.0 for p in inputs.probs]) & keep).any()
-    return _proba_nan_guard(pl.when(negative).then(NAN).otherwise(value), inputs)
+        fields.append(inputs.weight.alias("w"))
+    rows = State(pl.struct(fields).filter(inputs.keep), "rows")
+    kernel = functools.partial(
+        _ovr_auc, k=k, weighted=inputs.weighted, per_class=per_class, micro=micro
+    )
+
+    def finalize(s: States) -> pl.Expr:
+        return s["rows"].map_batches(kernel, return_dtype=AUC_DTYPE, returns_scalar=True)
+
+    return MetricSpec({"rows": rows}, finalize)
 
 
-def combine_aucs(per_class: pl.Expr, average: str) -> pl.Expr:
-    """Macro (mean of the defined AUCs) or weighted (by support) average; NaN propagates."""
-    e = pl.element()
-    auc, support = e.struct.field("auc"), e.struct.field("support")
-    if average == "macro":
-        body = auc.mean()
+def _ovr_auc(
+    rows: pl.Series, *, k: int, weighted: bool, per_class: bool, micro: bool
+) -> dict[str, float | None]:
+    """Macro, weighted and micro one-vs-rest AUC of the used rows of a group.
+
+    Per class c, the binary AUC of [y = c] against the probability of c; macro = the mean
+    of the defined ones, weighted = their mean weighted by the support; micro = one binary
+    AUC of the n × K one-hot labels against the n × K probabilities (each pair with its
+    row's weight). A NaN propagates; a negative probability gives NaN (not a probability).
+    """
+    out: dict[str, float | None] = dict.fromkeys(AUC_AVERAGES)
+    y = rows.struct.field("y").to_numpy()
+    scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
+    positives = [y == i for i in range(k)]
+    aucs: list[float | None] = []
+    if weighted:
+        w = rows.struct.field("w").cast(pl.Float64).to_numpy()
+        if micro:
+            all_scores, all_positives = np.concatenate(scores), np.concatenate(positives)
+            out["micro"] = _weighted_auc(all_scores, all_positives, np.tile(w, k))
+        if per_class:
+            aucs = [_weighted_auc(s, pos, w) for s, pos in zip(scores, positives, strict=True)]
+        supports = [float(w[pos].sum()) for pos in positives]
     else:
-        body = safe_div((auc * support).sum(), support.filter(auc.is_not_null()).sum())
-    return per_class.list.eval(body).list.first().cast(F64)
+        keys = [_sort_keys(s, pos) for s, pos in zip(scores, positives, strict=True)]
+        counts = [int(pos.sum()) for pos in positives]
+        if micro:  # the n × K keys, before the per-class sorts reorder them
+            bad = any(key is None for key in keys)
+            all_keys = None if bad else np.concatenate(keys)  # type: ignore[arg-type]
+            out["micro"] = _sorted_keys_auc(all_keys, len(y), len(y) * (k - 1))
+        if per_class:
+            aucs = [
+                _sorted_keys_auc(key, npos, len(y) - npos)
+                for key, npos in zip(keys, counts, strict=True)
+            ]
+        supports = [float(npos) for npos in counts]
+    defined = [(a, s) for a, s in zip(aucs, supports, strict=False) if a is not None]
+    if defined:
+        values, weights = np.array(defined).T
+        out["macro"] = float(values.mean())
+        out["weighted"] = float((values * weights).sum() / weights.sum())
+    return out
+
+
+def _not_probabilities(score: np.ndarray) -> bool:
+    """True when a score is NaN or negative (one pass: the minimum propagates NaN)."""
+    if not len(score):
+        return False
+    low = score.min()
+    return bool(np.isnan(low) or low < 0.0)
+
+
+def _sort_keys(score: np.ndarray, positive: np.ndarray) -> np.ndarray | None:
+    """UInt64 keys that sort as the score, the negatives of a tie first (None when a score
+    is NaN or negative): for x ≥ 0 the IEEE-754 bits read as an unsigned integer are in the
+    order of x, with the top bit clear, so ``bits << 1 | label`` loses nothing. numpy
+    because Polars cannot reinterpret float bits (and sorts a UInt64 array slower)."""
+    score = np.ascontiguousarray(score, dtype=np.float64) + 0.0  # -0.0 -> +0.0
+    if _not_probabilities(score):
+        return None
+    return (score.view(np.uint64) << np.uint64(1)) | positive.astype(np.uint64)
+
+
+def _sorted_keys_auc(keys: np.ndarray | None, npos: int, nneg: int) -> float | None:
+    """ROC AUC (trapezoid rule, a tied pair counts ½) from the keys of :func:`_sort_keys`,
+    sorted here in place: NaN for keys of NaN or negative scores (None), null (None)
+    unless both classes are present.
+
+    The Mann-Whitney count: with the negatives of a tie block first, Σ over positives of
+    their position − P(P − 1)/2 counts the negatives below or tied with each positive;
+    half the tied pairs, Σ over tie blocks of (positives × negatives), are taken off.
+    """
+    if keys is None:
+        return NAN
+    if npos == 0 or nneg == 0:
+        return None
+    keys.sort()
+    bits = keys & np.uint64(1)
+    at = np.flatnonzero(bits)
+    below = float((at - np.arange(npos)).sum())  # negatives below or tied, per positive
+    blocks = keys >> np.uint64(1)
+    change = blocks[1:] != blocks[:-1]
+    tied = 0.0
+    if not change.all():
+        starts = np.flatnonzero(np.concatenate(([True], change)))
+        ends = np.append(starts[1:], len(keys))
+        cum = np.concatenate(([0], np.cumsum(bits, dtype=np.int64)))
+        pos_b = (cum[ends] - cum[starts]).astype(np.float64)
+        tied = float((pos_b * ((ends - starts) - pos_b)).sum())
+    return (below - tied / 2.0) / (float(npos) * float(nneg))
+
+
+def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float | None:
+    """Weighted ROC AUC: the rows sorted by score, then per tie block b with positive mass
+    Aᵦ and negative mass Bᵦ, Σ Aᵦ (negative mass below b + Bᵦ / 2) / (P·N). NaN if a
+    score is NaN or negative; null (None) unless both classes carry weight."""
+    if _not_probabilities(score):
+        return NAN
+    wpos = np.where(positive, w, 0.0)
+    wneg = np.where(positive, 0.0, w)
+    total_pos, total_neg = float(wpos.sum()), float(wneg.sum())
+    if total_pos <= 0.0 or total_neg <= 0.0:
+        return None
+    order = np.argsort(score)
+    sorted_score = score[order]
+    ends = np.flatnonzero(np.append(sorted_score[1:] != sorted_score[:-1], True))
+    cum_pos = np.cumsum(wpos[order])[ends]
+    cum_neg = np.cumsum(wneg[order])[ends]
+    below = np.concatenate(([0.0], cum_neg[:-1]))
+    block_pos = np.diff(cum_pos, prepend=0.0)
+    area = float((block_pos * (below + (cum_neg - below) / 2.0)).sum())
+    return area / (total_pos * total_neg)
 
 
 @register(
     task="multiclass",
     inputs=PROBA_INPUTS,
+    check=data_checks,
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
@@ -1193,7 +1553,7 @@ def multiclass_auc(
     average: str = "macro",
     classes: Sequence[Any],
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """One-vs-rest ROC AUC of multiclass probabilities, micro / macro / weighted.
 
     For each class k, the binary AUC of [y = k] against the probability of k (trapezoid
@@ -1205,8 +1565,9 @@ def multiclass_auc(
     * ``"micro"``: one binary AUC over the n × K one-hot labels and probabilities.
 
     Same as scikit-learn's ``roc_auc_score(multi_class="ovr", average=...)`` when every
-    class is present. One sort per class (the rank of its probability column), one more
-    of the n × K values for ``"micro"``. ``classes=`` is required.
+    class is present. One sort per class (a UInt64 key of its probability and the label;
+    weighted: of the probability), one more of the n × K keys for ``"micro"``.
+    ``classes=`` is required.
 
     References
     ----------
@@ -1225,9 +1586,6 @@ def multiclass_auc(
     check_choice("average", average, AUC_AVERAGES)
     classes = check_classes(classes, required="to know the class of each probability")
     assert classes is not None
-    per_class, micro = auc_parts(
-        proba_inputs(label, proba, classes, weight), micro=average == "micro"
-    )
-    value = micro if average == "micro" else combine_aucs(per_class, average)
-    assert value is not None
-    return value.cast(F64).alias("multiclass_auc")
+    inputs = proba_inputs(label, proba, classes, weight)
+    parts = auc_spec(inputs, per_class=average != "micro", micro=average == "micro")
+    return MetricSpec(parts.states, lambda s: parts.finalize(s).struct.field(average))

@@ -51,7 +51,13 @@ from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import F64
 from polars_eval._params import check_choice, check_level, check_positive_int
-from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval._validate import (
+    check_aggs,
+    column_problems,
+    raise_for_checks,
+    resolve_checks,
+    row_checks,
+)
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 
 METHODS = ("multinomial", "poisson")
@@ -130,6 +136,8 @@ def validate_recognized(df: pl.DataFrame | pl.LazyFrame, found: Sequence[Recogni
         if problems:
             raise DataValidationError(problems[0])
         checks += row_checks(schema, item.args, item.info.inputs)
+        if item.info.check is not None:  # the metric's own data checks (check= hook)
+            checks += resolve_checks(item.info.check(item.args), schema)
     if checks:
         raise_for_checks(lf.select(check_aggs(checks)).collect(), checks)
 
