@@ -18,19 +18,6 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.families.multiclass import (
-    multiclass_accuracy,
-    multiclass_auc,
-    multiclass_cohen_kappa,
-    multiclass_confusion_matrix,
-    multiclass_f1,
-    multiclass_f_beta,
-    multiclass_logloss,
-    multiclass_mcc,
-    multiclass_precision,
-    multiclass_recall,
-    top_k_accuracy,
-)
 from polars_eval.io.trec import (
     read_trec_qrels,
     read_trec_run,
@@ -104,6 +91,19 @@ from polars_eval.metrics.forecast import (
     tweedie_deviance,
     winkler,
     with_lead,
+)
+from polars_eval.metrics.multiclass import (
+    multiclass_accuracy,
+    multiclass_auc,
+    multiclass_cohen_kappa,
+    multiclass_confusion_matrix,
+    multiclass_f1,
+    multiclass_f_beta,
+    multiclass_logloss,
+    multiclass_mcc,
+    multiclass_precision,
+    multiclass_recall,
+    top_k_accuracy,
 )
 from polars_eval.metrics.ranking import (
     ap_11pt,

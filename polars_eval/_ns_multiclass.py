@@ -2,7 +2,7 @@
 
 The single-metric methods are generated from the registry (``namespace.py``): their data
 checks are the metrics' ``check=`` hook and their tables (``average=None``, the
-confusion matrix) the ``namespace=`` hook (``families/multiclass.py``). The task table
+confusion matrix) the ``namespace=`` hook (``metrics/multiclass.py``). The task table
 plans the specs of every summary metric in one query (``_core.planner``): the class
 vector that every prediction metric reads (3·K weighted sums with ``classes=``), the
 one-vs-rest AUCs (one kernel over the used rows for the three averages), log loss and
@@ -23,7 +23,7 @@ from polars_eval._exprs import F64
 from polars_eval._params import check_positive_int
 from polars_eval._typing import IntoExpr, Proba
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.families import multiclass as m
+from polars_eval.metrics import multiclass as m
 
 VECTOR = "__pe_classes"
 AUCS = "__pe_aucs"

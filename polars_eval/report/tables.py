@@ -892,7 +892,7 @@ def build_multiclass(
     if pred is None and proba is None:
         raise InvalidParameterError("report(task='multiclass') needs pred= and/or proba=")
     lf = frame.lazy()
-    from polars_eval.families import multiclass as multiclass_family
+    from polars_eval.metrics import multiclass as multiclass_family
 
     inputs = multiclass_family.PRED_INPUTS if pred is not None else multiclass_family.PROBA_INPUTS
     check_columns(lf, {"label": label, "pred": pred, "proba": proba, "weight": weight}, inputs, by)
