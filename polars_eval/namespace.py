@@ -172,23 +172,13 @@ def _make_method(info: MetricInfo) -> Any:
 
 
 def _mixins() -> tuple[type, ...]:
-    from polars_eval._ns_binary import BinaryMethods
-    from polars_eval._ns_forecast import ForecastMethods
-    from polars_eval._ns_multiclass import MulticlassMethods
-    from polars_eval._ns_ranking import RankingMethods
-    from polars_eval._ns_regression import RegressionMethods
+    """The namespace's methods beyond single metrics: each task's (``df.eval.<task>`` ...,
+    named by its entry in the task list), the statistics' and the report's."""
+    from polars_eval._core.tasks import TASKS
     from polars_eval._ns_report import ReportMethods
     from polars_eval._ns_stats import StatsMethods
 
-    return (
-        BinaryMethods,
-        RankingMethods,
-        RegressionMethods,
-        MulticlassMethods,
-        ForecastMethods,
-        StatsMethods,
-        ReportMethods,
-    )
+    return (*(task.load("methods") for task in TASKS.values()), StatsMethods, ReportMethods)
 
 
 def install() -> type:

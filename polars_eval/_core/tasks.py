@@ -24,6 +24,7 @@ class Task:
     data_args: tuple[str, ...]
     keys: tuple[str, ...] = ()
     bootstrap: bool = True
+    methods: str = ""
     report: str = ""
     cli: str = ""
 
@@ -40,6 +41,7 @@ TASKS: dict[str, Task] = {
             "binary",
             "binary classification",
             ("label", "score"),
+            methods="polars_eval._ns_binary:BinaryMethods",
             report="polars_eval.report.tables:build_binary",
             cli="polars_eval.cli.binary:command",
         ),
@@ -47,6 +49,7 @@ TASKS: dict[str, Task] = {
             "regression",
             "regression",
             ("actual", "pred"),
+            methods="polars_eval._ns_regression:RegressionMethods",
             report="polars_eval.report.tables:build_regression",
             cli="polars_eval.cli.regression:command",
         ),
@@ -54,6 +57,7 @@ TASKS: dict[str, Task] = {
             "multiclass",
             "multiclass classification",
             ("label",),
+            methods="polars_eval._ns_multiclass:MulticlassMethods",
             report="polars_eval.report.tables:build_multiclass",
             cli="polars_eval.cli.multiclass:command",
         ),
@@ -62,6 +66,7 @@ TASKS: dict[str, Task] = {
             "forecast",
             ("actual", "forecast"),
             keys=("series", "time", "cutoff"),
+            methods="polars_eval._ns_forecast:ForecastMethods",
             report="polars_eval.report.tables:build_forecast",
             cli="polars_eval.cli.forecast:command",
         ),
@@ -71,6 +76,7 @@ TASKS: dict[str, Task] = {
             ("relevance", "score"),
             keys=("query", "item"),
             bootstrap=False,
+            methods="polars_eval._ns_ranking:RankingMethods",
             report="polars_eval.report.tables:build_ranking",
             cli="polars_eval.cli.ranking:command",
         ),
