@@ -154,15 +154,16 @@ class MetricSpec:
         """The metric as one aggregation expression (the states inline).
 
         Polars does not share a repeated aggregation within one expression, so when the
-        finalize reads a state more than once (MCC reads each confusion count three times)
-        the states are aggregated once, into one struct, and the finalize runs on it inside
+        finalize reads its states more than once more (MCC reads each confusion count three
+        times; a weighted mean's one repeat of its total is cheaper than this) the states
+        are aggregated once, into one struct, and the finalize runs on it inside
         ``list.eval``.
         """
         inline = {name: s.inline() for name, s in self.states.items()}
         if self.has_rows or len(inline) == 1:
             return self.finalize(inline)
         roots = self.finalize({name: pl.col(name) for name in inline}).meta.root_names()
-        if len(roots) == len(set(roots)):
+        if len(roots) - len(set(roots)) < 2:  # one repeat (a mean's total) costs less
             return self.finalize(inline)
         packed = pl.struct(*[e.alias(name) for name, e in inline.items()])
         e = pl.element()
