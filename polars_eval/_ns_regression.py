@@ -22,7 +22,6 @@ from polars_eval.metrics import regression as r
 
 NUMERIC_INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
 LOG_METRICS = ("msle", "rmsle")
-PERCENT_METRICS = ("mape", "rmspe", "mer")
 NO_BASELINE = ("pearson", "spearman", "kendall_tau", "r2_pearson")
 """Correlations with a constant prediction are undefined: no baseline column for them."""
 
