@@ -134,6 +134,8 @@ class Spec:
     # ap_11pt / iprec_at_recall: the recall levels (None: 0, 0.1, ..., 1); ``k`` is the
     # index of iprec_at_recall's level
     levels: tuple[float, ...] | None = None
+    # rprec_mult: the multiple of R whose precision is read (trec_eval's Rprec_mult)
+    multiple: float = 1.0
 
 
 def check_log_base(log_base: float) -> None:
@@ -271,6 +273,7 @@ ROW_SCALARS = {
     "ap_11pt": (NREL,),
     "iprec_at_recall": (NREL,),
     "bpref": (NREL, NNONREL),
+    "rprec_mult": (NREL,),
 }
 """Metrics whose formula reads query scalars on every row (and tie block)."""
 
@@ -442,6 +445,28 @@ def _rbp_residual(spec: Spec) -> Formula:
     )
 
 
+def _relative_precision(spec: Spec) -> Formula:
+    # trec_eval's relative_P.k: hits in the top k / min(k, R), the precision up to R and
+    # the recall after
+    k = spec.k
+    if k is None:
+        return _hits(k, lambda hits: hits / pl.min_horizontal(N, R))
+    return _hits(k, lambda hits: hits / pl.min_horizontal(pl.lit(float(k)), R))
+
+
+def _rprec_mult(spec: Spec) -> Formula:
+    # trec_eval's Rprec_mult.x: the precision at rank c = (long) (x R + 0.9) (0 for c = 0)
+    x = spec.multiple
+    cut = (pl.lit(x) * R + 0.9).floor()
+    name = f"iR{x!r}"
+    return Formula(
+        key=f"rpm{x!r}",
+        value=lambda hits: pl.when(cut > 0.0).then(hits / cut).otherwise(0.0),
+        inputs={"y": Y, name: (P <= cut).cast(F64)},
+        block=_t("y") * _t(name) / M,
+    )
+
+
 def _cg(spec: Spec) -> Formula:
     k = spec.k
     return Formula(
@@ -539,6 +564,8 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
     "bpref": _bpref,
     "rbp": _rbp,
     "rbp_residual": _rbp_residual,
+    "relative_precision": _relative_precision,
+    "rprec_mult": _rprec_mult,
 }
 """The formula of each metric (by name) that the engine evaluates."""
 
@@ -842,17 +869,22 @@ def _ap_11pt_sums(
         key = _levels_key(levels)
         names = [f"{prefix}ip{flavor}{key}{i}" for i in range(len(values))]
         for level, name in zip(values, names, strict=True):
-            if flavor == "trec":  # trec_eval 9.x: (long) (level * R + 0.9)
-                need = (pl.lit(level) * c(NREL) + 0.9).floor()
-                reached = c("_hq") >= need
-            elif flavor == "trec10":  # trec_eval 10: lround(level * R)
-                need = (pl.lit(level) * c(NREL)).round(0, mode="half_away_from_zero")
-                reached = c("_hq") >= need
-            else:
+            if flavor == "textbook":
                 reached = recall >= level - 1e-12
+            else:
+                reached = c("_hq") >= level_rank(level, c(NREL), flavor)
             aggs.append(precision.filter(reached).max().fill_null(0.0).alias(name))
         means.append((pl.sum_horizontal(names) / len(names)).alias(f"{prefix}ap11{flavor}{key}"))
     return flat.group_by(QI).agg(aggs).with_columns(means)
+
+
+def level_rank(level: float, n_relevant: pl.Expr, flavor: str) -> pl.Expr:
+    """trec_eval's number of relevant items that reach a recall level: 9.x (``"trec"``)
+    ``(long) (level * R + 0.9)``, 10 (``"trec10"``) ``lround(level * R)``, computed in
+    doubles as trec_eval does."""
+    if flavor == "trec":
+        return (pl.lit(level) * n_relevant + 0.9).floor()
+    return (pl.lit(level) * n_relevant).round(0, mode="half_away_from_zero")
 
 
 def _exclusive_product(flat: pl.LazyFrame, factor: pl.Expr, name: str) -> pl.LazyFrame:
