@@ -723,7 +723,7 @@ def flat_sums(
     )
     # one row per tie block: its totals are differences of consecutive cumulative sums
     new_query = (c(QI) != c(QI).shift(1)).fill_null(True)
-    on_rows = [n for n in (NREL, NNONREL) if n in flat.collect_schema()]
+    on_rows = sorted({c for spec in specs for c in ROW_SCALARS.get(spec.metric, ())})
     blocks = (
         flat.filter(c("_en"))
         .select(QI, "_p", *on_rows, *[f"_c_{n}" for n in inputs])
