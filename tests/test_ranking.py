@@ -972,3 +972,43 @@ def test_bare_expressions_rank_infinite_scores() -> None:
     for name, fn in AVERAGE_METRICS.items():
         expr = fn("rel", "s", **_cut(name, 3))
         assert df.select(expr).item() == pytest.approx(finite.select(expr).item(), abs=1e-15)
+
+
+def test_ranking_table_options_of_the_new_metrics() -> None:
+    """df.eval.ranking passes p=, log_base= and unjudged= to every metric it computes; the
+    §12 metrics come when named."""
+    df = _log(30, 13).with_columns(
+        pl.when(pl.col("item") % 5 == 0).then(None).otherwise(pl.col("rel")).alias("rel")
+    )
+    opts = {"p": 0.5, "unjudged": "nonrelevant"}
+    default = df.eval.ranking("rel", "s", query="q", k=[3])
+    assert not {"f1@3", "fallout@3", "rbp@3", "rbp_residual@3", "bpref"} & set(default.columns)
+    names = ["f1", "fallout", "bpref", "rbp", "rbp_residual", "dcg", "precision"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = df.eval.ranking(
+            "rel", "s", query="q", k=[3, None], metrics=names, log_base=10.0, per_query=True, **opts
+        )
+    exprs = [
+        pe.f1_at_k("rel", "s", k=3, **{"unjudged": "nonrelevant"}).alias("f1@3"),
+        pe.fallout_at_k("rel", "s", k=None, unjudged="nonrelevant").alias("fallout"),
+        pe.bpref("rel", "s", unjudged="nonrelevant").alias("bpref"),
+        pe.rbp("rel", "s", k=3, **opts).alias("rbp@3"),
+        pe.rbp_residual("rel", "s", k=None, **opts).alias("rbp_residual"),
+        pe.dcg("rel", "s", k=3, log_base=10.0, unjudged="nonrelevant").alias("dcg@3"),
+        pe.precision_at_k("rel", "s", k=None, unjudged="nonrelevant").alias("precision"),
+    ]
+    expected = df.group_by("q").agg(exprs).sort("q")
+    assert_frame_equal(table.sort("q").select(expected.columns), expected, abs_tol=1e-12)
+    with pytest.raises(InvalidParameterError, match="log_base"):
+        df.eval.ranking("rel", "s", query="q", log_base=0.5)
+
+
+def test_null_weight_row_is_not_an_unjudged_item() -> None:
+    """A row with a null query weight is ignored (BAD_INPUTS row 1), also with
+    unjudged="nonrelevant" (it does not become an unjudged ranked item)."""
+    df = pl.DataFrame({"q": 1, "rel": [1, 0, 1], "s": [1.0, 3.0, 2.0], "w": [1.0, 1.0, None]})
+    opts = {"query": "q", "p": 0.5, "unjudged": "nonrelevant"}
+    got = df.eval.rbp("rel", "s", weight="w", **opts)
+    assert got == df.head(2).eval.rbp("rel", "s", **opts) == 0.5 * 0.5
+    assert df.eval.rbp_residual("rel", "s", weight="w", **opts) == 0.25
