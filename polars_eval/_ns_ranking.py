@@ -141,12 +141,20 @@ def run_ranking(
             counts=counts and no_relevant is None,
             zero_counts=counts and no_relevant is not None,
             weighted=weight is not None,
+            reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
         )
     except DataValidationError as error:
         if isinstance(frame, pl.LazyFrame):
             return _deferred(error)
         raise
     return query_lf if isinstance(frame, pl.LazyFrame) else query_lf.collect()
+
+
+def _reason(metric: str) -> str:
+    """Why a value of ``metric`` can be null (the registry's word; the engine's formulas
+    that are no public metric share the rule of every ranking metric)."""
+    info = _registry.REGISTRY.get(metric)
+    return info.undefined if info is not None and info.undefined else rk.NO_RELEVANT_ITEM
 
 
 PARTITION_ROWS = 2_500_000
@@ -192,6 +200,7 @@ def _build(
     counts: bool,
     zero_counts: bool,
     weighted: bool = False,
+    reasons: Mapping[str, str] | None = None,
 ) -> pl.LazyFrame:
     lf = frame.lazy()
     schema = lf.collect_schema()
@@ -246,7 +255,7 @@ def _build(
         result = result.join(lf.select(check_aggs(checks, examples=False)), how="cross")
     if out_keys:
         result = result.sort(out_keys, nulls_last=True)
-    undefined = {name: rk.NO_RELEVANT_ITEM for name in names}
+    undefined = {name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names}
     grouped = bool(out_keys)
     # the item column only names rows for the duplicate check: a null item drops no row
     used = {arg: role for arg, role in inputs.items() if arg != "item"}
