@@ -91,6 +91,7 @@ def run_ranking(
     baseline: list[rk.Spec] | None = None,
     counts: bool = False,
     weight: IntoExpr | None = None,
+    unjudged: str = "ignore",
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
@@ -98,14 +99,15 @@ def run_ranking(
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     """
     names = [spec.out for spec in [*specs, *(baseline or [])]]
-    # a row with a null weight is ignored, as one with a null relevance (BAD_INPUTS row 1)
-    graded = (
-        relevance
-        if weight is None
-        else pl.when(to_float(weight).is_not_null()).then(to_float(relevance))
-    )
+    # a row with a null weight is ignored, as one with a null relevance and score (BAD_INPUTS
+    # row 1: neither an unjudged nor an unretrieved item)
+    graded, scored = relevance, score
+    if weight is not None:
+        weighted_row = to_float(weight).is_not_null()
+        graded = pl.when(weighted_row).then(to_float(relevance))
+        scored = pl.when(weighted_row).then(to_float(score))
     values = rk.query_metrics(
-        rk.query_state(graded, score, ties=ties),
+        rk.query_state(graded, scored, ties=ties),
         specs,
         ties=ties,
         unscored=unscored,
@@ -114,6 +116,7 @@ def run_ranking(
         baseline=baseline or (),
         as_struct=True,
         counts=True,  # the number of relevant items, for n_excluded
+        unjudged=unjudged,
     )
     first = [values.alias(METRICS)]
     if weight is not None:
@@ -138,12 +141,20 @@ def run_ranking(
             counts=counts and no_relevant is None,
             zero_counts=counts and no_relevant is not None,
             weighted=weight is not None,
+            reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
         )
     except DataValidationError as error:
         if isinstance(frame, pl.LazyFrame):
             return _deferred(error)
         raise
     return query_lf if isinstance(frame, pl.LazyFrame) else query_lf.collect()
+
+
+def _reason(metric: str) -> str:
+    """Why a value of ``metric`` can be null (the registry's word; the engine's formulas
+    that are no public metric share the rule of every ranking metric)."""
+    info = _registry.REGISTRY.get(metric)
+    return info.undefined if info is not None and info.undefined else rk.NO_RELEVANT_ITEM
 
 
 PARTITION_ROWS = 2_500_000
@@ -189,6 +200,7 @@ def _build(
     counts: bool,
     zero_counts: bool,
     weighted: bool = False,
+    reasons: Mapping[str, str] | None = None,
 ) -> pl.LazyFrame:
     lf = frame.lazy()
     schema = lf.collect_schema()
@@ -243,7 +255,7 @@ def _build(
         result = result.join(lf.select(check_aggs(checks, examples=False)), how="cross")
     if out_keys:
         result = result.sort(out_keys, nulls_last=True)
-    undefined = {name: rk.NO_RELEVANT_ITEM for name in names}
+    undefined = {name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names}
     grouped = bool(out_keys)
     # the item column only names rows for the duplicate check: a null item drops no row
     used = {arg: role for arg, role in inputs.items() if arg != "item"}
@@ -296,6 +308,8 @@ def _spec(out: str, metric: str, arguments: Mapping[str, Any]) -> rk.Spec:
         gain=arguments.get("gain", "exp2"),
         denominator=arguments.get("denominator", "all"),
         max_relevance=float(arguments.get("max_relevance", 4.0)),
+        log_base=float(arguments.get("log_base", 2.0)),
+        p=float(arguments.get("p", 0.8)),
     )
 
 
@@ -344,6 +358,7 @@ def _make_method(
             unscored=arguments.get("unscored", "ignore"),
             per_query=per_query,
             validate=validate,
+            unjudged=arguments.get("unjudged", "ignore"),
         )
         if isinstance(result, pl.LazyFrame) or by_cols or per_query:
             return result
@@ -393,6 +408,15 @@ EXPENSIVE = ("ap_11pt",)
 expectation on large tie blocks); computed when named in ``metrics=``."""
 
 
+def _in_default_table(name: str, ties: str) -> bool:
+    """Whether ``df.eval.ranking`` computes ``name`` without ``metrics=``: not the metrics
+    registered with ``default_table=False`` (SPEC §12's additions, kept out to keep the
+    default table readable), nor 11-point AP with ``ties="average"``."""
+    if _registry.get(name).extra.get("default_table", True) is False:
+        return False
+    return ties == "first" or name not in EXPENSIVE
+
+
 ALL_CUTOFFS = object()
 """A chosen metric without ``@k``: evaluated at every cutoff of ``k``."""
 
@@ -405,8 +429,7 @@ def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
     cutoff, whole = _table_metrics()
     available = [*cutoff, *whole]
     if metrics is None:
-        default = [m for m in available if ties == "first" or m not in EXPENSIVE]
-        return [(m, ALL_CUTOFFS) for m in default]
+        return [(m, ALL_CUTOFFS) for m in available if _in_default_table(m, ties)]
     stems = {_registry.get(m).extra.get("short", m): m for m in available}
     chosen: list[tuple[str, Any]] = []
     for entry in [metrics] if isinstance(metrics, str) else metrics:
@@ -443,6 +466,9 @@ def _ranking(
     no_relevant: str | None = None,
     max_relevance: float = 4.0,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
+    log_base: float = 2.0,
+    p: float = 0.8,
     metrics: Sequence[str] | None = None,
     item: IntoExpr | None = None,
     weight: IntoExpr | None = None,
@@ -460,7 +486,10 @@ def _ranking(
     tie blocks, is computed when named in ``metrics=``) and ``r_precision``; plus ``n_queries`` and ``n_excluded`` (the
     queries with no relevant item, left out of every mean; 0 with ``no_relevant="zero"``).
     By default (no ``metrics=``) the whole-list ``ndcg``, ``map`` and ``mrr`` come beside
-    their cutoffs whatever ``k`` holds.
+    their cutoffs whatever ``k`` holds. The metrics of SPEC §12 (``f1``, ``fallout``,
+    ``rbp``, ``rbp_residual`` at each cutoff, the whole-list ``bpref``) are computed when
+    named in ``metrics=`` (``p=`` is RBP's persistence; ``log_base=`` the base of DCG's
+    discount; ``unjudged=`` as in every ranking metric).
     The rows of each query are sorted once; every metric is finalized from that state.
     ``metrics=`` keeps a subset, by column stem or metric name (``["ndcg", "map", "mrr"]``),
     each at every cutoff of ``k``; an entry with a cutoff, ``"ndcg@10"``, is that metric
@@ -496,9 +525,11 @@ def _ranking(
     cutoffs: list[int | None] = list(k) if isinstance(k, (list, tuple)) else [k]  # type: ignore[list-item]
     if not cutoffs:
         raise InvalidParameterError("k must name at least one cutoff")
-    for cut in cutoffs:
-        rk.Options(cut, ties, min_relevance, no_relevant, unscored, gain)  # checks the options
+    for cut in cutoffs:  # checks the options
+        rk.Options(cut, ties, min_relevance, no_relevant, unscored, gain, unjudged)
     rk.check_number("max_relevance", max_relevance)
+    rk.check_log_base(log_base)
+    rk.check_persistence(p)
     chosen = _choose(metrics, ties)
     if metrics is None:  # whole-list NDCG, MAP and MRR beside the cutoffs (SPEC §7)
         whole = {"ndcg", "ap_at_k", "mrr"}
@@ -513,7 +544,15 @@ def _ranking(
                 continue
             for cut in cutoffs if fixed is ALL_CUTOFFS else [fixed]:
                 col = f"{short}{rk._suffix(cut)}{suffix}"
-                out[col] = rk.Spec(col, name, k=cut, gain=gain, max_relevance=float(max_relevance))
+                out[col] = rk.Spec(
+                    col,
+                    name,
+                    k=cut,
+                    gain=gain,
+                    max_relevance=float(max_relevance),
+                    log_base=float(log_base),
+                    p=float(p),
+                )
         return list(out.values())
 
     specs = specs_for(chosen, "")
@@ -540,6 +579,7 @@ def _ranking(
         strict=False,
         baseline=base,
         counts=not per_query,
+        unjudged=unjudged,
     )
 
 

@@ -80,6 +80,26 @@ def brute_one(name: str, rels: list[float], k: int | None, *, extra_rel: list[fl
         return total
     if name == "r_precision":
         return sum(y[:n_rel]) / n_rel
+    if name == "f1_at_k":
+        size = k if k is not None else len(rels)
+        return 2.0 * sum(y[:cut]) / (size + n_rel)
+    if name in ("fallout_at_k", "bpref"):
+        n_nonrel = sum(r < min_rel for r in every)
+        if name == "fallout_at_k":
+            return sum(not flag for flag in y[:cut]) / n_nonrel if n_nonrel else None
+        # trec_eval's bpref (m_bpref.c): each relevant item adds 1 - min(n, R) / min(N, R)
+        total, above = 0.0, 0
+        for flag in y:
+            if not flag:
+                above += 1
+            else:
+                total += 1.0 - min(above, n_rel) / min(n_nonrel, n_rel) if above else 1.0
+        return total / n_rel
+    if name in ("rbp", "rbp_residual"):
+        p = o.get("p", 0.8)
+        if name == "rbp":
+            return (1 - p) * sum(p**i for i, flag in enumerate(y[:cut]) if flag)
+        return p ** len(top)  # no unjudged item here: the weight beyond the list
     if name == "ap_11pt":
         hits, pts = 0, []
         for i, flag in enumerate(y):
@@ -113,8 +133,8 @@ def brute_first(name: str, rels: list[float], scores: list[float], k: int | None
 
 AVERAGE_METRICS = {info.name: info.fn for info in REGISTRY.values() if info.task == "ranking"}
 """Every registered ranking metric (each needs its brute force in ``brute_one``)."""
-WHOLE_LIST = ("ap_11pt", "r_precision")
-"""Metrics without a cutoff (11-point AP, R-precision): over the whole list."""
+WHOLE_LIST = ("ap_11pt", "r_precision", "bpref")
+"""Metrics without a cutoff (11-point AP, R-precision, bpref): over the whole list."""
 
 
 def _cut(name: str, k: int | None) -> dict:
@@ -311,6 +331,179 @@ def test_r_precision_matches_trec_eval_rprec() -> None:
     assert table.columns == ["n_queries", "n_excluded", "r_precision"]
     assert table["r_precision"].item() == pytest.approx(zero, abs=1e-15)
     assert zero == pytest.approx(np.mean([v["Rprec"] for v in expected.values()]), abs=1e-12)
+
+
+def test_dcg_log_base_matches_sklearn_with_ties() -> None:
+    from sklearn.metrics import dcg_score, ndcg_score
+
+    rng = np.random.default_rng(23)
+    for _ in range(6):
+        n = int(rng.integers(2, 15))
+        rel = rng.integers(0, 4, n).astype(float)
+        rel[0] = max(rel[0], 1.0)
+        score = np.round(rng.random(n), 1)  # ties: scikit-learn averages them too
+        for base in (2, 3.5, 10, math.e):
+            for k in (1, 4, None):
+                expected = dcg_score([rel], [score], k=k, log_base=base)
+                got = _value(
+                    pe.dcg, rel.tolist(), score.tolist(), k=k, gain="linear", log_base=base
+                )
+                assert got == pytest.approx(expected, rel=1e-12), (base, k)
+                # NDCG does not depend on the base
+                got = _value(
+                    pe.ndcg, rel.tolist(), score.tolist(), k=k, gain="linear", log_base=base
+                )
+                assert got == pytest.approx(ndcg_score([rel], [score], k=k), abs=1e-12)
+    # the default is unchanged: base 2
+    assert _value(pe.dcg, [3, 2, 3, 0], [4, 3, 2, 1], k=None, gain="linear") == pytest.approx(
+        3 + 2 / math.log2(3) + 3 / 2
+    )
+    with pytest.raises(InvalidParameterError, match="log_base"):
+        pe.dcg("r", "s", log_base=1)
+
+
+def _trec_frames(seed: int, n_queries: int = 40):
+    """A run and qrels as pytrec_eval takes them, and the long frame of both (the qrels
+    left-joined to the run, plus the judged documents never retrieved): retrieved
+    documents without a judgment have a null relevance, judged ones never retrieved a null
+    score. Distinct scores (trec_eval breaks ties by document id)."""
+    rng = np.random.default_rng(seed)
+    rows, qrels, run = [], {}, {}
+    for q in range(n_queries):
+        for d in range(int(rng.integers(1, 30))):
+            judged = rng.random() < 0.75
+            rel = int(rng.choice([0, 0, 0, 1, 2])) if judged else None
+            retrieved = rng.random() < 0.8
+            score = float(rng.random()) if retrieved else None
+            if rel is None and score is None:
+                continue
+            rows.append((f"q{q}", f"d{d}", rel, score))
+            if rel is not None:
+                qrels.setdefault(f"q{q}", {})[f"d{d}"] = rel
+            if score is not None:
+                run.setdefault(f"q{q}", {})[f"d{d}"] = score
+    df = pl.DataFrame(rows, schema=["q", "doc", "rel", "s"], orient="row")
+    both = df.filter(pl.col("q").is_in(list(qrels)) & pl.col("q").is_in(list(run)))
+    return both, qrels, run
+
+
+@pytest.mark.parametrize("unjudged", ["ignore", "nonrelevant"])
+def test_bpref_matches_trec_eval(unjudged: str) -> None:
+    """pytrec_eval's bpref per query: only judged documents count (an unjudged retrieved
+    one changes nothing, ignored or ranked); judged documents never retrieved count in R
+    and in the judged non-relevant ones."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    df, qrels, run = _trec_frames(29)
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"bpref"}).evaluate(run)
+    opts = {"unscored": "unretrieved", "unjudged": unjudged}
+    got = dict(df.group_by("q").agg(pe.bpref("rel", "s", **opts)).iter_rows())
+    compared = 0
+    for q, ref in expected.items():
+        if not any(r >= 1 for r in qrels[q].values()):
+            assert got[q] is None  # trec_eval: 0; the shared rule: null (no_relevant)
+            continue
+        assert got[q] == pytest.approx(ref["bpref"], abs=1e-12), q
+        compared += 1
+    assert compared > 20
+    mean = df.eval.bpref("rel", "s", query="q", no_relevant="zero", **opts)
+    assert mean == pytest.approx(np.mean([v["bpref"] for v in expected.values()]), abs=1e-12)
+    table = df.eval.ranking("rel", "s", query="q", metrics=["bpref"], no_relevant="zero", **opts)
+    assert table["bpref"].item() == pytest.approx(mean, abs=1e-15)
+
+
+def test_unjudged_nonrelevant_is_trec_evals_convention() -> None:
+    """With unjudged="nonrelevant" and unscored="unretrieved", the long frame of a run
+    left-joined to its qrels gives trec_eval's P, recall, ndcg_cut and map: unjudged
+    retrieved documents keep their rank and are not relevant. F1 at k (ranx's f1) is the
+    harmonic mean of pytrec_eval's P.k and recall.k."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    df, qrels, run = _trec_frames(31)
+    measures = {"P.3,10", "recall.3,10", "ndcg_cut.5", "map"}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    opts = {"unscored": "unretrieved", "unjudged": "nonrelevant", "no_relevant": "zero"}
+    per = (
+        df.group_by("q")
+        .agg(
+            pe.precision_at_k("rel", "s", k=3, **opts).alias("P_3"),
+            pe.recall_at_k("rel", "s", k=10, **opts).alias("recall_10"),
+            pe.ndcg("rel", "s", k=5, gain="linear", **opts).alias("ndcg_cut_5"),
+            pe.ap_at_k("rel", "s", k=None, **opts).alias("map"),
+            pe.f1_at_k("rel", "s", k=3, **opts).alias("f1_3"),
+            pe.f1_at_k("rel", "s", k=10, **opts).alias("f1_10"),
+        )
+        .rows_by_key("q", named=True, unique=True)
+    )
+    for q, ref in expected.items():
+        got = per[q]
+        for name in ("P_3", "recall_10", "ndcg_cut_5", "map"):
+            assert got[name] == pytest.approx(ref[name], abs=1e-12), (q, name)
+        for k in (3, 10):
+            p, r = ref[f"P_{k}"], ref[f"recall_{k}"]
+            f1 = 2 * p * r / (p + r) if p + r else 0.0
+            assert got[f"f1_{k}"] == pytest.approx(f1, abs=1e-12), (q, k)
+    # ignored (the default), the unjudged documents are not ranked: a different P@3
+    ignored = df.group_by("q").agg(pe.precision_at_k("rel", "s", k=3, unscored="unretrieved"))
+    assert not np.allclose(
+        ignored.sort("q")["precision_at_k"].to_numpy(),
+        [expected[q]["P_3"] for q in sorted(ignored["q"])],
+    )
+
+
+def test_fallout_worked_example() -> None:
+    # ranked [rel, unjudged, non-rel, rel, non-rel], one judged non-relevant never ranked:
+    # non-relevant in the top 3 = 1 (the unjudged item is not judged non-relevant), judged
+    # non-relevant = 3 with the unranked one
+    df = pl.DataFrame(
+        {"rel": [1, None, 0, 1, 0, 0], "s": [5.0, 4.0, 3.0, 2.0, 1.0, None]}, strict=False
+    )
+    opts = {"unscored": "unretrieved", "unjudged": "nonrelevant"}
+    assert df.select(pe.fallout_at_k("rel", "s", k=3, **opts)).item() == pytest.approx(1 / 3)
+    # unjudged ignored: the top 3 is [rel, non-rel, rel]
+    assert df.select(pe.fallout_at_k("rel", "s", k=3, unscored="unretrieved")).item() == 1 / 3
+    assert df.select(pe.fallout_at_k("rel", "s", k=4, unscored="unretrieved")).item() == 2 / 3
+    # ranked items only: 2 judged non-relevant, both in the top 5
+    assert df.select(pe.fallout_at_k("rel", "s", k=5)).item() == 1.0
+    # no judged non-relevant item: null (0/0); tied, the expected count
+    assert (
+        pl.DataFrame({"rel": [1, 2], "s": [1, 2]}).select(pe.fallout_at_k("rel", "s")).item()
+        is None
+    )
+    tied = pl.DataFrame({"rel": [1, 0, 0], "s": [1.0, 1.0, 1.0]})
+    assert tied.select(pe.fallout_at_k("rel", "s", k=1)).item() == pytest.approx(1 / 3)
+
+
+def test_rbp_worked_examples() -> None:
+    """Hand-worked from Moffat & Zobel's definition (ranx is not installed here)."""
+    # [rel, non-rel, rel, non-rel, rel], p = 0.8: 0.2 (1 + 0.64 + 0.4096) = 0.40992;
+    # residual beyond the 5 items: 0.8^5 = 0.32768
+    df = pl.DataFrame({"rel": [1, 0, 1, 0, 1], "s": [5.0, 4.0, 3.0, 2.0, 1.0]})
+    assert df.select(pe.rbp("rel", "s")).item() == pytest.approx(0.40992, abs=1e-15)
+    assert df.select(pe.rbp_residual("rel", "s")).item() == pytest.approx(0.32768, abs=1e-15)
+    # a cutoff: the top 3 only, 0.2 (1 + 0.64) and 0.8^3
+    assert df.select(pe.rbp("rel", "s", k=3)).item() == pytest.approx(0.328, abs=1e-15)
+    assert df.select(pe.rbp_residual("rel", "s", k=3)).item() == pytest.approx(0.512, abs=1e-15)
+    # p = 0.5 with an unjudged item at rank 2 and one at rank 4 (ranked):
+    # RBP = 0.5 (1 + 0.25) = 0.625; residual = 0.5 (0.5 + 0.125) + 0.5^5 = 0.34375
+    u = pl.DataFrame({"rel": [1, None, 1, None, 0], "s": [5.0, 4.0, 3.0, 2.0, 1.0]})
+    opts = {"p": 0.5, "unjudged": "nonrelevant"}
+    assert u.select(pe.rbp("rel", "s", **opts)).item() == 0.625
+    assert u.select(pe.rbp_residual("rel", "s", **opts)).item() == 0.34375
+    # the bounds hold: the RBP of any judgment of the unjudged items lies in between
+    for fill in itertools.product([0, 1], repeat=2):
+        judged = u.with_columns(pl.Series("rel", [1, fill[0], 1, fill[1], 0]))
+        value = judged.select(pe.rbp("rel", "s", p=0.5)).item()
+        assert 0.625 - 1e-15 <= value <= 0.625 + 0.34375 - 0.5**5 + 1e-15
+    # two items tied at the top, one relevant: the mean of p^0 and p^1
+    tied = pl.DataFrame({"rel": [0, 1], "s": [1.0, 1.0]})
+    assert tied.select(pe.rbp("rel", "s", p=0.5)).item() == pytest.approx(0.5 * 0.75)
+    # no relevant item: null, or with no_relevant="zero" 0 and the residual's own value
+    none = pl.DataFrame({"rel": [0, None], "s": [2.0, 1.0]})
+    assert none.select(pe.rbp("rel", "s")).item() is None
+    zero = {"no_relevant": "zero", "unjudged": "nonrelevant", "p": 0.5}
+    assert none.select(pe.rbp("rel", "s", **zero)).item() == 0.0
+    assert none.select(pe.rbp_residual("rel", "s", **zero)).item() == 0.5 * 0.5 + 0.25
+    with pytest.raises(InvalidParameterError, match="p must be"):
+        pe.rbp("r", "s", p=1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -626,7 +819,14 @@ def _option_sets(info, ties: str, unscored: str) -> list[dict]:
         sets = [base]
     else:
         sets = [{**base, "k": k} for k in (1, 3, None)]
-    other = {"gain": "linear", "denominator": "min_k", "max_relevance": 3.0}
+    other = {
+        "gain": "linear",
+        "denominator": "min_k",
+        "max_relevance": 3.0,
+        "log_base": 10.0,
+        "p": 0.5,
+        "unjudged": "nonrelevant",
+    }
     changed = {name: value for name, value in other.items() if name in params}
     sets.append({**sets[-1], **changed, "min_relevance": 2, "no_relevant": "zero"})
     return sets
@@ -772,3 +972,43 @@ def test_bare_expressions_rank_infinite_scores() -> None:
     for name, fn in AVERAGE_METRICS.items():
         expr = fn("rel", "s", **_cut(name, 3))
         assert df.select(expr).item() == pytest.approx(finite.select(expr).item(), abs=1e-15)
+
+
+def test_ranking_table_options_of_the_new_metrics() -> None:
+    """df.eval.ranking passes p=, log_base= and unjudged= to every metric it computes; the
+    §12 metrics come when named."""
+    df = _log(30, 13).with_columns(
+        pl.when(pl.col("item") % 5 == 0).then(None).otherwise(pl.col("rel")).alias("rel")
+    )
+    opts = {"p": 0.5, "unjudged": "nonrelevant"}
+    default = df.eval.ranking("rel", "s", query="q", k=[3])
+    assert not {"f1@3", "fallout@3", "rbp@3", "rbp_residual@3", "bpref"} & set(default.columns)
+    names = ["f1", "fallout", "bpref", "rbp", "rbp_residual", "dcg", "precision"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        table = df.eval.ranking(
+            "rel", "s", query="q", k=[3, None], metrics=names, log_base=10.0, per_query=True, **opts
+        )
+    exprs = [
+        pe.f1_at_k("rel", "s", k=3, **{"unjudged": "nonrelevant"}).alias("f1@3"),
+        pe.fallout_at_k("rel", "s", k=None, unjudged="nonrelevant").alias("fallout"),
+        pe.bpref("rel", "s", unjudged="nonrelevant").alias("bpref"),
+        pe.rbp("rel", "s", k=3, **opts).alias("rbp@3"),
+        pe.rbp_residual("rel", "s", k=None, **opts).alias("rbp_residual"),
+        pe.dcg("rel", "s", k=3, log_base=10.0, unjudged="nonrelevant").alias("dcg@3"),
+        pe.precision_at_k("rel", "s", k=None, unjudged="nonrelevant").alias("precision"),
+    ]
+    expected = df.group_by("q").agg(exprs).sort("q")
+    assert_frame_equal(table.sort("q").select(expected.columns), expected, abs_tol=1e-12)
+    with pytest.raises(InvalidParameterError, match="log_base"):
+        df.eval.ranking("rel", "s", query="q", log_base=0.5)
+
+
+def test_null_weight_row_is_not_an_unjudged_item() -> None:
+    """A row with a null query weight is ignored (BAD_INPUTS row 1), also with
+    unjudged="nonrelevant" (it does not become an unjudged ranked item)."""
+    df = pl.DataFrame({"q": 1, "rel": [1, 0, 1], "s": [1.0, 3.0, 2.0], "w": [1.0, 1.0, None]})
+    opts = {"query": "q", "p": 0.5, "unjudged": "nonrelevant"}
+    got = df.eval.rbp("rel", "s", weight="w", **opts)
+    assert got == df.head(2).eval.rbp("rel", "s", **opts) == 0.5 * 0.5
+    assert df.eval.rbp_residual("rel", "s", weight="w", **opts) == 0.25

@@ -18,10 +18,14 @@ and the qrels are evaluated and averaged; retrieved documents without a judgment
 relevant; judged relevant documents never retrieved count in the recall, AP, R-precision
 and ideal-DCG denominators; a query without relevant documents scores 0; a document
 repeated within one query of the run is an error. A document is relevant when its
-relevance is >= 1 (trec_eval's default ``-l 1``); the gain of ``ndcg`` is the relevance
-itself (linear). Negative relevance grades count as 0: trec_eval reads them as documents
-of the judged pool left unjudged (its ``RELVALUE_UNJUDGED``), which every measure offered
-here scores as not relevant. Where trec_eval's versions differ (how ``iprec_at_recall``
+relevance is >= 1 (trec_eval's default ``-l 1``, ``min_relevance=``); the gain of
+``ndcg`` is the relevance itself (linear) unless a gain map says otherwise. A document of
+the qrels with a negative relevance is pooled but unjudged (trec_eval's
+``RELVALUE_UNJUDGED``): not relevant, like a document absent from the qrels, and neither
+counts as judged non-relevant (``bpref``, ``num_nonrel_judged_ret``); ``infAP`` tells the
+two apart (unjudged documents of the pool count in its estimate, the others are
+skipped). In the ranking engine both are rows with a null relevance, ranked
+(``unjudged="nonrelevant"``). Where trec_eval's versions differ (how ``iprec_at_recall``
 and ``11pt_avg`` turn a recall level into a number of relevant documents), trec_eval 10's
 rule applies by default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
 """
@@ -31,13 +35,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from polars_eval._exprs import F64
+from polars_eval._params import check_positive_int
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.io import _trec_measures as tm
 from polars_eval.metrics.ranking import engine as rk
 
 __all__ = ["read_trec_qrels", "read_trec_run", "trec_eval"]
@@ -52,24 +60,59 @@ CUTOFF_MEASURES = {
     "ndcg_cut": DEFAULT_CUTOFFS,
     "map_cut": DEFAULT_CUTOFFS,
     "success": (1, 5, 10),
+    "relative_P": DEFAULT_CUTOFFS,
 }
+"""Measures with integer cutoffs (trec_eval's long cutoffs), and their defaults."""
+RECALL_LEVELS = tuple(i / 10.0 for i in range(11))
+LEVEL_MEASURES = {
+    "iprec_at_recall": RECALL_LEVELS,
+    "Rprec_mult": tuple(i / 10.0 for i in range(2, 21, 2)),
+}
+"""Measures with real cutoffs, one column each (``iprec_at_recall_0.25``), and defaults."""
+PARAM_MEASURES = {
+    "11pt_avg": RECALL_LEVELS,
+    "utility": (1.0, -1.0, 0.0, 0.0),
+    "set_F": (1.0,),
+    "relstring": (10.0,),
+}
+"""Measures with real parameters (one column), and their defaults."""
+GAIN_MEASURES = ("ndcg", "dcg", "ideal_dcg", "ndcg_rel", "Rndcg", "G", "rbp")
+"""Measures taking a gain map, ``level=gain`` pairs (``ndcg.1=0,2=3``; rbp also ``p=``)."""
 PLAIN_MEASURES = (
-    "map",
-    "ndcg",
-    "recip_rank",
-    "Rprec",
+    "runid",
     "num_q",
     "num_ret",
     "num_rel",
     "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "infAP",
+    "gm_bpref",
+    "binG",
     "set_P",
     "set_recall",
-    "set_F",
-    "11pt_avg",
-    "iprec_at_recall",
-    "gm_map",
+    "set_relative_P",
+    "set_map",
+    "num_nonrel_judged_ret",
+    "yaap",
+    "rbp_resid",
 )
-COUNT_MEASURES = ("num_ret", "num_rel", "num_rel_ret")
+"""Measures without parameters."""
+MEASURE_NAMES = (
+    *PLAIN_MEASURES,
+    *CUTOFF_MEASURES,
+    *LEVEL_MEASURES,
+    *PARAM_MEASURES,
+    *GAIN_MEASURES,
+)
+"""Every trec_eval 10 measure :func:`trec_eval` offers."""
+COUNT_MEASURES = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
+"""Summed over queries in the summary (trec_eval's ``all`` line), not averaged."""
+GEOMETRIC_MEASURES = ("gm_map", "gm_bpref")
+"""Per query log(max(value, 1e-5)); the summary is the geometric mean."""
 DEFAULT_MEASURES = (
     "num_q",
     "num_ret",
@@ -228,37 +271,167 @@ def read_trec_qrels(path: PathLike) -> pl.LazyFrame:
 # ---------------------------------------------------------------------------------------
 
 
-def parse_measures(measures: Iterable[str]) -> list[tuple[str, int | None, str]]:
-    """trec_eval measure names -> (measure, cutoff, output column) in order, no duplicates.
+@dataclass(frozen=True)
+class Measure:
+    """One output column of :func:`trec_eval`: a trec_eval measure with its parameters."""
 
-    Accepts ``"map"``, ``"P.5"``, ``"P.5,10"``, ``"P_5"`` and ``"P"`` (trec_eval's default
-    cutoffs). Output columns use trec_eval's printed names (``P_5``, ``ndcg_cut_10``).
+    name: str
+    column: str  # as trec_eval prints it
+    cut: int | None = None  # an integer cutoff; iprec_at_recall: the index of its level
+    params: tuple[float, ...] | None = None  # real cutoffs or parameters (None: defaults)
+    pairs: tuple[tuple[int, float], ...] = ()  # a gain map
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _numbers(raw: str, text: str) -> list[float]:
+    values = text.split(",")
+    if not all(_NUMBER.fullmatch(v.strip()) for v in values):
+        raise InvalidParameterError(
+            f"trec_eval measure {raw!r}: parameters must be comma-separated numbers; got {text!r}"
+        )
+    return [float(v) for v in values]
+
+
+def _cutoffs(raw: str, text: str) -> list[int]:
+    """Integer cutoffs as trec_eval reads them (atol: ``2.5`` is 2), each positive."""
+    cuts = [int(v) for v in _numbers(raw, text)]
+    if min(cuts) <= 0:
+        raise InvalidParameterError(f"trec_eval cutoffs must be positive; got {raw!r}")
+    return cuts
+
+
+def _pairs(raw: str, name: str, text: str) -> tuple[tuple[int, float], tuple[float, ...]]:
+    """A gain map ``level=gain,...`` (rbp: also ``p=persistence``) -> (pairs, (p,))."""
+    pairs: dict[int, float] = {}
+    persistence: tuple[float, ...] = ()
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not _NUMBER.fullmatch(value.strip()):
+            raise InvalidParameterError(
+                f"trec_eval measure {raw!r}: a gain map is level=gain pairs "
+                f"('{name}.1=0,2=3'); got {item!r}"
+            )
+        if name == "rbp" and key == "p":
+            persistence = (float(value),)
+            rk.check_persistence(persistence[0])
+            continue
+        if not key.isdigit() or int(key) in pairs:
+            raise InvalidParameterError(
+                f"trec_eval measure {raw!r}: each level of a gain map is a distinct "
+                f"non-negative integer; got {key!r}"
+            )
+        pairs[int(key)] = float(value)
+    return tuple(pairs.items()), persistence
+
+
+UNSUPPORTED = {
+    **{
+        name: "it reads preference judgments (trec_eval -R prefs / qrels_prefs)"
+        for name in (
+            "prefs_num_prefs_poss",
+            "prefs_num_prefs_ful",
+            "prefs_num_prefs_ful_ret",
+            "prefs_simp",
+            "prefs_pair",
+            "prefs_avgjg",
+            "prefs_avgjg_Rnonrel",
+            "prefs_simp_ret",
+            "prefs_pair_ret",
+            "prefs_avgjg_ret",
+            "prefs_avgjg_Rnonrel_ret",
+            "prefs_simp_imp",
+            "prefs_pair_imp",
+            "prefs_avgjg_imp",
+        )
+    },
+    **{
+        name: "it reads judgment groups (trec_eval -R qrels_jg)"
+        for name in ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+    },
+}
+"""trec_eval 10 measures not offered, and why: they need another qrels format."""
+
+
+def _split(raw: str) -> tuple[str, str | None]:
+    """A measure text -> (measure name, parameter text or None): ``P.5`` and ``P_5`` are P
+    with 5; the longest measure name that the text starts with wins (``ndcg_cut_10``)."""
+    if raw in MEASURE_NAMES:
+        return raw, None
+    base = raw.split(".")[0]
+    if base in UNSUPPORTED:
+        raise InvalidParameterError(
+            f"trec_eval measure {base!r} is not supported: {UNSUPPORTED[base]}"
+        )
+    for name in sorted(MEASURE_NAMES, key=len, reverse=True):
+        if raw.startswith(name) and raw[len(name) : len(name) + 1] in (".", "_"):
+            rest = raw[len(name) + 1 :]
+            numeric = rest[:1] in tuple("0123456789.+-")
+            if rest and (raw[len(name)] == "." or numeric or name in GAIN_MEASURES):
+                return name, rest
+    known = ", ".join(MEASURE_NAMES)
+    raise InvalidParameterError(
+        f"unknown or unsupported trec_eval measure {raw!r}; supported: {known}"
+    )
+
+
+def parse_measures(measures: Iterable[str]) -> list[Measure]:
+    """trec_eval measure names -> :class:`Measure` in order, no repeated column.
+
+    Accepts every parameter form of trec_eval 10: ``P.5``, ``P.5,10``, ``P_5`` and ``P``
+    (the default cutoffs; non-integer cutoffs are truncated, as trec_eval's ``atol``),
+    ``iprec_at_recall.0.25,0.5`` and ``Rprec_mult.0.5`` (real cutoffs, one column each,
+    ``iprec_at_recall_0.25``), ``11pt_avg.0.2,0.5,0.8``, ``utility.1,-2,0,0``,
+    ``set_F.0.5``, ``relstring.20`` (parameters of one column, named with them:
+    ``utility_1,-2,0,0``), and gain maps ``ndcg.1=0,2=3`` (``G``, ``ndcg_rel``, ``Rndcg``,
+    ``dcg``, ``ideal_dcg``, ``rbp`` also ``p=0.95``). Columns use trec_eval's printed names.
     """
     if isinstance(measures, str):
         measures = [measures]
-    out: dict[str, tuple[str, int | None, str]] = {}
+    out: dict[str, Measure] = {}
+
+    def add(measure: Measure) -> None:
+        out.setdefault(measure.column, measure)
+
     for raw in measures:
         text = str(raw).strip()
-        match = re.fullmatch(r"(11pt_avg|[A-Za-z_]+?)(?:[._]([0-9][0-9,]*))?", text)
-        if match is None:
-            raise InvalidParameterError(f"unknown trec_eval measure {raw!r}")
-        name, cuts = match.group(1), match.group(2)
+        name, rest = _split(text)
         if name in CUTOFF_MEASURES:
-            values = [int(c) for c in cuts.split(",") if c] if cuts else list(CUTOFF_MEASURES[name])
-            for cut in values:
-                if cut <= 0:
-                    raise InvalidParameterError(f"trec_eval cutoffs must be positive; got {raw!r}")
-                out.setdefault(f"{name}_{cut}", (name, cut, f"{name}_{cut}"))
-        elif name == "iprec_at_recall" and cuts is None:
-            for level in range(11):
-                col = f"iprec_at_recall_{level / 10:.2f}"
-                out.setdefault(col, (name, level, col))
-        elif name in PLAIN_MEASURES and cuts is None:
-            out.setdefault(name, (name, None, name))
+            cuts = _cutoffs(text, rest) if rest else list(CUTOFF_MEASURES[name])
+            for cut in cuts:
+                add(Measure(name, f"{name}_{cut}", cut=cut))
+        elif name in LEVEL_MEASURES:
+            values = _numbers(text, rest) if rest else list(LEVEL_MEASURES[name])
+            columns = [f"{name}_{v:.2f}" for v in values]
+            if len(set(columns)) < len(columns):
+                raise InvalidParameterError(
+                    f"trec_eval measure {text!r}: two levels print as the same column"
+                )
+            levels = None if rest is None and name == "iprec_at_recall" else tuple(values)
+            for i, (value, column) in enumerate(zip(values, columns, strict=True)):
+                if name == "iprec_at_recall":
+                    add(Measure(name, column, cut=i, params=levels))
+                else:
+                    add(Measure(name, column, params=(value,)))
+        elif name in PARAM_MEASURES:
+            params = None if rest is None else tuple(_numbers(text, rest))
+            expected = {"utility": 4, "set_F": 1, "relstring": 1}.get(name)
+            if params is not None and expected is not None and len(params) != expected:
+                raise InvalidParameterError(
+                    f"trec_eval measure {text!r} takes {expected} parameter(s); got {len(params)}"
+                )
+            add(Measure(name, name if rest is None else f"{name}_{rest}", params=params))
+        elif name in GAIN_MEASURES:
+            pairs, persistence = _pairs(text, name, rest) if rest else ((), ())
+            column = name if rest is None else f"{name}_{rest}"
+            add(Measure(name, column, params=persistence or None, pairs=pairs))
+        elif rest is None:
+            add(Measure(name, name))
         else:
-            known = ", ".join([*PLAIN_MEASURES, *CUTOFF_MEASURES])
             raise InvalidParameterError(
-                f"unknown or unsupported trec_eval measure {raw!r}; supported: {known}"
+                f"trec_eval measure {name!r} takes no parameters; got {text!r}"
             )
     return list(out.values())
 
@@ -288,13 +461,18 @@ SPEC_OF = {
     "P": ("precision_at_k", True),
     "recall": ("recall_at_k", True),
     "success": ("hit_rate_at_k", True),
+    "relative_P": ("relative_precision", True),
     "recip_rank": ("reciprocal_rank", False),
     "Rprec": ("r_precision", False),
+    "Rprec_mult": ("rprec_mult", False),
     "11pt_avg": ("ap_11pt", False),
     "iprec_at_recall": ("iprec_at_recall", True),
     "gm_map": ("ap_at_k", False),
+    "bpref": ("bpref", False),
+    "gm_bpref": ("bpref", False),
 }
-"""trec_eval measure -> (ranking metric, whether the cutoff applies)."""
+"""trec_eval measure -> (ranking metric, whether the cutoff applies): the measures of the
+ranking engine (``ndcg`` without a gain map)."""
 
 
 CONVENTIONS = {"10": "trec10", "9": "trec"}
@@ -302,14 +480,23 @@ CONVENTIONS = {"10": "trec10", "9": "trec"}
 10: lround(level · R); 9.x (and pytrec_eval): (long) (level · R + 0.9)."""
 
 
-def _specs(measures: list[tuple[str, int | None, str]], flavor: str) -> list[rk.Spec]:
+def _in_engine(m: Measure) -> bool:
+    return m.name in SPEC_OF and not (m.name == "ndcg" and m.pairs)
+
+
+def _specs(measures: list[Measure], flavor: str) -> list[rk.Spec]:
     specs = []
-    for name, cut, col in measures:
-        if name in SPEC_OF:
-            metric, with_cut = SPEC_OF[name]
-            specs.append(
-                rk.Spec(col, metric, k=cut if with_cut else None, gain="linear", flavor=flavor)
-            )
+    for m in measures:
+        if not _in_engine(m):
+            continue
+        metric, with_cut = SPEC_OF[m.name]
+        extra: dict[str, Any] = {}
+        if m.name in ("11pt_avg", "iprec_at_recall") and m.params is not None:
+            extra["levels"] = m.params
+        if m.name == "Rprec_mult":
+            extra["multiple"] = m.params[0] if m.params else 1.0
+        cut = m.cut if with_cut else None
+        specs.append(rk.Spec(m.column, metric, k=cut, gain="linear", flavor=flavor, **extra))
     return specs
 
 
@@ -323,26 +510,67 @@ def _convention(convention: Any) -> str:
     return CONVENTIONS[key]
 
 
-def _set_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
-    ret, rel, rel_ret = (pl.col(c).cast(F64) for c in COUNT_MEASURES)
+def _count_measures(measures: list[Measure]) -> list[pl.Expr]:
+    """The measures of the per-query counts (trec_eval's set measures, utility)."""
+    ret, rel, rel_ret, nonrel_ret = (pl.col(c).cast(F64) for c in COUNT_MEASURES)
     set_p = pl.when(ret > 0).then(rel_ret / ret).otherwise(0.0)
     set_r = pl.when(rel > 0).then(rel_ret / rel).otherwise(0.0)
-    set_f = pl.when(set_p + set_r > 0).then(2.0 * set_p * set_r / (set_p + set_r)).otherwise(0.0)
-    formulas = {"set_P": set_p, "set_recall": set_r, "set_F": set_f}
-    return [formulas[name].alias(col) for name, _, col in measures if name in formulas]
+    out = []
+    for m in measures:
+        if m.name == "set_P":
+            value = set_p
+        elif m.name == "set_recall":
+            value = set_r
+        elif m.name == "set_F":  # (x + 1) P R / (x P + R), x = 1 by default
+            x = m.params[0] if m.params else 1.0
+            value = pl.when(set_p + set_r > 0).then((x + 1.0) * set_p * set_r / (x * set_p + set_r))
+            value = value.otherwise(0.0)
+        elif m.name == "set_map":  # rel_ret^2 / (ret rel)
+            value = pl.when((ret > 0) & (rel > 0)).then(rel_ret * rel_ret / (ret * rel))
+            value = value.otherwise(0.0)
+        elif m.name == "set_relative_P":  # rel_ret / min(ret, rel)
+            value = pl.when((ret > 0) & (rel > 0)).then(rel_ret / pl.min_horizontal(ret, rel))
+            value = value.otherwise(0.0)
+        elif m.name == "utility":  # p1 a + p2 b + p3 c + p4 d, no collection size (-N 0)
+            p1, p2, p3, p4 = m.params or PARAM_MEASURES["utility"]
+            value = p1 * rel_ret + p2 * (ret - rel_ret) + p3 * (rel - rel_ret)
+            value = value + p4 * (rel_ret - ret - rel)
+        else:
+            continue
+        out.append(value.cast(F64).alias(m.column))
+    return out
 
 
 MIN_GEO_MEAN = 1e-5
-"""trec_eval's floor under a per-query AP before its logarithm (gm_map)."""
+"""trec_eval's floor under a per-query value before its logarithm (gm_map, gm_bpref)."""
 
 
-def _log_measures(measures: list[tuple[str, int | None, str]]) -> list[pl.Expr]:
-    """gm_map per query: log(max(AP, 1e-5)), as trec_eval prints it (Robertson 2006)."""
+def _log_measures(measures: list[Measure]) -> list[pl.Expr]:
+    """gm_map, gm_bpref per query: log(max(value, 1e-5)), as trec_eval prints them
+    (Robertson 2006)."""
     return [
-        pl.col(col).clip(lower_bound=MIN_GEO_MEAN).log().alias(col)
-        for name, _, col in measures
-        if name == "gm_map"
+        pl.col(m.column).clip(lower_bound=MIN_GEO_MEAN).log().alias(m.column)
+        for m in measures
+        if m.name in GEOMETRIC_MEASURES
     ]
+
+
+def _empty_rankings(measures: list[Measure], flavor: str) -> list[pl.Expr]:
+    """trec_eval's values for a query with no document retrieved (``-J``, ``-c``): the
+    interpolated precision at a level reached by 0 relevant documents is 0/0 (NaN, and so
+    11pt_avg); ``utility`` of a query absent from the run (``-c``) is 0."""
+    empty = pl.col("num_ret") == 0
+    out = []
+    for m in measures:
+        if m.name in ("iprec_at_recall", "11pt_avg"):
+            levels = m.params or RECALL_LEVELS
+            mine = [levels[m.cut or 0]] if m.name == "iprec_at_recall" else list(levels)
+            zero = pl.any_horizontal(rk.level_rank(x, pl.col(rk.NREL), flavor) == 0 for x in mine)
+            nan = pl.lit(float("nan"), F64)
+            out.append(pl.when(empty & zero).then(nan).otherwise(m.column).alias(m.column))
+        elif m.name == "utility":
+            out.append(pl.when(pl.col(MISSING)).then(0.0).otherwise(m.column).alias(m.column))
+    return out
 
 
 def _raise_duplicate(joined: pl.LazyFrame, queries: pl.Series) -> None:
@@ -362,6 +590,46 @@ def _raise_duplicate(joined: pl.LazyFrame, queries: pl.Series) -> None:
     )
 
 
+MISSING = "__pe_missing"
+"""Per query: absent from the run (``complete_queries``)."""
+GAINED = "__pe_gained"
+"""Per query: the judged documents of positive gain (relevance >= 1)."""
+CODES = "__pe_codes"
+LEVELS = "__pe_levels"
+
+
+def _numpy_measures(grouped: pl.DataFrame, measures: list[Measure], level: int) -> pl.DataFrame:
+    """The measures computed per query in numpy (:mod:`._trec_measures`)."""
+    requests = [
+        tm.Request(m.column, m.name, m.pairs, m.params or ())
+        for m in measures
+        if m.name in tm.MEASURES and not _in_engine(m)
+    ]
+    if not requests:
+        return pl.DataFrame()
+    codes = [np.asarray(c if c is not None else [], dtype=np.int64) for c in grouped[CODES]]
+    levels = [
+        np.bincount(np.asarray(v if v is not None else [], dtype=np.int64), minlength=level + 1)
+        for v in grouped[LEVELS]
+    ]
+    values = tm.evaluate(codes, levels, requests, level)
+    return pl.DataFrame(
+        {r.column: values[r.column] for r in requests},
+        schema={r.column: pl.String if r.measure == "relstring" else F64 for r in requests},
+    )
+
+
+def _check_options(
+    max_docs: Any, min_relevance: Any, complete_queries: Any, judged_only: Any
+) -> None:
+    if max_docs is not None:
+        check_positive_int("max_docs", max_docs)
+    check_positive_int("min_relevance", min_relevance)
+    for name, value in (("complete_queries", complete_queries), ("judged_only", judged_only)):
+        if not isinstance(value, bool):
+            raise InvalidParameterError(f"{name} must be True or False; got {value!r}")
+
+
 def trec_eval(
     run: Any,
     qrels: Any,
@@ -369,18 +637,37 @@ def trec_eval(
     *,
     per_query: bool = False,
     convention: str = "10",
+    max_docs: int | None = None,
+    min_relevance: int = 1,
+    complete_queries: bool = False,
+    judged_only: bool = False,
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
     ``run`` and ``qrels`` are paths (read with :func:`read_trec_run` /
-    :func:`read_trec_qrels`) or frames with columns query, doc, score and query, doc,
-    relevance. ``metrics`` are trec_eval measure names: ``map``, ``map_cut.k``, ``ndcg``,
-    ``ndcg_cut.k``, ``P.k``, ``recall.k``, ``success.k``, ``recip_rank``, ``Rprec``,
-    ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``set_P``, ``set_recall``,
-    ``set_F``, ``11pt_avg``, ``iprec_at_recall`` (11 columns, ``iprec_at_recall_0.00`` ..
-    ``iprec_at_recall_1.00``), ``gm_map`` (per query log(max(AP, 1e-5)), the summary its
-    geometric mean, as trec_eval) (``P.5,10`` gives two; ``P`` alone trec_eval's default
-    cutoffs).
+    :func:`read_trec_qrels`) or frames with columns query, doc, score (and optionally
+    run, the run tag, for ``runid``) and query, doc, relevance. ``metrics`` are trec_eval
+    10 measure names with their parameter forms (:func:`parse_measures`):
+
+    * ranked: ``map``, ``map_cut.k``, ``ndcg``, ``ndcg_cut.k``, ``P.k``, ``recall.k``,
+      ``success.k``, ``relative_P.k``, ``recip_rank``, ``Rprec``, ``Rprec_mult.x``
+      (precision at rank (long) (x·R + 0.9)), ``11pt_avg`` (its recall levels as
+      parameters), ``iprec_at_recall`` (11 columns ``iprec_at_recall_0.00`` ..
+      ``iprec_at_recall_1.00``, or the levels given), ``bpref``, ``infAP`` (documents with
+      a negative relevance in the qrels are pooled-but-unjudged), ``binG``, ``G``,
+      ``ndcg_rel``, ``Rndcg``, ``dcg``, ``ideal_dcg`` (a gain map ``ndcg.1=0,2=3``: gains
+      of the relevance levels, the others keep their level as gain), ``yaap``, ``rbp``
+      (``rbp.p=0.95``; gains scaled to [0, 1]), ``rbp_resid`` (p = 0.9);
+    * sets: ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``,
+      ``set_P``, ``set_recall``, ``set_F`` (``set_F.x``: (x + 1) P R / (x P + R)),
+      ``set_map``, ``set_relative_P``, ``utility`` (``utility.a,b,c,d``; the collection
+      size of trec_eval's ``-N`` is 0);
+    * geometric means: ``gm_map``, ``gm_bpref`` (per query log(max(value, 1e-5)), the
+      summary their geometric mean, as trec_eval);
+    * informational: ``num_q``, ``runid`` (the run tag), ``relstring`` (per query: the
+      relevance of the top 10 documents, one character each).
+
+    ``P.5,10`` gives two columns; ``P`` alone trec_eval's default cutoffs.
 
     ``convention`` is the trec_eval version whose rules apply where versions differ:
     ``"10"`` (default) or ``"9"`` (trec_eval 9.x, which pytrec_eval follows). They differ
@@ -391,10 +678,24 @@ def trec_eval(
     (floor(3.3)); with R = 3 at p = 0.1 (0.3): 10 rounds to 0 relevant documents (the best
     precision at any rank), 9.x to 1.
 
-    Returns one row (the mean over the queries present in both inputs; ``num_ret``,
-    ``num_rel``, ``num_rel_ret`` are summed, as trec_eval's ``all`` line), or with
-    ``per_query=True`` one row per query, sorted by query. Columns are named as trec_eval
-    prints them (``P_5``, ``ndcg_cut_10``). Conventions: see the module docstring.
+    trec_eval's flags that change results: ``max_docs`` (``-M``: only the top documents
+    of each query, in trec_eval's order), ``min_relevance`` (``-l``: the relevance level
+    of a relevant document, a positive integer), ``complete_queries`` (``-c``: every query
+    of the qrels is evaluated, those absent from the run with an empty ranking, so they
+    score 0 and count in the means and sums), ``judged_only`` (``-J``: the documents
+    without a judgment are dropped from the ranking before it is evaluated).
+
+    Returns one row (the mean over the queries evaluated; the ``num_*`` counts summed, as
+    trec_eval's ``all`` line; ``relstring`` left out), or with ``per_query=True`` one row
+    per query, sorted by query. Columns are named as trec_eval prints them (``P_5``,
+    ``ndcg_cut_10``, ``Rprec_mult_0.50``, ``ndcg_1=0,2=3``). Conventions: see the module
+    docstring.
+
+    Where trec_eval's own code misbehaves we do not follow it: gain maps whose gains
+    differ by less than 1 (trec_eval's sort of the gains truncates their difference to an
+    integer, which can misorder them in the ideal ranking); ``rbp``'s scaling of the gains
+    (trec_eval reads uninitialised minimum and maximum, and takes ``p=`` as a gain of
+    level 0 too).
 
     References
     ----------
@@ -406,77 +707,138 @@ def trec_eval(
     >>> import polars_eval as pe
     >>> run = pl.DataFrame({"query": ["1", "1", "1"], "doc": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
     >>> qrels = pl.DataFrame({"query": ["1", "1", "1"], "doc": ["b", "c", "z"], "relevance": [1, 0, 1]})
-    >>> pe.trec_eval(run, qrels, ["map", "P.2", "recip_rank"])
-    shape: (1, 4)
-    ┌───────┬──────┬─────┬────────────┐
-    │ num_q ┆ map  ┆ P_2 ┆ recip_rank │
-    │ ---   ┆ ---  ┆ --- ┆ ---        │
-    │ i64   ┆ f64  ┆ f64 ┆ f64        │
-    ╞═══════╪══════╪═════╪════════════╡
-    │ 1     ┆ 0.25 ┆ 0.5 ┆ 0.5        │
-    └───────┴──────┴─────┴────────────┘
+    >>> pe.trec_eval(run, qrels, ["map", "P.2", "recip_rank", "bpref"])
+    shape: (1, 5)
+    ┌───────┬──────┬─────┬────────────┬───────┐
+    │ num_q ┆ map  ┆ P_2 ┆ recip_rank ┆ bpref │
+    │ ---   ┆ ---  ┆ --- ┆ ---        ┆ ---   │
+    │ i64   ┆ f64  ┆ f64 ┆ f64        ┆ f64   │
+    ╞═══════╪══════╪═════╪════════════╪═══════╡
+    │ 1     ┆ 0.25 ┆ 0.5 ┆ 0.5        ┆ 0.5   │
+    └───────┴──────┴─────┴────────────┴───────┘
     """
     measures = parse_measures(metrics)
     if not measures:
         raise InvalidParameterError("metrics must name at least one trec_eval measure")
     flavor = _convention(convention)
-    run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run").select(
+    _check_options(max_docs, min_relevance, complete_queries, judged_only)
+    level = int(min_relevance)
+    run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run")
+    tagged = "run" in run_lf.collect_schema()
+    run_lf = run_lf.select(
         pl.col("query").cast(pl.String),
         pl.col("doc").cast(pl.String),
         pl.col("score").cast(F64),
+        *([pl.col("run").cast(pl.String)] if tagged else []),
     )
     qrels_lf = _as_lazy(qrels, read_trec_qrels, ("query", "doc", "relevance"), "qrels").select(
         pl.col("query").cast(pl.String),
         pl.col("doc").cast(pl.String),
-        pl.col("relevance").cast(F64).clip(lower_bound=0.0),
+        pl.col("relevance").cast(F64),
     )
     specs = _specs(measures, flavor)
-    # Retrieved documents get their judgment from a left join (unjudged = not relevant);
-    # what the unretrieved judged documents add (the relevant count, the ideal DCG) comes
-    # from the qrels grouped alone. The inner join of the two per-query frames keeps the
-    # queries present in both inputs, as trec_eval.
+    names = {m.name for m in measures}
+    codes_needed = any(m.name in tm.MEASURES and not _in_engine(m) for m in measures)
+    # Retrieved documents get their judgment from a left join; what the unretrieved judged
+    # documents add (the relevant count, the judged non-relevant count, the ideal DCG)
+    # comes from the qrels grouped alone. The inner join of the two per-query frames keeps
+    # the queries present in both inputs, as trec_eval (-c: every query of the qrels).
     qrels_lf = qrels_lf.collect().lazy()  # read once, used twice
     joined = run_lf.join(qrels_lf, on=["query", "doc"], how="left")
-    relevance = pl.col("relevance").fill_null(0.0)
-    run_side = joined.group_by("query").agg(
-        rk.query_state(relevance, "score", ties="first", tiebreak="doc"),
+    rel = pl.col("relevance")
+    # trec_eval's relevance code: the level of a judged document, -1 outside the qrels,
+    # -2 in the qrels with a negative relevance (pooled but unjudged)
+    code = pl.when(rel.is_null()).then(tm.NONPOOL).when(rel < 0).then(tm.UNJUDGED)
+    code = code.otherwise(rel).cast(pl.Int64)
+    if judged_only:
+        joined = joined.filter(rel >= 0)
+    if max_docs is not None:
+        order = pl.int_range(pl.len()).over("query")
+        joined = joined.sort(["query", "score", "doc"], descending=[False, True, True])
+        joined = joined.filter(order < max_docs)
+    judged = pl.when(rel >= 0).then(rel)  # unjudged documents: null, ranked as not relevant
+    aggs = [
+        rk.query_state(judged, "score", ties="first", tiebreak="doc"),
         pl.col("score").is_not_null().sum().cast(F64).alias(rk.NRET),
-        (pl.col("score").is_nan().any() | relevance.is_nan().any()).alias(rk.HASNAN),
+        (pl.col("score").is_nan().any() | rel.is_nan().any()).alias(rk.HASNAN),
         pl.len().cast(pl.Int64).alias("num_ret"),
-        (relevance >= 1.0).sum().cast(pl.Int64).alias("num_rel_ret"),
+        (rel >= level).sum().cast(pl.Int64).alias("num_rel_ret"),
+        ((rel >= 0) & (rel < level)).sum().cast(pl.Int64).alias("num_nonrel_judged_ret"),
         (pl.col("doc").n_unique() < pl.len()).alias("__pe_dup"),
-    )
-    judged = pl.col("relevance")
+    ]
+    if codes_needed:
+        trec_order = [pl.col("score"), pl.col("doc")]
+        aggs.append(code.sort_by(trec_order, descending=True).implode().alias(CODES))
+    if "runid" in names:
+        aggs.append((pl.col("run").first() if tagged else pl.lit(None, pl.String)).alias("runid"))
+    run_side = joined.group_by("query").agg(aggs)
+    if judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
+        run_side = run_lf.select("query").unique().join(run_side, on="query", how="left")
     qrels_side = qrels_lf.group_by("query").agg(
-        (judged >= 1.0).sum().cast(F64).alias(rk.NREL),
-        (judged >= 1.0).sum().cast(pl.Int64).alias("num_rel"),
-        *rk.ideal_aggs(judged, specs),
+        (rel >= level).sum().cast(F64).alias(rk.NREL),
+        (rel >= 1).sum().cast(F64).alias(GAINED),
+        (rel >= level).sum().cast(pl.Int64).alias("num_rel"),
+        ((rel >= 0) & (rel < level)).sum().cast(F64).alias(rk.NNONREL),
+        *rk.ideal_aggs(rel.clip(lower_bound=0.0), specs),
+        *([rel.filter(rel >= 0).cast(pl.Int64).alias(LEVELS)] if codes_needed else []),
     )
     # collected here: the readers' parsing (a Python batch function) runs once
-    grouped = run_side.join(qrels_side, on="query", how="inner").sort("query").collect()
-    # the relevant items and the ideal DCG come from the qrels (__pe_R, __pe_ideal)
-    values = rk.evaluate(
-        grouped, specs, ties="first", unscored="ignore", min_relevance=1.0, no_relevant="zero"
+    if complete_queries:  # the queries of the qrels, those absent from the run empty
+        grouped = qrels_side.join(run_side, on="query", how="left")
+    else:
+        grouped = run_side.join(qrels_side, on="query", how="inner")
+    grouped = grouped.with_columns(  # a query with an empty ranking (-c, -J)
+        pl.col("num_ret").is_null().alias(MISSING),
+        pl.col(rk.NRET).fill_null(0.0),
+        pl.col(rk.HASNAN, "__pe_dup").fill_null(False),
+        pl.col("num_ret", "num_rel_ret", "num_nonrel_judged_ret").fill_null(0),
     )
+    grouped = grouped.sort("query").collect()
+    # the relevant items, the judged non-relevant ones and the ideal DCG come from the qrels
+    options: dict[str, Any] = {
+        "ties": "first",
+        "unscored": "ignore",
+        "min_relevance": float(level),
+        "no_relevant": "zero",
+        "unjudged": "nonrelevant",
+    }
+    gained = [spec for spec in specs if spec.metric == "ndcg"]
+    if level == 1 or not gained:
+        values = rk.evaluate(grouped, specs, **options)
+    else:  # NDCG's gains do not depend on -l: it is 0 only without a document of gain > 0
+        rest = [spec for spec in specs if spec.metric != "ndcg"]
+        parts = [
+            rk.evaluate(grouped.with_columns(pl.col(GAINED).alias(rk.NREL)), gained, **options)
+        ]
+        if rest:
+            parts.append(rk.evaluate(grouped, rest, **options))
+        values = pl.concat(parts, how="horizontal").select(spec.out for spec in specs)
+    counts = ["query", *COUNT_MEASURES, "__pe_dup", MISSING, rk.NREL]
+    counts += ["runid"] if "runid" in names else []
+    computed = _numpy_measures(grouped, measures, level)
     per = pl.concat(
-        [grouped.select("query", *COUNT_MEASURES, "__pe_dup"), values], how="horizontal"
-    ).with_columns(*_set_measures(measures), *_log_measures(measures))
+        [grouped.select(counts), values, *([computed] if computed.width else [])],
+        how="horizontal",
+    ).with_columns(*_count_measures(measures), *_log_measures(measures))
+    per = per.with_columns(_empty_rankings(measures, flavor))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
-    columns = [col for name, _, col in measures if name != "num_q"]
+    columns = [m.column for m in measures if m.name != "num_q"]
     if per_query:
         return per.select("query", *columns)
-    aggs: list[pl.Expr] = []
-    for name, _, col in measures:
-        if name == "num_q":
+    aggs = []
+    for m in measures:
+        if m.name == "num_q":
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
-        elif name in COUNT_MEASURES:
-            aggs.append(pl.col(col).sum().cast(pl.Int64))
-        elif name == "gm_map":  # per query the log of AP; the summary its geometric mean
-            aggs.append(pl.col(col).mean().exp().cast(F64))
-        else:
-            aggs.append(pl.col(col).mean().cast(F64))
-    if not any(name == "num_q" for name, _, _ in measures):
+        elif m.name in COUNT_MEASURES:
+            aggs.append(pl.col(m.column).sum().cast(pl.Int64))
+        elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
+            aggs.append(pl.col(m.column).mean().exp().cast(F64))
+        elif m.name == "runid":
+            aggs.append(pl.col(m.column).drop_nulls().first())
+        elif m.name != "relstring":  # per query only, as trec_eval prints it
+            aggs.append(pl.col(m.column).mean().cast(F64))
+    if "num_q" not in names:
         aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
     return per.select(aggs)
 
@@ -487,10 +849,12 @@ def trec_cli(
     metrics: Sequence[str] | None = None,
     per_query: bool = False,
     convention: str = "10",
+    **flags: Any,
 ) -> pl.DataFrame:
     """The ``polars-eval trec RUN QRELS [-m measure ...] [-q]`` command: :func:`trec_eval` on two files.
 
-    ``metrics`` None or empty uses :data:`DEFAULT_MEASURES`. Errors are
+    ``metrics`` None or empty uses :data:`DEFAULT_MEASURES`; ``flags`` are trec_eval's
+    (``max_docs``, ``min_relevance``, ``complete_queries``, ``judged_only``). Errors are
     :class:`~polars_eval.DataValidationError` (bad file, malformed line, duplicate
     document) or :class:`~polars_eval.InvalidParameterError` (unknown measure), each with a
     one-line message for the CLI to print.
@@ -503,6 +867,7 @@ def trec_cli(
             chosen,
             per_query=per_query,
             convention=convention,
+            **flags,
         )
     except pl.exceptions.PolarsError as error:
         # a DataValidationError raised inside a batch function reaches us wrapped

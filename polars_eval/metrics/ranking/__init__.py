@@ -26,6 +26,9 @@ Conventions shared by every function of this module:
   (``unscored="ignore"``, SPEC §2), or, with ``unscored="unretrieved"``, are items that
   were judged but never retrieved: they count in the number of relevant items (recall,
   AP, R-precision) and in the ideal DCG, and are never ranked (as trec_eval's qrels);
+* rows with a score and a null relevance are ignored too (``unjudged="ignore"``), or, with
+  ``unjudged="nonrelevant"``, are retrieved items without a judgment: ranked, not
+  relevant, and not judged non-relevant (bpref, fallout); RBP's residual is their weight;
 * NaN in a score or a relevance gives NaN.
 """
 
@@ -48,6 +51,8 @@ from polars_eval.metrics.ranking.engine import (
     NO_RELEVANT_ITEM,
     Options,
     Spec,
+    check_log_base,
+    check_persistence,
     query_metrics,
     query_state,
 )
@@ -55,14 +60,19 @@ from polars_eval.metrics.ranking.engine import (
 __all__ = [
     "ap_11pt",
     "ap_at_k",
+    "bpref",
     "cg",
     "dcg",
     "err",
+    "f1_at_k",
+    "fallout_at_k",
     "hit_rate_at_k",
     "mrr",
     "ndcg",
     "precision_at_k",
     "r_precision",
+    "rbp",
+    "rbp_residual",
     "recall_at_k",
     "reciprocal_rank",
 ]
@@ -91,6 +101,11 @@ _COMMON_DOC = """
     unscored
         ``"ignore"``: rows with a null score are ignored; ``"unretrieved"``: they are
         relevant-but-not-retrieved items (they count in the denominators).
+    unjudged
+        ``"ignore"``: rows with a null relevance are ignored (SPEC §2; the ranking of the
+        judged items, a "condensed list"); ``"nonrelevant"``: a row with a score and a null
+        relevance is a retrieved item without a judgment, ranked and not relevant (grade 0),
+        as trec_eval's unjudged documents (a run left-joined to its qrels).
 """
 
 
@@ -123,6 +138,7 @@ def _ranking_spec(
             unscored=opts.unscored,
             min_relevance=opts.min_relevance,
             no_relevant=opts.no_relevant,
+            unjudged=opts.unjudged,
         )
 
     states = {"r": State(to_float(relevance), "rows"), "s": State(to_float(score), "rows")}
@@ -145,10 +161,12 @@ def ndcg(
     *,
     k: int | None = 10,
     gain: str = "exp2",
+    log_base: float = 2.0,
     ties: str = "average",
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Normalised discounted cumulative gain of one query, DCG@k / ideal DCG@k.
 
@@ -159,6 +177,10 @@ def ndcg(
     2008; as YDF and scikit-learn's ``ndcg_score``).
 
     {common}
+    log_base
+        Base of the logarithm of the discount, 1 / log_base(rank + 1) (as scikit-learn's
+        ``dcg_score``); NDCG does not depend on it (the ratio of two sums with the same
+        discount), up to rounding.
 
     References
     ----------
@@ -182,8 +204,9 @@ def ndcg(
     >>> round(df.eval.ndcg("rel", "s", query="q", **opts), 3)
     0.785
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _ranking_spec("ndcg", relevance, score, opts)
+    check_log_base(log_base)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain, unjudged)
+    return _ranking_spec("ndcg", relevance, score, opts, log_base=float(log_base))
 
 
 @register(
@@ -201,17 +224,24 @@ def dcg(
     *,
     k: int | None = 10,
     gain: str = "exp2",
+    log_base: float = 2.0,
     ties: str = "average",
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Discounted cumulative gain of one query, Σ_{rank i ≤ k} gain(rel_i) / log2(i + 1).
 
     ``gain="exp2"`` (default) is 2^rel − 1, ``"linear"`` is rel. Ties as in :func:`ndcg`.
-    Null for a query with no relevant item (like every ranking metric).
+    Null for a query with no relevant item (like every ranking metric). With
+    ``gain="linear"`` and the default ties, scikit-learn's ``dcg_score`` (``log_base`` as
+    its).
 
     {common}
+    log_base
+        Base of the logarithm of the discount, 1 / log_base(rank + 1) (scikit-learn's
+        ``log_base``; default 2).
 
     References
     ----------
@@ -228,8 +258,9 @@ def dcg(
     >>> round(df.select(pe.dcg("rel", "s", k=None, gain="linear")).item(), 3)
     6.861
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain)
-    return _ranking_spec("dcg", relevance, score, opts)
+    check_log_base(log_base)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, gain, unjudged)
+    return _ranking_spec("dcg", relevance, score, opts, log_base=float(log_base))
 
 
 @register(
@@ -251,6 +282,7 @@ def precision_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Precision at k: relevant items among the top k, divided by k.
 
@@ -280,7 +312,7 @@ def precision_at_k(
     │ 2   ┆ 0.5            │
     └─────┴────────────────┘
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("precision_at_k", relevance, score, opts)
 
 
@@ -303,6 +335,7 @@ def recall_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Recall at k: relevant items among the top k, divided by the query's relevant items.
 
@@ -322,7 +355,7 @@ def recall_at_k(
     >>> round(df.select(pe.recall_at_k("rel", "s", k=2)).item(), 4)
     0.6667
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("recall_at_k", relevance, score, opts)
 
 
@@ -345,6 +378,7 @@ def hit_rate_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Hit rate at k (success@k): 1 when a relevant item is in the top k, else 0.
 
@@ -369,7 +403,7 @@ def hit_rate_at_k(
     >>> df.select(pe.hit_rate_at_k("rel", "s", k=1)).item()
     0.5
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("hit_rate_at_k", relevance, score, opts)
 
 
@@ -393,6 +427,7 @@ def ap_at_k(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Average precision at k of one query (its mean over queries is MAP, ``df.eval.map``).
 
@@ -421,7 +456,7 @@ def ap_at_k(
     0.402778
     """
     check_choice("denominator", denominator, DENOMINATORS)
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("ap_at_k", relevance, score, opts, denominator=denominator)
 
 
@@ -446,6 +481,7 @@ def map_(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Mean average precision: the average precision of each query over the whole list.
 
@@ -471,7 +507,7 @@ def map_(
     0.666667
     """
     check_choice("denominator", denominator, DENOMINATORS)
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("ap_at_k", relevance, score, opts, out="map", denominator=denominator)
 
 
@@ -492,6 +528,7 @@ def ap_11pt(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """11-point interpolated average precision of one query (textbook definition).
 
@@ -526,7 +563,7 @@ def ap_11pt(
     >>> round(tied.select(pe.ap_11pt("rel", "s")).item(), 6)
     0.924242
     """
-    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    opts = Options(None, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("ap_11pt", relevance, score, opts)
 
 
@@ -578,8 +615,9 @@ def reciprocal_rank(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("reciprocal_rank", relevance, score, opts)
 
 
@@ -601,8 +639,9 @@ def mrr(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("mrr", relevance, score, opts)
 
 
@@ -631,6 +670,7 @@ def err(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Expected reciprocal rank of one query (Chapelle et al. 2009).
 
@@ -670,7 +710,7 @@ def err(
     check_number("max_relevance", max_relevance)
     if max_relevance <= 0:
         raise InvalidParameterError(f"max_relevance must be > 0; got {max_relevance!r}")
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("err", relevance, score, opts, max_relevance=float(max_relevance))
 
 
@@ -695,6 +735,7 @@ def cg(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """Cumulative gain of one query: the sum of the relevance grades of the top k (linear).
 
@@ -715,7 +756,7 @@ def cg(
     >>> df.select(pe.cg("rel", "s", k=3)).item()
     8.0
     """
-    opts = Options(k, ties, min_relevance, no_relevant, unscored)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("cg", relevance, score, opts)
 
 
@@ -737,6 +778,7 @@ def r_precision(
     min_relevance: float = 1.0,
     no_relevant: str | None = None,
     unscored: str = "ignore",
+    unjudged: str = "ignore",
 ) -> MetricSpec:
     """R-precision of one query: the precision at rank R, R the query's relevant items.
 
@@ -767,5 +809,294 @@ def r_precision(
     >>> round(df.eval.r_precision("rel", "s", query="q"), 6)
     0.666667
     """
-    opts = Options(None, ties, min_relevance, no_relevant, unscored)
+    opts = Options(None, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
     return _ranking_spec("r_precision", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="f1",
+    default_table=False,
+)
+@_doc
+def f1_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+    unjudged: str = "ignore",
+) -> MetricSpec:
+    """F1 at k: the harmonic mean of :func:`precision_at_k` and :func:`recall_at_k`.
+
+    2·P·R / (P + R) with P = hits / k and R = hits / relevant items, that is
+    2·hits / (k + relevant items) (0 without a hit; ``k=None``: the list's length for k).
+    As ranx's ``f1`` (``f1@k``); P divides by k even when the list is shorter, as
+    trec_eval's ``P.k``. Linear in the hits, so with ties the expected hits give the
+    expected F1.
+
+    {common}
+
+    References
+    ----------
+    van Rijsbergen, C. J. (1979). Information Retrieval, ch. 7. ranx's ``f1``.
+
+    Examples
+    --------
+    One hit in the top 2, three relevant items: P = 1/2, R = 1/3, F1 = 2/5.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"q": 1, "rel": [1, 0, 1, 1], "s": [4, 3, 2, 1]})
+    >>> df.select(pe.f1_at_k("rel", "s", k=2)).item()
+    0.4
+    >>> df.eval.f1_at_k("rel", "s", query="q", k=2)
+    0.4
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
+    return _ranking_spec("f1_at_k", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    undefined="the query has no relevant item, or no judged non-relevant item",
+    short="fallout",
+    default_table=False,
+)
+@_doc
+def fallout_at_k(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    k: int | None = 10,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+    unjudged: str = "ignore",
+) -> MetricSpec:
+    """Fallout at k: judged non-relevant items in the top k / judged non-relevant items.
+
+    The false positive rate of the top k (Salton & McGill's fallout); lower is better. A
+    judged non-relevant item has a relevance below ``min_relevance``; with
+    ``unscored="unretrieved"`` the judged items never ranked count in the denominator;
+    with ``unjudged="nonrelevant"`` the unjudged items are ranked but are not judged
+    non-relevant (neither numerator nor denominator). Null for a query without a judged
+    non-relevant item (0/0), and, as every ranking metric, for a query without a relevant
+    item. With ties, the expected count in the top k.
+
+    {common}
+
+    References
+    ----------
+    Salton, G. & McGill, M. J. (1983). Introduction to Modern Information Retrieval, §5.
+
+    Examples
+    --------
+    Two of the three non-relevant items are in the top 3:
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, 0, 0, 1, 0], "s": [5, 4, 3, 2, 1]})
+    >>> round(df.select(pe.fallout_at_k("rel", "s", k=3)).item(), 6)
+    0.666667
+    """
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
+    return _ranking_spec("fallout_at_k", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="bpref",
+    default_table=False,
+)
+@_doc
+def bpref(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+    unjudged: str = "ignore",
+) -> MetricSpec:
+    """Binary preference (bpref) of one query, as trec_eval's ``bpref``.
+
+    bpref = (1/R) Σ_{relevant item r ranked} (1 − min(n_r, D) / D), where n_r is the
+    number of judged non-relevant items ranked above r, R the relevant items of the query
+    and D = min(R, judged non-relevant items) (a relevant item adds 1 when D = 0). Only
+    judgments count: a row with a null relevance (an unjudged item) changes nothing,
+    whether ignored or ranked (``unjudged``); with ``unscored="unretrieved"`` the judged
+    items never ranked count in R and in the judged non-relevant items, as trec_eval's
+    qrels. With ``ties="average"`` the expectation over the orders of tied items: the
+    number of a block's non-relevant items above one of its relevant items is uniform
+    over 0..L, summed in closed form.
+
+    {common}
+
+    References
+    ----------
+    Buckley, C. & Voorhees, E. (2004). Retrieval evaluation with incomplete information.
+    SIGIR. trec_eval's ``bpref``; ranx's ``bpref``.
+
+    Examples
+    --------
+    Relevant at ranks 1, 4 and 7, judged non-relevant at 3, 5 and 6, unjudged at 2; one
+    relevant and one non-relevant item never ranked: R = 4, D = 4, bpref = (1 + (1 − 1/4)
+    + (1 − 3/4)) / 4 = 0.5. Counting only the ranked items: R = 3, D = 3,
+    (1 + 2/3 + 0) / 3.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, None, 0, 1, 0, 0, 1, 1, 0],
+    ...                    "s": [9, 8, 7, 6, 5, 4, 3, None, None]})
+    >>> df.select(pe.bpref("rel", "s", unscored="unretrieved")).item()
+    0.5
+    >>> round(df.select(pe.bpref("rel", "s")).item(), 6)
+    0.555556
+    """
+    opts = Options(None, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
+    return _ranking_spec("bpref", relevance, score, opts)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="rbp",
+    default_table=False,
+)
+def rbp(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    p: float = 0.8,
+    k: int | None = None,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+    unjudged: str = "ignore",
+) -> MetricSpec:
+    """Rank-biased precision of one query (Moffat & Zobel 2008).
+
+    RBP = (1 − p) Σ_{rank i ≤ d} r_i p^(i − 1), r_i = 1 for a relevant item, d the ranked
+    items (or k). Binary relevance, as ranx's ``rbp`` and the paper. Its uncertainty, the
+    weight that unjudged items and the items beyond the list could add, is
+    :func:`rbp_residual` (RBP lies in [rbp, rbp + rbp_residual]): a separate metric, so
+    that both are plain values averaged over queries (``metrics=["rbp", "rbp_residual"]``
+    in ``df.eval.ranking``). With ties, each relevant item of a tie block gets the mean
+    weight of the block's ranks. Null for a query without a relevant item (its value, 0,
+    with ``no_relevant="zero"``).
+
+    {common}
+    p
+        The persistence, in (0, 1): the chance that the user goes on to the next item.
+
+    References
+    ----------
+    Moffat, A. & Zobel, J. (2008). Rank-biased precision for measurement of retrieval
+    effectiveness. ACM TOIS 27(1). ranx's ``rbp``; trec_eval 10's ``rbp``.
+
+    Examples
+    --------
+    Relevant at ranks 1 and 3 of [rel, unjudged, rel, non-rel], p = 0.5: the unjudged item
+    ignored, the list is [rel, rel, non-rel] and RBP = 0.5 (1 + 0.5) = 0.75; ranked as not
+    relevant, RBP = 0.5 (1 + 0.25) = 0.625.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, None, 1, 0], "s": [4, 3, 2, 1]})
+    >>> df.select(pe.rbp("rel", "s", p=0.5)).item()
+    0.75
+    >>> df.select(pe.rbp("rel", "s", p=0.5, unjudged="nonrelevant")).item()
+    0.625
+    """
+    check_persistence(p)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
+    return _ranking_spec("rbp", relevance, score, opts, p=float(p))
+
+
+rbp = _doc(rbp)
+
+
+@register(
+    task="ranking",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    undefined=NO_RELEVANT_ITEM,
+    short="rbp_residual",
+    default_table=False,
+)
+def rbp_residual(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    *,
+    p: float = 0.8,
+    k: int | None = None,
+    ties: str = "average",
+    min_relevance: float = 1.0,
+    no_relevant: str | None = None,
+    unscored: str = "ignore",
+    unjudged: str = "ignore",
+) -> MetricSpec:
+    """The residual of rank-biased precision: what unjudged and unranked items could add.
+
+    (1 − p) Σ_{unjudged item at rank i ≤ d} p^(i − 1) + p^d, with d the ranked items (or
+    k when fewer): the RBP of the query lies between :func:`rbp` and rbp + residual
+    (Moffat & Zobel 2008, §4). Unjudged items are the rows with a score and a null
+    relevance, ranked with ``unjudged="nonrelevant"``; with ``unjudged="ignore"`` (the
+    default, SPEC §2) they are left out and the residual is p^d. Defined for a query
+    without a relevant item too: null there by the shared rule, its value with
+    ``no_relevant="zero"``.
+
+    {common}
+    p
+        The persistence, in (0, 1).
+
+    References
+    ----------
+    Moffat, A. & Zobel, J. (2008). ACM TOIS 27(1). trec_eval 10's ``rbp_resid``.
+
+    Examples
+    --------
+    [rel, unjudged, rel, non-rel], p = 0.5: the unjudged item ranked, 0.5 · 0.5 + 0.5^4 =
+    0.3125; ignored, 0.5^3 = 0.125.
+
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"rel": [1, None, 1, 0], "s": [4, 3, 2, 1]})
+    >>> df.select(pe.rbp_residual("rel", "s", p=0.5, unjudged="nonrelevant")).item()
+    0.3125
+    >>> df.select(pe.rbp_residual("rel", "s", p=0.5)).item()
+    0.125
+    """
+    check_persistence(p)
+    opts = Options(k, ties, min_relevance, no_relevant, unscored, unjudged=unjudged)
+    return _ranking_spec("rbp_residual", relevance, score, opts, p=float(p))
+
+
+rbp_residual = _doc(rbp_residual)

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from polars_eval._exprs import F64, NAN, to_expr, to_float
-from polars_eval._params import check_choice, check_number, check_positive_int
+from polars_eval._params import check_choice, check_fraction, check_number, check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics.ranking._ap11_ties import expected_ap_11pt
@@ -35,6 +35,7 @@ TIES = ("average", "first")
 GAINS = ("exp2", "linear")
 NO_RELEVANT = (None, "zero")
 UNSCORED = ("ignore", "unretrieved")
+UNJUDGED = ("ignore", "nonrelevant")
 DENOMINATORS = ("all", "min_k")
 
 INPUTS = {"relevance": "relevance", "score": "score"}
@@ -56,6 +57,7 @@ class Options:
     no_relevant: str | None = None
     unscored: str = "ignore"
     gain: str = "exp2"
+    unjudged: str = "ignore"
 
     def __post_init__(self) -> None:
         check_positive_int("k", self.k, allow_none=True)
@@ -68,6 +70,7 @@ class Options:
         check_choice("no_relevant", self.no_relevant, NO_RELEVANT)
         check_choice("unscored", self.unscored, UNSCORED)
         check_choice("gain", self.gain, GAINS)
+        check_choice("unjudged", self.unjudged, UNJUDGED)
 
 
 def _suffix(k: int | None) -> str:
@@ -94,6 +97,7 @@ QI = "__pe_qi"
 ST = "__pe_st"
 NREL = "__pe_R"
 NRET = "__pe_n"
+NNONREL = "__pe_N"
 HASNAN = "__pe_nan"
 IDEAL = "__pe_ideal"
 INTERPOLATED = ("ap_11pt", "iprec_at_recall")
@@ -115,6 +119,27 @@ class Spec:
     # as trec_eval does); "trec10" (trec_eval 10: at least lround(level * R), half away
     # from zero)
     flavor: str = "textbook"
+    # dcg / ndcg: the base of the logarithm of the discount (as scikit-learn's log_base)
+    log_base: float = 2.0
+    # rbp / rbp_residual: the persistence
+    p: float = 0.8
+    # ap_11pt / iprec_at_recall: the recall levels (None: 0, 0.1, ..., 1); ``k`` is the
+    # index of iprec_at_recall's level
+    levels: tuple[float, ...] | None = None
+    # rprec_mult: the multiple of R whose precision is read (trec_eval's Rprec_mult)
+    multiple: float = 1.0
+
+
+def check_log_base(log_base: float) -> None:
+    """The base of a logarithmic discount: a finite number > 1."""
+    check_number("log_base", log_base)
+    if log_base <= 1:
+        raise InvalidParameterError(f"log_base must be > 1; got {log_base!r}")
+
+
+def check_persistence(p: float) -> None:
+    """RBP's persistence: a number in (0, 1)."""
+    check_fraction("p", p, low_open=True, high_open=True)
 
 
 def query_state(
@@ -169,6 +194,7 @@ def query_metrics(
     baseline: Sequence[Spec] = (),
     as_struct: bool = False,
     counts: bool = False,
+    unjudged: str = "ignore",
 ) -> pl.Expr:
     """One aggregation: the value of each spec for the query whose :func:`query_state` is
     ``state`` (Float64 for one spec unless ``as_struct``; else a struct, one field per spec,
@@ -193,6 +219,7 @@ def query_metrics(
             no_relevant=no_relevant,
             baseline=baseline,
             counts=counts,
+            unjudged=unjudged,
         )
         return values.to_series() if single else values.to_struct()
 
@@ -226,8 +253,21 @@ P, Y, REL = pl.col("_p"), pl.col("_y"), pl.col("r")
 M, A, ABOVE = pl.col("_m"), pl.col("_a"), pl.col("_C")
 # the places of the first block holding a relevant item: probability, rank
 PROB, RANK = pl.col("_prob"), pl.col("_rank")
-# the query scalars: relevant items, retrieved items
-R, N = pl.col(NREL), pl.col(NRET)
+# the query scalars: relevant items, retrieved items, judged non-relevant items
+R, N, NN = pl.col(NREL), pl.col(NRET), pl.col(NNONREL)
+# per row: 1 for a retrieved item without a judgment (``unjudged="nonrelevant"``)
+U = pl.col("_u")
+NEEDS_UNJUDGED = ("bpref", "fallout_at_k", "rbp_residual")
+"""Metrics whose formula reads the unjudged flag (judged non-relevant = not relevant, not
+unjudged)."""
+ROW_SCALARS = {
+    "r_precision": (NREL,),
+    "ap_11pt": (NREL,),
+    "iprec_at_recall": (NREL,),
+    "bpref": (NREL, NNONREL),
+    "rprec_mult": (NREL,),
+}
+"""Metrics whose formula reads query scalars on every row (and tie block)."""
 
 
 def _t(name: str) -> pl.Expr:
@@ -248,8 +288,13 @@ def _gain_expr(r: pl.Expr, gain: str) -> pl.Expr:
     return 2.0**r - 1.0 if gain == "exp2" else r
 
 
-def _idcg_name(gain: str, k: int | None) -> str:
-    return f"__pe_idcg_{gain}_{k}"
+def _base(log_base: float) -> str:
+    """The key suffix of a logarithm base (none for base 2: the keys of the default)."""
+    return "" if log_base == 2.0 else f"b{log_base!r}"
+
+
+def _idcg_name(gain: str, k: int | None, log_base: float = 2.0) -> str:
+    return f"__pe_idcg_{gain}_{k}{_base(log_base)}"
 
 
 def _same(total: pl.Expr) -> pl.Expr:
@@ -275,6 +320,9 @@ class Formula:
     inputs: Mapping[str, pl.Expr] = field(default_factory=dict)
     block: pl.Expr | None = None
     place: pl.Expr | None = None
+    # with no_relevant="zero", a query without a relevant item gets its computed value
+    # rather than 0 (RBP's residual is defined there)
+    defined_without_relevant: bool = False
 
 
 def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
@@ -312,6 +360,105 @@ def _r_precision(spec: Spec) -> Formula:
     )
 
 
+def _f1(spec: Spec) -> Formula:
+    # 2PR / (P + R) with P = hits / k and R = hits / R: 2 hits / (k + R), linear in the
+    # hits (so the tie expectation is exact); k=None: the list's length
+    k = spec.k
+    size = N if k is None else pl.lit(float(k))
+    return _hits(k, lambda hits: pl.when(size + R > 0.0).then(2.0 * hits / (size + R)))
+
+
+def _fallout(spec: Spec) -> Formula:
+    # judged non-relevant items in the top k / judged non-relevant items (null without one)
+    k = spec.k
+    return Formula(
+        key=f"fallout{k}",
+        value=lambda nonrel: pl.when(NN > 0.0).then(nonrel / NN),
+        inputs={"nr": (1.0 - Y) * (1.0 - U), f"i{k}": _within(k)},
+        block=_t("nr") * _t(f"i{k}") / M,
+    )
+
+
+def _bpref(spec: Spec) -> Formula:
+    # trec_eval's bpref: each relevant item adds 1 - min(n, D) / D, n the judged non-relevant
+    # items above it and D = min(judged non-relevant, R) (1 when D = 0). In a tie block with
+    # L judged non-relevant items and C above the block, the number of the block's ones
+    # above a given relevant item is uniform on 0..L (its place among them), so it adds
+    # 1 - S / ((L + 1) D) with S = sum of min(C + j, D) over j = 0..L, in closed form.
+    y, nonrel, above = _t("y"), _t("nr"), pl.col("_Cn")
+    d = pl.min_horizontal(NN, R)
+    lo, hi = above, above + nonrel
+    total = (
+        pl.when(hi <= d)
+        .then((lo + hi) * (nonrel + 1.0) / 2.0)
+        .when(lo >= d)
+        .then(d * (nonrel + 1.0))
+        .otherwise((lo + d) * (d - lo + 1.0) / 2.0 + d * (hi - d))
+    )
+    block = pl.when(d > 0.0).then(y * (1.0 - total / ((nonrel + 1.0) * d))).otherwise(y)
+    return Formula(
+        key="bpref",
+        value=lambda total: total / R,
+        inputs={"y": Y, "nr": (1.0 - Y) * (1.0 - U)},
+        block=block,
+    )
+
+
+def _rbp_weight(spec: Spec) -> tuple[str, pl.Expr]:
+    """The name and per-row value of p^(rank - 1) within the cutoff."""
+    return f"w{spec.p!r}_{spec.k}", _within(spec.k) * pl.lit(spec.p).pow(P - 1.0)
+
+
+def _rbp(spec: Spec) -> Formula:
+    # (1 - p) sum over relevant items at rank i <= k of p^(i - 1) (Moffat & Zobel 2008)
+    name, weight = _rbp_weight(spec)
+    p = spec.p
+    return Formula(
+        key=f"rbp{p!r}_{spec.k}",
+        value=lambda total: (1.0 - p) * total,
+        inputs={"y": Y, name: weight},
+        block=_t("y") * _t(name) / M,
+        defined_without_relevant=True,
+    )
+
+
+def _rbp_residual(spec: Spec) -> Formula:
+    # the weight RBP leaves unassigned: (1 - p) sum over unjudged items at rank i <= d of
+    # p^(i - 1), plus p^d beyond the d = min(k, retrieved) ranked items
+    name, weight = _rbp_weight(spec)
+    p, k = spec.p, spec.k
+    depth = N if k is None else pl.min_horizontal(N, pl.lit(float(k)))
+    return Formula(
+        key=f"rbpres{p!r}_{k}",
+        value=lambda total: (1.0 - p) * total + pl.lit(p).pow(depth),
+        inputs={"u": U, name: weight},
+        block=_t("u") * _t(name) / M,
+        defined_without_relevant=True,
+    )
+
+
+def _relative_precision(spec: Spec) -> Formula:
+    # trec_eval's relative_P.k: hits in the top k / min(k, R), the precision up to R and
+    # the recall after
+    k = spec.k
+    if k is None:
+        return _hits(k, lambda hits: hits / pl.min_horizontal(N, R))
+    return _hits(k, lambda hits: hits / pl.min_horizontal(pl.lit(float(k)), R))
+
+
+def _rprec_mult(spec: Spec) -> Formula:
+    # trec_eval's Rprec_mult.x: the precision at rank c = (long) (x R + 0.9) (0 for c = 0)
+    x = spec.multiple
+    cut = (pl.lit(x) * R + 0.9).floor()
+    name = f"iR{x!r}"
+    return Formula(
+        key=f"rpm{x!r}",
+        value=lambda hits: pl.when(cut > 0.0).then(hits / cut).otherwise(0.0),
+        inputs={"y": Y, name: (P <= cut).cast(F64)},
+        block=_t("y") * _t(name) / M,
+    )
+
+
 def _cg(spec: Spec) -> Formula:
     k = spec.k
     return Formula(
@@ -320,12 +467,16 @@ def _cg(spec: Spec) -> Formula:
 
 
 def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> Formula:
-    k, gain = spec.k, spec.gain
+    k, gain, base = spec.k, spec.gain, _base(spec.log_base)
+    discount = f"d{k}{base}"
     return Formula(
-        key=f"dcg{gain}{k}",
+        key=f"dcg{gain}{k}{base}",
         value=value,
-        inputs={f"g{gain}": _gain_expr(REL, gain), f"d{k}": _within(k) / (P + 1.0).log(2)},
-        block=_t(f"g{gain}") * _t(f"d{k}") / M,
+        inputs={
+            f"g{gain}": _gain_expr(REL, gain),
+            discount: _within(k) / (P + 1.0).log(spec.log_base),
+        },
+        block=_t(f"g{gain}") * _t(discount) / M,
     )
 
 
@@ -334,7 +485,7 @@ def _dcg(spec: Spec) -> Formula:
 
 
 def _ndcg(spec: Spec) -> Formula:
-    idcg = pl.col(_idcg_name(spec.gain, spec.k))
+    idcg = pl.col(_idcg_name(spec.gain, spec.k, spec.log_base))
     return _dcg_formula(spec, lambda dcg: pl.when(idcg > 0.0).then(dcg / idcg).otherwise(0.0))
 
 
@@ -373,12 +524,17 @@ def _err(spec: Spec) -> Formula:
     return Formula(key=f"err{spec.max_relevance}_{spec.k}")
 
 
+def _levels_key(levels: tuple[float, ...] | None) -> str:
+    """The key of a set of recall levels (none for the default 0, 0.1, ..., 1)."""
+    return "" if levels is None else "L" + ",".join(repr(x) for x in levels)
+
+
 def _ap_11pt(spec: Spec) -> Formula:
-    return Formula(key=f"ap11{spec.flavor}")
+    return Formula(key=f"ap11{spec.flavor}{_levels_key(spec.levels)}")
 
 
-def _iprec_at_recall(spec: Spec) -> Formula:  # k: the recall level's index, 0..10
-    return Formula(key=f"ip{spec.flavor}{spec.k}")
+def _iprec_at_recall(spec: Spec) -> Formula:  # k: the recall level's index
+    return Formula(key=f"ip{spec.flavor}{_levels_key(spec.levels)}{spec.k}")
 
 
 FORMULAS: dict[str, Callable[[Spec], Formula]] = {
@@ -395,6 +551,13 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
     "err": _err,
     "cg": _cg,
     "r_precision": _r_precision,
+    "f1_at_k": _f1,
+    "fallout_at_k": _fallout,
+    "bpref": _bpref,
+    "rbp": _rbp,
+    "rbp_residual": _rbp_residual,
+    "relative_precision": _relative_precision,
+    "rprec_mult": _rprec_mult,
 }
 """The formula of each metric (by name) that the engine evaluates."""
 
@@ -402,11 +565,12 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
 def ideal_scalars(specs: Sequence[Spec]) -> list[pl.Expr]:
     """The ideal DCG of each (gain, cutoff) of the NDCG specs, from the ``__pe_ideal`` list."""
     out = []
-    for gain, k in sorted({(s.gain, s.k) for s in specs if s.metric == "ndcg"}, key=str):
+    cuts = {(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}
+    for gain, k, base in sorted(cuts, key=str):
         top = pl.element() if k is None else pl.element().head(k)
-        discount = pl.int_range(2, top.len() + 2, dtype=pl.Int64).cast(F64).log(2)
+        discount = pl.int_range(2, top.len() + 2, dtype=pl.Int64).cast(F64).log(base)
         idcg = pl.col(IDEAL).list.eval((_gain_expr(top, gain) / discount).sum()).list.first()
-        out.append(idcg.alias(_idcg_name(gain, k)))
+        out.append(idcg.alias(_idcg_name(gain, k, base)))
     return out
 
 
@@ -420,15 +584,19 @@ def evaluate(
     no_relevant: str | None,
     baseline: Sequence[Spec] = (),
     counts: bool = False,
+    unjudged: str = "ignore",
 ) -> pl.DataFrame:
     """The engine: one column per spec (``spec.out``), one row per query of ``states``.
 
     ``states`` holds :func:`query_state`'s column, one row per query; the result keeps its
     row order. The rows that count have a relevance, and a score unless
     ``unscored="unretrieved"`` (rows without one are relevant-but-unretrieved items: they
-    count in the number of relevant items and the ideal DCG, and are never ranked). The
-    per-query columns ``__pe_R`` (relevant items), ``__pe_n`` (retrieved items),
-    ``__pe_nan`` (a NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
+    count in the number of relevant items and the ideal DCG, and are never ranked). With
+    ``unjudged="nonrelevant"`` a retrieved row without a relevance is an unjudged item: it
+    keeps its rank, is not relevant (grade 0) and is not a judged non-relevant item (bpref,
+    fallout); otherwise it is left out. The per-query columns ``__pe_R`` (relevant items),
+    ``__pe_n`` (retrieved items), ``__pe_N`` (judged non-relevant items), ``__pe_nan`` (a
+    NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
     present, replace the ones counted from the rows (``pe.trec_eval`` takes the relevant
     items and the ideal grades from the qrels). ``baseline`` specs are evaluated for a constant score
     (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
@@ -441,35 +609,53 @@ def evaluate(
     grouped = states.lazy().with_row_index(QI)
     r, s = pl.col("r"), pl.col("s")
     keep = r.is_not_null() if unscored == "unretrieved" else r.is_not_null() & s.is_not_null()
+    if unjudged == "nonrelevant":  # and retrieved rows without a relevance
+        keep = keep | s.is_not_null()
     rows = (
         grouped.select(QI, ST)
         .explode(ST)
         .unnest(ST)
         .filter(keep)
         .with_columns(pl.col(QI).set_sorted())  # ascending: a row index before the explode
-        .collect()
     )
-    # per query: relevant items (retrieved or not), retrieved items, a NaN seen, the ideal
-    given = [c for c in (NREL, NRET, HASNAN, IDEAL) if c in states.columns]
+    if unjudged == "nonrelevant" or any(spec.metric in NEEDS_UNJUDGED for spec in every):
+        rows = rows.with_columns(r.is_null().cast(F64).alias("_u"), r.fill_null(0.0))
+    rows = rows.collect()
+    # per query: relevant items (retrieved or not), retrieved items, judged non-relevant
+    # items, a NaN seen, the ideal
+    given = [c for c in (NREL, NRET, NNONREL, HASNAN, IDEAL) if c in states.columns]
+    judged = r < min_relevance if "_u" not in rows.columns else (r < min_relevance) & (U == 0.0)
     scalars = {
         NREL: (r >= min_relevance).sum().cast(F64),
         NRET: s.is_not_null().sum().cast(F64),
         HASNAN: (s.is_nan() | r.is_nan()).any(),
     }
+    if any(spec.metric in ("bpref", "fallout_at_k") for spec in every):
+        scalars[NNONREL] = judged.sum().cast(F64)
     top = _ideal_top(r, every)
     if top is not None:
         scalars[IDEAL] = top
     counted = [e.alias(n) for n, e in scalars.items() if n not in given]
     per_query = grouped.select(QI, *given)
     if counted:
-        per_query = per_query.join(
-            rows.lazy().group_by(QI).agg(counted), on=QI, how="left", maintain_order="left"
-        ).with_columns(pl.col(NREL, NRET).fill_null(0.0), pl.col(HASNAN).fill_null(False))
+        per_query = (
+            per_query.join(
+                rows.lazy().group_by(QI).agg(counted), on=QI, how="left", maintain_order="left"
+            )
+            .with_columns(
+                pl.col(n).fill_null(0.0)
+                for n in (NREL, NRET, NNONREL)
+                if n in scalars or n in given
+            )
+            .with_columns(pl.col(HASNAN).fill_null(False))
+        )
     per_query = per_query.with_columns(ideal_scalars(every)).collect()
     flat = rows.lazy().filter(s.is_not_null())
-    if any(spec.metric in ("r_precision", *INTERPOLATED) for spec in every):
-        # the number of relevant items, per row
-        flat = flat.with_columns(pl.lit(per_query.get_column(NREL)).gather(QI).alias(NREL))
+    on_rows = sorted({c for spec in every for c in ROW_SCALARS.get(spec.metric, ())})
+    if on_rows:  # query scalars on every row
+        flat = flat.with_columns(
+            pl.lit(per_query.get_column(c)).gather(QI).alias(c) for c in on_rows
+        )
     out = per_query.lazy().join(
         flat_sums(flat, specs, ties=ties, min_relevance=min_relevance),
         on=QI,
@@ -529,9 +715,10 @@ def flat_sums(
     )
     # one row per tie block: its totals are differences of consecutive cumulative sums
     new_query = (c(QI) != c(QI).shift(1)).fill_null(True)
+    on_rows = sorted({c for spec in specs for c in ROW_SCALARS.get(spec.metric, ())})
     blocks = (
         flat.filter(c("_en"))
-        .select(QI, "_p", *[f"_c_{n}" for n in inputs])
+        .select(QI, "_p", *on_rows, *[f"_c_{n}" for n in inputs])
         .with_columns(
             (c("_p") - pl.when(new_query).then(0.0).otherwise(c("_p").shift(1))).alias("_m"),
             new_query.alias("_bq"),
@@ -547,6 +734,11 @@ def flat_sums(
         (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_C"),
         (c("_p") - c("_m") + 1.0).alias("_a"),
     )
+    if "nr" in inputs:  # judged non-relevant items above the block within its query
+        before = c("_c_nr") - c("_t_nr")
+        blocks = blocks.with_columns(
+            (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_Cn")
+        )
     per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
     out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_block.items()])
     per_place = {f.key: f.place for f in formulas.values() if f.place is not None}
@@ -559,11 +751,11 @@ def flat_sums(
         sums = _err_sums if ties == "first" or constant else _err_sums_tied
         out = out.join(sums(flat, err_specs, prefix), on=QI, how="left")
     if any(s.metric in INTERPOLATED for s in specs):
-        flavors = {s.flavor for s in specs if s.metric in INTERPOLATED}
-        if ties == "average" and not constant and "textbook" in flavors:
+        flavors = {(s.flavor, s.levels) for s in specs if s.metric in INTERPOLATED}
+        if ties == "average" and not constant and ("textbook", None) in flavors:
             # the expectation of a maximum over tie orders: numpy (see _ap11_ties)
             out = out.join(_ap_11pt_sums_tied(flat, prefix), on=QI, how="left")
-            flavors.discard("textbook")
+            flavors.discard(("textbook", None))
         if flavors:
             out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
@@ -652,7 +844,9 @@ def _err_sums_tied(flat: pl.LazyFrame, specs: list[Spec], prefix: str) -> pl.Laz
     return _kernel_sums(flat, ["s", "r"], names, kernel)
 
 
-def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.LazyFrame:
+def _ap_11pt_sums(
+    flat: pl.LazyFrame, prefix: str, flavors: set[tuple[str, tuple[float, ...] | None]]
+) -> pl.LazyFrame:
     c = pl.col
     y = c("_y")
     hits = y.cum_sum() - pl.when(c("_qs")).then(y.cum_sum() - y).forward_fill()
@@ -660,22 +854,29 @@ def _ap_11pt_sums(flat: pl.LazyFrame, prefix: str, flavors: set[str]) -> pl.Lazy
     precision = c("_hq") / c("_p")
     recall = c("_hq") / c(NREL)
     aggs, means = [], []
-    for flavor in sorted(flavors):
+    for flavor, levels in sorted(flavors, key=str):
         # the interpolated precision at each recall level (trec_eval's iprec_at_recall),
         # then their mean
-        levels = [f"{prefix}ip{flavor}{i}" for i in range(11)]
-        for i, name in enumerate(levels):
-            if flavor == "trec":  # trec_eval 9.x: (long) (level * R + 0.9)
-                need = (pl.lit(i / 10.0) * c(NREL) + 0.9).floor()
-                reached = c("_hq") >= need
-            elif flavor == "trec10":  # trec_eval 10: lround(level * R)
-                need = (pl.lit(i / 10.0) * c(NREL)).round(0, mode="half_away_from_zero")
-                reached = c("_hq") >= need
+        values = [i / 10.0 for i in range(11)] if levels is None else list(levels)
+        key = _levels_key(levels)
+        names = [f"{prefix}ip{flavor}{key}{i}" for i in range(len(values))]
+        for level, name in zip(values, names, strict=True):
+            if flavor == "textbook":
+                reached = recall >= level - 1e-12
             else:
-                reached = recall >= i / 10.0 - 1e-12
+                reached = c("_hq") >= level_rank(level, c(NREL), flavor)
             aggs.append(precision.filter(reached).max().fill_null(0.0).alias(name))
-        means.append((pl.sum_horizontal(levels) / 11.0).alias(f"{prefix}ap11{flavor}"))
+        means.append((pl.sum_horizontal(names) / len(names)).alias(f"{prefix}ap11{flavor}{key}"))
     return flat.group_by(QI).agg(aggs).with_columns(means)
+
+
+def level_rank(level: float, n_relevant: pl.Expr, flavor: str) -> pl.Expr:
+    """trec_eval's number of relevant items that reach a recall level: 9.x (``"trec"``)
+    ``(long) (level * R + 0.9)``, 10 (``"trec10"``) ``lround(level * R)``, computed in
+    doubles as trec_eval does."""
+    if flavor == "trec":
+        return (pl.lit(level) * n_relevant + 0.9).floor()
+    return (pl.lit(level) * n_relevant).round(0, mode="half_away_from_zero")
 
 
 def _exclusive_product(flat: pl.LazyFrame, factor: pl.Expr, name: str) -> pl.LazyFrame:
@@ -714,6 +915,8 @@ def _finalize_spec(spec: Spec, prefix: str, no_relevant: str | None) -> pl.Expr:
     formula = FORMULAS[spec.metric](spec)
     value = formula.value(pl.col(f"{prefix}{formula.key}").fill_null(0.0))
     undefined = pl.lit(0.0 if no_relevant == "zero" else None, dtype=F64)
+    if no_relevant == "zero" and formula.defined_without_relevant:
+        undefined = value.cast(F64)
     return (
         pl.when(pl.col(HASNAN))
         .then(pl.lit(NAN, dtype=F64))
