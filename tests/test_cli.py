@@ -836,3 +836,21 @@ def test_metrics_outside_the_default_table(
                         "--metrics", "partial_auc")  # fmt: skip
     assert code == 2
     _assert_one_line_error(err, "partial_auc needs max_fpr=")
+
+
+def test_trec_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """trec's -M/-l/-c/-J reach pe.trec_eval's flags (SPEC §7)."""
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_text(
+        "1 Q0 a 1 3.0 r\n1 Q0 b 2 2.0 r\n1 Q0 c 3 1.0 r\n2 Q0 a 1 1.0 r\n2 Q0 d 2 0.5 r\n"
+    )
+    qrels.write_text("1 0 b 1\n1 0 c 0\n1 0 z 2\n2 0 d 2\n3 0 q 1\n")
+    flags = {"max_docs": 1, "min_relevance": 2, "complete_queries": True, "judged_only": True}
+    argv = ["-M", "1", "-l", "2", "-c", "-J"]
+    code, out, err = _cli(capsys, "trec", run, qrels, "-m", "map", "-m", "P.5", *argv,
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    _same_numbers(json.loads(out), pe.trec_eval(str(run), str(qrels), ["map", "P.5"], **flags))
+    plain = pe.trec_eval(str(run), str(qrels), ["map", "P.5"])
+    assert plain.row(0) != pe.trec_eval(str(run), str(qrels), ["map", "P.5"], **flags).row(0)

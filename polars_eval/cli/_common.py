@@ -618,6 +618,16 @@ def _with_intervals(table: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) ->
 def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
     if not metrics:
         return table
+    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10)
+    metrics = [
+        c
+        for m in metrics
+        for c in (
+            [m]
+            if m in table.columns
+            else [c for c in table.columns if c.startswith(f"{m}@")] or [m]
+        )
+    ]
     unknown = [m for m in metrics if m not in table.columns]
     if unknown:
         known = ", ".join(c for c in table.columns if c not in by)
@@ -949,9 +959,11 @@ def evaluate(
         }
         chosen = _split(args.metrics)
         # --metrics naming metrics outside the default table: the task method's metrics=
+        # (not ranking's, whose metrics= names columns at its cutoffs: map is map@k there)
         registered = {i.name for i in _registry.by_task(task)}
         if (
             chosen
+            and not TASKS[task].keys
             and "metrics" in inspect.signature(method).parameters
             and "metrics" not in opts
             and set(chosen) <= registered
@@ -999,8 +1011,13 @@ def evaluate(
 
 
 def _default_columns(task: str) -> list[str]:
-    """The metrics of a task's default table (its summary metrics of one value)."""
-    return [i.name for i in _registry.by_task(task) if i.summary and i.kind == "scalar"]
+    """The metrics of a task's default table: its summary metrics of one value (without
+    those registered ``default_table=False``, ranking's SPEC §12 additions)."""
+    return [
+        i.name
+        for i in _registry.by_task(task)
+        if i.summary and i.kind == "scalar" and i.extra.get("default_table", True)
+    ]
 
 
 def _task_params(task: str) -> set[str]:

@@ -50,6 +50,25 @@ def command(sub: Any) -> None:
     p.add_argument(
         "-q", "--per-query", action="store_true", help="one row per query instead of the mean"
     )
+    p.add_argument(
+        "-M", "--max-docs", type=int, metavar="N", help="evaluate the top N documents per query"
+    )
+    p.add_argument(
+        "-l",
+        "--min-relevance",
+        type=int,
+        metavar="L",
+        help="the lowest relevance grade counted as relevant (default 1)",
+    )
+    p.add_argument(
+        "-c",
+        "--complete-queries",
+        action="store_true",
+        help="average over every query of the qrels (missing from the run: 0)",
+    )
+    p.add_argument(
+        "-J", "--judged-only", action="store_true", help="drop unjudged documents from the run"
+    )
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -62,6 +81,18 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"file not found: {path!r}")
     measures = [m for m in (args.measure or []) if m.strip()]
     with _common.progress("evaluating"), reading([args.run, args.qrels]):
-        table = trec_cli(args.run, args.qrels, measures, args.per_query)
+        flags = {
+            "max_docs": args.max_docs,
+            "min_relevance": args.min_relevance,
+            "complete_queries": args.complete_queries or None,
+            "judged_only": args.judged_only or None,
+        }
+        table = trec_cli(
+            args.run,
+            args.qrels,
+            measures,
+            args.per_query,
+            **{k: v for k, v in flags.items() if v is not None},
+        )
     write_output(table, [], args.format, args.output)
     return 0
