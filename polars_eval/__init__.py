@@ -95,6 +95,7 @@ from polars_eval.metrics.forecast import (
 from polars_eval.metrics.multiclass import (
     multiclass_accuracy,
     multiclass_auc,
+    multiclass_balanced_accuracy,
     multiclass_cohen_kappa,
     multiclass_confusion_matrix,
     multiclass_f1,
@@ -246,6 +247,7 @@ __all__ = [
     "msse",
     "multiclass_accuracy",
     "multiclass_auc",
+    "multiclass_balanced_accuracy",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",

@@ -693,6 +693,7 @@ def test_registry_entries() -> None:
         "multiclass_auc",
         "multiclass_mcc",
         "multiclass_cohen_kappa",
+        "multiclass_balanced_accuracy",
         "top_k_accuracy",
     }
     proba_side = {"multiclass_logloss", "multiclass_auc", "top_k_accuracy"}
@@ -850,3 +851,54 @@ def test_row19_constant_side_with_fractional_weights_is_null_not_rounding_noise(
     assert abs(out[1]) < 1e-12
     same = df.with_columns(y=pl.lit(0, dtype=pl.Int64))
     assert same.select(pe.multiclass_cohen_kappa("y", "yhat", weight="w")).item() is None
+
+
+# ---------------------------------------------------------------------------------------
+# SPEC §12 coverage: balanced accuracy, Jaccard, Brier, weighted kappa, hinge, OvO AUC
+# ---------------------------------------------------------------------------------------
+
+
+def assert_groups_equal_frames(df: pl.DataFrame, expr: pl.Expr, collect: Collect) -> None:
+    """Per group (lazy, on the fixture's engine) = the same expression on each group's
+    frame (eager), value by value."""
+    name = expr.meta.output_name()
+    grouped = collect(df.lazy().group_by("g").agg(expr).sort("g"))
+    for g, value in zip(grouped["g"], grouped[name], strict=True):
+        assert_same(value, df.filter(pl.col("g") == g).select(expr).item())
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_classes", [False, True])
+def test_balanced_accuracy_matches_sklearn(
+    kind: str, weighted: bool, with_classes: bool, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=20, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    kw: dict[str, Any] = {"classes": classes if with_classes else None}
+    kw["weight"] = "w" if weighted else None
+    exprs = [
+        pe.multiclass_balanced_accuracy("y", "yhat", **kw),
+        pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True, **kw).alias("adjusted"),
+    ]
+    got = collect(df.lazy().select(exprs)).row(0)
+    for value, adjusted in zip(got, (False, True), strict=True):
+        want = skm.balanced_accuracy_score(y, yhat, sample_weight=w, adjusted=adjusted)
+        assert_same(value, want)
+    for expr in exprs:
+        assert_groups_equal_frames(df, expr, collect)
+
+
+def test_balanced_accuracy_leaves_out_classes_only_predicted() -> None:
+    df = pl.DataFrame({"y": [0, 0, 1, 1], "yhat": [0, 2, 1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns about the class 2 (no true row)
+        want = skm.balanced_accuracy_score(df["y"], df["yhat"])
+    assert_same(df.eval.multiclass_balanced_accuracy("y", "yhat"), want)
+    assert_same(want, 0.5)
+    got = df.select(pe.multiclass_balanced_accuracy("y", "yhat", classes=[0, 1, 2, 3])).item()
+    assert_same(got, 0.5)
+    one = pl.DataFrame({"y": [1, 1], "yhat": [1, 0]})
+    assert one.select(pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True)).item() is None
+    with pytest.raises(pe.InvalidParameterError, match="adjusted"):
+        pe.multiclass_balanced_accuracy("y", "yhat", adjusted=1)  # type: ignore[arg-type]

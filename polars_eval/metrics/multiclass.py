@@ -81,6 +81,7 @@ from polars_eval.metrics.binary import LOGLOSS_EPS
 __all__ = [
     "multiclass_accuracy",
     "multiclass_auc",
+    "multiclass_balanced_accuracy",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",
@@ -1053,6 +1054,71 @@ def multiclass_cohen_kappa(
     """
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
     return class_metric(inputs, _kappa_body)
+
+
+def _balanced_accuracy_body(adjusted: bool) -> Body:
+    """The mean recall over the classes present in the truth; adjusted: rescaled so that
+    chance (1 / the number of those classes) scores 0."""
+
+    def body(s: Any) -> pl.Expr:
+        score = safe_div(s.c, s.t).mean()
+        if not adjusted:
+            return score
+        chance = 1.0 / (s.t > 0.0).sum().cast(F64)
+        return safe_div(score - chance, 1.0 - chance)
+
+    return body
+
+
+@register(
+    task="multiclass",
+    inputs=PRED_INPUTS,
+    check=data_checks,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="no class with a true row (0/0)",
+)
+def multiclass_balanced_accuracy(
+    label: IntoExpr,
+    pred: IntoExpr | None = None,
+    *,
+    proba: Proba | None = None,
+    classes: Sequence[Any] | None = None,
+    weight: IntoExpr | None = None,
+    adjusted: bool = False,
+) -> MetricSpec:
+    """Multiclass balanced accuracy: the mean over the classes of their recall.
+
+    (1 / K') Σₖ TPₖ / (TPₖ + FNₖ) over the K' classes present in the truth of the group
+    (weighted counts; a class only predicted is left out), the macro recall
+    (:func:`multiclass_recall`). ``adjusted=True`` rescales it so that chance scores 0 and
+    a perfect prediction 1: (BA − 1/K') / (1 − 1/K'), in [−1/(K' − 1), 1] (the registered
+    range [0, 1] is that of the default; null with one class present). As scikit-learn's
+    ``balanced_accuracy_score``. Give ``pred=`` (class ids) or ``proba=`` with
+    ``classes=`` (the argmax is the prediction). Null for an empty group.
+
+    References
+    ----------
+    Brodersen, K. H., Ong, C. S., Stephan, K. E. & Buhmann, J. M. (2010). The balanced
+    accuracy and its posterior distribution. ICPR 2010, 3121-3124.
+    scikit-learn ``balanced_accuracy_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
+    >>> df.eval.multiclass_balanced_accuracy("y", "yhat")  # (1/2 + 2/2 + 0/1) / 3
+    0.5
+    >>> df.select(pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True)).item()
+    0.25
+    """
+    if not isinstance(adjusted, bool):
+        raise InvalidParameterError(f"adjusted must be True or False; got {adjusted!r}")
+    inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
+    return class_metric(inputs, _balanced_accuracy_body(adjusted))
 
 
 CONFUSION_FIELDS = ("truth", "predicted", "weight")
