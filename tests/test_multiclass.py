@@ -694,6 +694,7 @@ def test_registry_entries() -> None:
         "multiclass_mcc",
         "multiclass_cohen_kappa",
         "multiclass_balanced_accuracy",
+        "multiclass_jaccard",
         "top_k_accuracy",
     }
     proba_side = {"multiclass_logloss", "multiclass_auc", "top_k_accuracy"}
@@ -902,3 +903,46 @@ def test_balanced_accuracy_leaves_out_classes_only_predicted() -> None:
     assert one.select(pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True)).item() is None
     with pytest.raises(pe.InvalidParameterError, match="adjusted"):
         pe.multiclass_balanced_accuracy("y", "yhat", adjusted=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_classes", [False, True])
+def test_jaccard_matches_sklearn(
+    kind: str, weighted: bool, with_classes: bool, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=21, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    kw: dict[str, Any] = {"classes": classes if with_classes else None}
+    kw["weight"] = "w" if weighted else None
+    exprs = [pe.multiclass_jaccard("y", "yhat", average=avg, **kw).alias(avg) for avg in AVERAGES]
+    got = collect(df.lazy().select(exprs)).row(0, named=True)
+    for avg in AVERAGES:
+        want = skm.jaccard_score(y, yhat, average=avg, sample_weight=w)  # no 0/0 class
+        assert_same(got[avg], want)
+    for expr in exprs:
+        assert_groups_equal_frames(df, expr, collect)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_jaccard_per_class_struct_and_table_match_sklearn(weighted: bool) -> None:
+    df, classes = mc_data(kind="str", seed=22)
+    df = df.filter(pl.col("y") != classes[2])  # a class only predicted
+    extra = [*classes, "never"]  # and one absent from both sides: null
+    y, yhat, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    want = skm.jaccard_score(y, yhat, labels=classes, average=None, sample_weight=w)
+    struct = df.select(
+        pe.multiclass_jaccard("y", "yhat", average=None, classes=extra, weight=weight)
+    ).item()
+    assert list(struct) == extra
+    for c, value in zip(classes, want, strict=True):
+        assert_same(struct[c], value)
+    assert struct["never"] is None  # 0/0 (scikit-learn: zero_division, 0 by default)
+    macro = df.select(pe.multiclass_jaccard("y", "yhat", classes=extra, weight=weight)).item()
+    assert_same(macro, skm.jaccard_score(y, yhat, average="macro", sample_weight=w))
+    table = df.eval.multiclass_jaccard("y", "yhat", average=None, weight=weight)
+    assert table.columns == ["class", "multiclass_jaccard", "support"]
+    assert table["class"].to_list() == classes
+    for c, value in zip(classes, want, strict=False):
+        assert_same(table.filter(pl.col("class") == c)["multiclass_jaccard"].item(), value)

@@ -86,6 +86,7 @@ __all__ = [
     "multiclass_confusion_matrix",
     "multiclass_f1",
     "multiclass_f_beta",
+    "multiclass_jaccard",
     "multiclass_logloss",
     "multiclass_mcc",
     "multiclass_precision",
@@ -558,7 +559,16 @@ def _f_beta_k(t: pl.Expr, p: pl.Expr, c: pl.Expr, beta: float) -> pl.Expr:
     return safe_div((1.0 + b2) * c, (1.0 + b2) * c + b2 * (t - c) + (p - c))
 
 
-PER_CLASS = {"precision": _precision_k, "recall": _recall_k, "f_beta": _f_beta_k}
+def _jaccard_k(t: pl.Expr, p: pl.Expr, c: pl.Expr, beta: float) -> pl.Expr:
+    return safe_div(c, t + p - c)
+
+
+PER_CLASS = {
+    "precision": _precision_k,
+    "recall": _recall_k,
+    "f_beta": _f_beta_k,
+    "jaccard": _jaccard_k,
+}
 
 
 def averaged(metric: str, average: str, beta: float = 1.0) -> Callable[[Any], pl.Expr]:
@@ -854,6 +864,64 @@ def multiclass_f_beta(
 ) -> MetricSpec:
     check_beta(beta)
     return _prf("f_beta", label, pred, proba, average, classes, weight, float(beta))
+
+
+@register(
+    task="multiclass",
+    inputs=PRED_INPUTS,
+    check=data_checks,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="empty group (0/0)",
+    namespace=_per_class_table("jaccard", "multiclass_jaccard"),
+)
+def multiclass_jaccard(
+    label: IntoExpr,
+    pred: IntoExpr | None = None,
+    *,
+    proba: Proba | None = None,
+    average: str | None = "macro",
+    classes: Sequence[Any] | None = None,
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass Jaccard index (intersection over union), micro / macro / weighted / per class.
+
+    Per class k (one-vs-rest, weighted counts): Jₖ = TPₖ / (TPₖ + FPₖ + FNₖ), the rows
+    of the class in the truth and in the predictions over the rows in either; null for a
+    class absent from both. ``average``:
+
+    * ``"micro"``: Σ TP / Σ (TP + FP + FN) over the classes;
+    * ``"macro"`` (default): the unweighted mean over the classes present in the truth or
+      in the predictions of the group;
+    * ``"weighted"``: the mean weighted by each class's support (weighted count in the
+      truth) over the same classes;
+    * ``None``: the value of every class of ``classes=`` (required by the expression) as a
+      struct with one field per class (named ``str(class)``); the namespace returns a
+      table, one row per class with its ``support``.
+
+    The same as scikit-learn's ``jaccard_score``, except for a class of ``classes=``
+    absent from both sides: scikit-learn (``labels=``) counts it as ``zero_division``
+    (0), here it is null and left out of the averages. Give ``pred=`` (class ids) or
+    ``proba=`` with ``classes=`` (the argmax is the prediction).
+
+    References
+    ----------
+    Jaccard, P. (1912). The distribution of the flora in the alpine zone. New Phytologist
+    11(2), 37-50. scikit-learn ``jaccard_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
+    >>> round(df.eval.multiclass_jaccard("y", "yhat"), 6)  # (1/3 + 2/3 + 0/2) / 3
+    0.333333
+    >>> df.select(pe.multiclass_jaccard("y", "yhat", average="micro")).item()  # 3 / (3 + 2 + 2)
+    0.42857142857142855
+    """
+    return _prf("jaccard", label, pred, proba, average, classes, weight)
 
 
 def _doc_prf(fn: Any, summary: str, formula: str, micro: str, extra: str) -> None:
