@@ -695,9 +695,10 @@ def test_registry_entries() -> None:
         "multiclass_cohen_kappa",
         "multiclass_balanced_accuracy",
         "multiclass_jaccard",
+        "multiclass_brier",
         "top_k_accuracy",
     }
-    proba_side = {"multiclass_logloss", "multiclass_auc", "top_k_accuracy"}
+    proba_side = {"multiclass_logloss", "multiclass_auc", "multiclass_brier", "top_k_accuracy"}
     for name in names:
         kwargs: dict[str, Any] = {"classes": ABC} if name in proba_side else {}
         if name == "multiclass_f_beta":
@@ -946,3 +947,30 @@ def test_jaccard_per_class_struct_and_table_match_sklearn(weighted: bool) -> Non
     assert table["class"].to_list() == classes
     for c, value in zip(classes, want, strict=False):
         assert_same(table.filter(pl.col("class") == c)["multiclass_jaccard"].item(), value)
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("tied", [False, True])
+def test_brier_matches_sklearn(kind: str, weighted: bool, tied: bool, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=23, tied=tied, groups=3)
+    y, _, proba, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    # scikit-learn reads the columns in the sorted order of labels: classes are sorted here
+    want = skm.brier_score_loss(y, proba, labels=classes, sample_weight=w)
+    for form in proba_forms(df).values():
+        expr = pe.multiclass_brier("y", form, classes=classes, weight=weight)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+    assert_same(df.eval.multiclass_brier("y", "p", classes=classes, weight=weight), want)
+
+
+def test_brier_of_two_classes_is_twice_the_binary_brier() -> None:
+    df, classes = mc_data(kind="int", seed=24, k=2)
+    y, _, proba, w = np_inputs(df, True)
+    got = df.select(pe.multiclass_brier("y", "p", classes=classes, weight="w")).item()
+    # scale_by_half="auto" halves the binary case; False keeps Brier's [0, 2] definition
+    want = skm.brier_score_loss(y, proba, labels=classes, sample_weight=w, scale_by_half=False)
+    assert_same(got, want)
+    binary = df.select(pe.brier(pl.col("y") == classes[1], "p1", weight="w")).item()
+    assert_same(got, 2.0 * binary)

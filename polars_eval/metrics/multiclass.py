@@ -82,6 +82,7 @@ __all__ = [
     "multiclass_accuracy",
     "multiclass_auc",
     "multiclass_balanced_accuracy",
+    "multiclass_brier",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",
@@ -1518,6 +1519,58 @@ def top_k_accuracy(
 def top_k_spec(inputs: ProbaInputs, k: int) -> MetricSpec:
     """Top-k accuracy from probability-side inputs."""
     return _weighted_mean(inputs, top_k_hits(inputs.true_proba, inputs.probs, k))
+
+
+@register(
+    task="multiclass",
+    inputs=PROBA_INPUTS,
+    check=data_checks,
+    higher_is_better=False,
+    lower=0.0,
+    upper=2.0,
+    summary=False,
+    undefined="empty group",
+)
+def multiclass_brier(
+    label: IntoExpr,
+    proba: Proba,
+    *,
+    classes: Sequence[Any],
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass Brier score: the weighted mean over rows of Σₖ (pₖ − [y = k])².
+
+    Brier's original definition, the squared distance between the probability row and the
+    one-hot truth, in [0, 2] (it is not halved: for two classes it is twice the binary
+    :func:`polars_eval.brier`). As scikit-learn's ``brier_score_loss`` with
+    ``labels=classes`` on K > 2 classes (``scale_by_half="auto"`` keeps [0, 2] there).
+    ``classes=`` is required (the class of each probability). Null for an empty group;
+    NaN if a used row holds a NaN probability (the namespace raises instead).
+
+    References
+    ----------
+    Brier, G. W. (1950). Verification of forecasts expressed in terms of probability.
+    Monthly Weather Review 78(1), 1-3. scikit-learn ``brier_score_loss``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": ["a", "b"], "p": [[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]]})
+    >>> df.eval.multiclass_brier("y", "p", classes=["a", "b", "c"])  # (0.375 + 0.875) / 2
+    0.625
+    """
+    classes = check_classes(classes, required="to know the class of each probability")
+    assert classes is not None
+    return brier_spec(proba_inputs(label, proba, classes, weight))
+
+
+def brier_spec(inputs: ProbaInputs) -> MetricSpec:
+    """The multiclass Brier score from probability-side inputs."""
+    dtype = class_dtype(inputs.classes)
+    hits = [(inputs.label == class_lit(c, dtype)).cast(F64) for c in inputs.classes]
+    squares = [(p - hit) ** 2 for p, hit in zip(inputs.probs, hits, strict=True)]
+    return _weighted_mean(inputs, pl.sum_horizontal(squares))
 
 
 # the one-vs-rest AUC: the used rows, sorted per class in one numpy kernel
