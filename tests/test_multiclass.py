@@ -777,6 +777,9 @@ MERGE_CASES = [
     ("multiclass_mcc", {"classes": None}),
     ("multiclass_mcc", {"pred": None, "proba": "cols"}),
     ("multiclass_cohen_kappa", {}),
+    ("multiclass_cohen_kappa", {"weights": "quadratic"}),
+    ("multiclass_cohen_kappa", {"weights": "linear", "classes": None}),
+    ("multiclass_cohen_kappa", {"weights": "linear", "pred": None, "proba": "cols"}),
     ("multiclass_confusion_matrix", {}),
     ("multiclass_confusion_matrix", {"classes": None}),
     ("multiclass_logloss", {"proba": "cols"}),
@@ -974,3 +977,60 @@ def test_brier_of_two_classes_is_twice_the_binary_brier() -> None:
     assert_same(got, want)
     binary = df.select(pe.brier(pl.col("y") == classes[1], "p1", weight="w")).item()
     assert_same(got, 2.0 * binary)
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_weighted_kappa_matches_sklearn(
+    kind: str, weighted: bool, weights: str | None, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=25, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    order = [classes[i] for i in (2, 0, 3, 1)]  # the positions are those of classes=
+    exprs = {
+        "learnt": pe.multiclass_cohen_kappa("y", "yhat", weight=weight, weights=weights),
+        "given": pe.multiclass_cohen_kappa(
+            "y", "yhat", classes=order, weight=weight, weights=weights
+        ),
+        "argmax": pe.multiclass_cohen_kappa(  # one probability column per class of order
+            "y",
+            proba=[f"p{classes.index(c)}" for c in order],
+            classes=order,
+            weight=weight,
+            weights=weights,
+        ),
+    }
+    got = collect(df.lazy().select(e.alias(k) for k, e in exprs.items())).row(0, named=True)
+    assert_same(got["learnt"], skm.cohen_kappa_score(y, yhat, weights=weights, sample_weight=w))
+    want = skm.cohen_kappa_score(y, yhat, labels=order, weights=weights, sample_weight=w)
+    assert_same(got["given"], want)
+    proba = df.select(
+        pl.col("p").list.get(classes.index(c)).alias(str(c)) for c in order
+    ).to_numpy()
+    argmax = np.asarray(order)[proba.argmax(axis=1)]
+    if kind != "int":
+        argmax = argmax.astype(str)
+    want = skm.cohen_kappa_score(y, argmax, labels=order, weights=weights, sample_weight=w)
+    assert_same(got["argmax"], want)
+    for expr in exprs.values():
+        assert_groups_equal_frames(df, expr, collect)
+
+
+def test_weighted_kappa_positions_skip_classes_absent_from_the_data() -> None:
+    """Without classes= the positions are those of the classes present (as scikit-learn
+    without labels=); with them, an absent class still takes its place."""
+    df = pl.DataFrame({"y": [0, 0, 2, 2, 4], "yhat": [0, 2, 2, 4, 0]})
+    for weights in ("linear", "quadratic"):
+        learnt = df.eval.multiclass_cohen_kappa("y", "yhat", weights=weights)
+        assert_same(learnt, skm.cohen_kappa_score(df["y"], df["yhat"], weights=weights))
+        given = df.eval.multiclass_cohen_kappa(
+            "y", "yhat", classes=[0, 1, 2, 3, 4], weights=weights
+        )
+        want = skm.cohen_kappa_score(df["y"], df["yhat"], labels=[0, 1, 2, 3, 4], weights=weights)
+        assert_same(given, want)
+    constant = pl.DataFrame({"y": [1, 1], "yhat": [1, 1]})
+    assert constant.select(pe.multiclass_cohen_kappa("y", "yhat", weights="linear")).item() is None
+    with pytest.raises(pe.InvalidParameterError, match="weights must be one of"):
+        pe.multiclass_cohen_kappa("y", "yhat", weights="cubic")

@@ -502,12 +502,19 @@ def _used_rows(inputs: PredInputs, w: pl.Expr) -> dict[str, State]:
     return {name: State(expr.filter(used), "rows") for name, expr in columns.items()}
 
 
-def _vector_of_rows(s: States) -> pl.Expr:
+def _vector_of_rows(s: States, *, ranked: bool = False) -> pl.Expr:
     """The class vector of the used rows (:func:`_used_rows`): one sort of the label and
-    prediction columns appended, then the weighted counts of each run of equal classes."""
+    prediction columns appended, then the weighted counts of each run of equal classes.
+
+    ``ranked``: sorted by the dense rank of the classes instead, so that the order is that
+    of :meth:`pl.Expr.rank` in every context (Polars 2.1 sorts an appended Categorical by
+    its physical order inside ``group_by`` and lexically outside it; ``rank`` is lexical
+    in both) when the positions of the classes matter (the weighted kappa)."""
     y, yhat, w = s["y"], s["yhat"], s["w"]
     zero = w * 0.0
     key = y.append(yhat)
+    if ranked:
+        key = key.rank("dense")
     stacked = pl.struct(
         key.alias("class"),
         w.append(zero).alias("support"),
@@ -1099,8 +1106,9 @@ def multiclass_cohen_kappa(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
+    weights: str | None = None,
 ) -> MetricSpec:
-    """Cohen's kappa between the true and the predicted class.
+    """Cohen's kappa between the true and the predicted class, unweighted or weighted.
 
     κ = (p_o − p_e) / (1 − p_e), with p_o = c / s the weighted agreement and
     p_e = Σ tₖpₖ / s² the chance agreement (tₖ, pₖ: weighted counts of class k in the
@@ -1108,10 +1116,20 @@ def multiclass_cohen_kappa(
     a constant truth with a varying prediction gives a defined value (≤ 0), as
     scikit-learn and the binary :func:`polars_eval.cohen_kappa`.
 
+    ``weights="linear"`` or ``"quadratic"`` gives the weighted kappa of ordered classes:
+    κ_w = 1 − Σᵢⱼ dᵢⱼ Oᵢⱼ / Σᵢⱼ dᵢⱼ Eᵢⱼ, with O the weighted confusion matrix,
+    Eᵢⱼ = tᵢpⱼ / s its expectation under independence and dᵢⱼ = |i − j| or (i − j)² the
+    distance between the positions i and j of two classes: their order in ``classes=``,
+    else the sorted order of the classes present in the truth or the predictions of the
+    group (a class absent from both then takes no position). Null when Σ dᵢⱼ Eᵢⱼ = 0. As
+    scikit-learn's ``cohen_kappa_score(weights=..., labels=classes)``; the quadratic
+    weighted kappa is the QWK of rating tasks.
+
     References
     ----------
     Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
-    Psychological Measurement 20(1), 37-46. scikit-learn ``cohen_kappa_score``.
+    Psychological Measurement 20(1), 37-46. Cohen, J. (1968). Weighted kappa. Psychological
+    Bulletin 70(4), 213-220. scikit-learn ``cohen_kappa_score``.
 
     Examples
     --------
@@ -1120,9 +1138,82 @@ def multiclass_cohen_kappa(
     >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
     >>> round(df.eval.multiclass_cohen_kappa("y", "yhat"), 6)  # (3/5 − 10/25) / (1 − 10/25)
     0.333333
+    >>> kappa = pe.multiclass_cohen_kappa("y", "yhat", weights="linear")
+    >>> round(df.select(kappa).item(), 6)  # 1 − s Σ dO / Σ d tᵢpⱼ = 1 − 5 · 3 / 17
+    0.117647
     """
+    check_choice("weights", weights, KAPPA_WEIGHTS)
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
-    return class_metric(inputs, _kappa_body)
+    if weights is None:
+        return class_metric(inputs, _kappa_body)
+    return _weighted_kappa(inputs, 1 if weights == "linear" else 2)
+
+
+KAPPA_WEIGHTS = (None, "linear", "quadratic")
+
+
+def _position_distance(power: int, i: pl.Expr, j: pl.Expr) -> pl.Expr:
+    """|i − j| (power 1) or (i − j)² (power 2)."""
+    return (i - j).abs() if power == 1 else (i - j) ** 2
+
+
+def _expected_ratio(power: int) -> Body:
+    """Over the class vector (in the class order): s / Σᵢⱼ dᵢⱼ tᵢ pⱼ, null when the sum
+    is 0 (below rounding residue). Σᵢ dᵢⱼ tᵢ for every j from cumulative sums:
+    j·T≤ⱼ − S≤ⱼ + (S − S≤ⱼ) − j·(T − T≤ⱼ) (linear), Q − 2jS + j²T (quadratic), with T,
+    S, Q the sums of tᵢ, i·tᵢ, i²·tᵢ."""
+
+    def body(f: Any) -> pl.Expr:
+        j = pl.int_range(f.t.len()).cast(F64)
+        total = f.t.sum()
+        first = (j * f.t).sum()
+        if power == 1:
+            t_le, s_le = f.t.cum_sum(), (j * f.t).cum_sum()
+            spread = j * t_le - s_le + (first - s_le) - j * (total - t_le)
+        else:
+            spread = (j * j * f.t).sum() - 2.0 * j * first + j * j * total
+        expected = (f.p * spread).sum()
+        return pl.when(expected > ZERO_TOL * total * total).then(total / expected)
+
+    return body
+
+
+def _weighted_kappa(inputs: PredInputs, power: int) -> MetricSpec:
+    """The linear (power 1) or quadratic (power 2) weighted kappa: the class vector (for
+    the expected disagreement) and the observed one, Σ w d(position of y, of ŷ): one more
+    weighted sum with ``classes=``, else from the used rows (the positions are the dense
+    ranks of the classes present in the group)."""
+    counts = class_counts(inputs)
+    states = dict(counts.states)
+    if inputs.probs:
+        states["nan"] = _nan_state(inputs.probs)
+    if inputs.classes is not None:
+        assert inputs.indicators is not None
+        dtype = class_dtype(inputs.classes)
+        at_y = pl.sum_horizontal(
+            [
+                (inputs.label == class_lit(c, dtype)).cast(F64) * i
+                for i, c in enumerate(inputs.classes)
+            ]
+        )
+        at_p = pl.sum_horizontal([p.cast(F64) * i for i, p in enumerate(inputs.indicators)])
+        states["disagree"] = State(inputs.weight * _position_distance(power, at_y, at_p))
+
+    def observed(s: States) -> pl.Expr:
+        if inputs.classes is not None:
+            return s["disagree"]
+        y, w = s["y"], s["w"]
+        rank = y.append(s["yhat"]).rank("dense").cast(F64)
+        at_y, at_p = rank.slice(0, y.len()), rank.slice(y.len())
+        return (w * _position_distance(power, at_y, at_p)).sum()
+
+    def finalize(s: States) -> pl.Expr:
+        vector = counts.vector(s) if inputs.classes is not None else _vector_of_rows(s, ranked=True)
+        ratio = over_classes(vector, _expected_ratio(power))
+        value = 1.0 - observed(s) * ratio
+        return nan_or(s["nan"], value) if inputs.probs else value
+
+    return MetricSpec(states, finalize)
 
 
 def _balanced_accuracy_body(adjusted: bool) -> Body:
