@@ -696,9 +696,16 @@ def test_registry_entries() -> None:
         "multiclass_balanced_accuracy",
         "multiclass_jaccard",
         "multiclass_brier",
+        "multiclass_hinge_loss",
         "top_k_accuracy",
     }
-    proba_side = {"multiclass_logloss", "multiclass_auc", "multiclass_brier", "top_k_accuracy"}
+    proba_side = {
+        "multiclass_logloss",
+        "multiclass_auc",
+        "multiclass_brier",
+        "multiclass_hinge_loss",
+        "top_k_accuracy",
+    }
     for name in names:
         kwargs: dict[str, Any] = {"classes": ABC} if name in proba_side else {}
         if name == "multiclass_f_beta":
@@ -1034,3 +1041,79 @@ def test_weighted_kappa_positions_skip_classes_absent_from_the_data() -> None:
     assert constant.select(pe.multiclass_cohen_kappa("y", "yhat", weights="linear")).item() is None
     with pytest.raises(pe.InvalidParameterError, match="weights must be one of"):
         pe.multiclass_cohen_kappa("y", "yhat", weights="cubic")
+
+
+def with_scores(df: pl.DataFrame, seed: int, k: int = K) -> pl.DataFrame:
+    """Decision scores per class (any sign, rows not summing to 1): a List column "s" and
+    columns s0 ... (some scores tied within rows)."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.normal(size=(df.height, k)) * 2.0, 1)
+    return df.with_columns(
+        pl.Series("s", scores.tolist()), *[pl.Series(f"s{i}", scores[:, i]) for i in range(k)]
+    )
+
+
+def scores_cols(k: int = K) -> list[str]:
+    return [f"s{i}" for i in range(k)]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hinge_loss_matches_sklearn(kind: str, weighted: bool, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=26, groups=3)
+    df = with_scores(df, 26)
+    y, _, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    scores = df.select(f"s{i}" for i in range(K)).to_numpy()
+    # scikit-learn reads the columns in the sorted order of labels: classes are sorted here
+    want = skm.hinge_loss(y, scores, labels=classes, sample_weight=w)
+    forms = {
+        "list": "s",
+        "array": pl.col("s").cast(pl.Array(pl.Float64, K)),
+        "columns": scores_cols(),
+    }
+    for form in forms.values():
+        expr = pe.multiclass_hinge_loss("y", form, classes=classes, weight=weight)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+    # the namespace takes decision scores (negative, not summing to 1)
+    assert_same(df.eval.multiclass_hinge_loss("y", "s", classes=classes, weight=weight), want)
+    cols_value = df.eval.multiclass_hinge_loss("y", scores_cols(), classes=classes, weight=weight)
+    assert_same(cols_value, want)
+    proba = df.select(cols()).to_numpy()  # probabilities are scores too
+    assert_same(
+        df.select(pe.multiclass_hinge_loss("y", "p", classes=classes, weight=weight)).item(),
+        skm.hinge_loss(y, proba, labels=classes, sample_weight=w),
+    )
+
+
+def test_hinge_loss_of_two_classes_is_the_binary_hinge_of_the_difference() -> None:
+    df, classes = mc_data(kind="int", seed=27, k=2)
+    df = with_scores(df, 27, k=2)
+    got = df.select(pe.multiclass_hinge_loss("y", "s", classes=classes, weight="w")).item()
+    diff = df["s1"] - df["s0"]
+    want = skm.hinge_loss(df["y"], diff, labels=classes, sample_weight=df["w"])
+    assert_same(got, want)
+    margin = pl.col("s1") - pl.col("s0")
+    binary = df.select(pe.hinge_loss(pl.col("y") == classes[1], margin, weight="w")).item()
+    assert_same(got, binary)
+
+
+def test_hinge_loss_checks_the_scores_not_as_probabilities() -> None:
+    df, classes = mc_data(n=20, kind="int", seed=28)
+    df = with_scores(df, 28)
+    bad = df.with_columns(s1=pl.when(pl.int_range(pl.len()) == 3).then(np.inf).otherwise("s1"))
+    with pytest.raises(pe.DataValidationError, match='column "s1".*NaN or ±inf'):
+        bad.eval.multiclass_hinge_loss("y", scores_cols(), classes=classes)
+    nan = df.with_columns(pl.col("s").list.eval(pl.element() * float("nan")))
+    with pytest.raises(pe.DataValidationError, match='column "s".*NaN or ±inf'):
+        nan.eval.multiclass_hinge_loss("y", "s", classes=classes)
+    assert math.isnan(nan.select(pe.multiclass_hinge_loss("y", "s", classes=classes)).item())
+    with pytest.raises(pe.DataValidationError, match=r'column "s".*5 scores per row'):
+        df.eval.multiclass_hinge_loss("y", "s", classes=[*classes, 99])
+    with pytest.raises(pe.DataValidationError, match=r'column "y" \(argument score=\).*List'):
+        df.eval.multiclass_hinge_loss("yhat", "y", classes=classes)
+    with pytest.raises(pe.DataValidationError, match='column "y".*not in classes'):
+        df.eval.multiclass_hinge_loss("y", "s", classes=classes[::-1][:-1] + [0])
+    with pytest.raises(pe.InvalidParameterError, match="classes= is required"):
+        pe.multiclass_hinge_loss("y", "s", classes=None)  # type: ignore[arg-type]

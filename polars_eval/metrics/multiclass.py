@@ -87,6 +87,7 @@ __all__ = [
     "multiclass_confusion_matrix",
     "multiclass_f1",
     "multiclass_f_beta",
+    "multiclass_hinge_loss",
     "multiclass_jaccard",
     "multiclass_logloss",
     "multiclass_mcc",
@@ -353,9 +354,13 @@ def _class_checks(
     ]
 
 
-def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> list[Check]:
+def _proba_checks(
+    proba: Proba, k: int, schema: Mapping[str, pl.DataType], *, scores: bool = False
+) -> list[Check]:
     """Length, finiteness and range of a List/Array column, and row sums = 1 for any form
-    (one column per class: finiteness and range are checked by the ``class_proba`` role)."""
+    (one column per class: finiteness and range are checked by the ``class_proba`` role).
+    ``scores``: decision scores (argument ``score=``), only the length and finiteness."""
+    what, arg = ("scores", "score") if scores else ("probabilities", "proba")
     if isinstance(proba, (str, pl.Expr)):
         name = column_name(proba)
         dtype = _dtype_of(proba, schema)
@@ -363,7 +368,7 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
             return []
         if not isinstance(dtype, (pl.List, pl.Array)) or not dtype.inner.is_numeric():
             raise DataValidationError(
-                f'column "{name}" (argument proba=) must be a List or Array of probabilities '
+                f'column "{name}" (argument {arg}=) must be a List or Array of {what} '
                 f"(one per class of classes=); got {dtype}"
             )
         values = proba_list(proba)
@@ -371,12 +376,12 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
         length = values.list.len()
         complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()
         finite = complete & values.list.eval(e.is_finite()).list.all()
-        return [
+        shape = [
             Check(
                 name,
                 values.is_not_null() & (length != k),
                 length,
-                f"must hold {k} probabilities per row (one per class of classes=); "
+                f"must hold {k} {what} per row (one per class of classes=); "
                 "found {n} rows of another length",
             ),
             Check(
@@ -385,6 +390,11 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
                 values.list.sum(),
                 "must hold finite numbers; found {n} rows with NaN or ±inf (row sums shown)",
             ),
+        ]
+        if scores:
+            return shape
+        return [
+            *shape,
             Check(
                 name,
                 finite & values.list.eval((e < 0.0) | (e > 1.0)).list.any(),
@@ -400,6 +410,8 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
                 "found {n} rows that do not (row sums shown)",
             ),
         ]
+    if scores:
+        return []
     cols = [to_float(c) for c in proba]
     names = ", ".join(column_name(c) for c in proba)
     total = pl.sum_horizontal(cols)
@@ -424,6 +436,8 @@ def _schema_checks(args: Mapping[str, Any], schema: Mapping[str, pl.DataType]) -
         checks += _class_checks("pred", args["pred"], classes, schema)
     if args.get("proba") is not None:
         checks += _proba_checks(args["proba"], len(classes), schema)
+    if args.get("score") is not None:
+        checks += _proba_checks(args["score"], len(classes), schema, scores=True)
     return checks
 
 
@@ -1662,6 +1676,68 @@ def brier_spec(inputs: ProbaInputs) -> MetricSpec:
     hits = [(inputs.label == class_lit(c, dtype)).cast(F64) for c in inputs.classes]
     squares = [(p - hit) ** 2 for p, hit in zip(inputs.probs, hits, strict=True)]
     return _weighted_mean(inputs, pl.sum_horizontal(squares))
+
+
+SCORE_INPUTS = {"label": "key", "score": "class_score", "weight": "weight"}
+
+
+@register(
+    task="multiclass",
+    inputs=SCORE_INPUTS,
+    check=data_checks,
+    higher_is_better=False,
+    lower=0.0,
+    upper=None,
+    summary=False,
+    undefined="empty group",
+)
+def multiclass_hinge_loss(
+    label: IntoExpr,
+    score: Proba,
+    *,
+    classes: Sequence[Any],
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass hinge loss (Crammer-Singer): the weighted mean of max(0, 1 − s_y + maxₖ≠ᵧ sₖ).
+
+    ``score`` holds a real decision score per class (e.g. an SVM's ``decision_function``
+    or logits; probabilities are scores too), in the same forms as ``proba=`` elsewhere:
+    one ``List``/``Array`` column or one column per class, in the order of ``classes=``
+    (required). The margin of a row is the score of its true class minus the largest
+    score of the other classes. As scikit-learn's ``hinge_loss(labels=classes)`` on K > 2
+    classes with the columns in the sorted order of the labels (for two classes
+    scikit-learn takes one binary decision value d instead; with d = s₁ − s₀ the two
+    agree). The namespace checks that every row holds K finite scores, of any sign and
+    sum. Null for an empty group; NaN if a used row holds a NaN score.
+
+    References
+    ----------
+    Crammer, K. & Singer, Y. (2001). On the algorithmic implementation of multiclass
+    kernel-based vector machines. JMLR 2, 265-292. scikit-learn ``hinge_loss``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": ["a", "b"], "s": [[2.0, 0.5, -1.0], [0.5, 0.25, 0.0]]})
+    >>> df.eval.multiclass_hinge_loss("y", "s", classes=["a", "b", "c"])  # (0 + 1.25) / 2
+    0.625
+    """
+    classes = check_classes(classes, required="to know the class of each score")
+    assert classes is not None
+    return hinge_spec(proba_inputs(label, score, classes, weight))
+
+
+def hinge_spec(inputs: ProbaInputs) -> MetricSpec:
+    """The Crammer-Singer hinge loss from score-side inputs (:func:`proba_inputs`)."""
+    dtype = class_dtype(inputs.classes)
+    others = pl.max_horizontal(
+        [
+            pl.when(inputs.label != class_lit(c, dtype)).then(s)
+            for c, s in zip(inputs.classes, inputs.probs, strict=True)
+        ]
+    )
+    return _weighted_mean(inputs, (1.0 - inputs.true_proba + others).clip(lower_bound=0.0))
 
 
 # the one-vs-rest AUC: the used rows, sorted per class in one numpy kernel
