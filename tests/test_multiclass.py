@@ -793,6 +793,8 @@ MERGE_CASES = [
     ("top_k_accuracy", {"k": 3}),
     ("multiclass_auc", {"average": "micro"}),
     ("multiclass_auc", {"average": "weighted", "proba": "cols"}),
+    ("multiclass_auc", {"multi_class": "ovo"}),
+    ("multiclass_auc", {"multi_class": "ovo", "average": "weighted", "proba": "cols"}),
 ]
 
 
@@ -1117,3 +1119,61 @@ def test_hinge_loss_checks_the_scores_not_as_probabilities() -> None:
         df.eval.multiclass_hinge_loss("y", "s", classes=classes[::-1][:-1] + [0])
     with pytest.raises(pe.InvalidParameterError, match="classes= is required"):
         pe.multiclass_hinge_loss("y", "s", classes=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_ovo_auc_matches_sklearn(kind: str, tied: bool, average: str, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=29, tied=tied, groups=3)
+    y, _, proba, _ = np_inputs(df, False)
+    want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+    for form in proba_forms(df).values():
+        expr = pe.multiclass_auc("y", form, multi_class="ovo", average=average, classes=classes)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_weighted_ovo_auc_is_sklearn_on_repeated_rows(
+    tied: bool, average: str, collect: Collect
+) -> None:
+    """scikit-learn's one-vs-one AUC takes no sample weights: integer weights are the
+    oracle's repeated rows (a zero weight removes the row)."""
+    df, classes = mc_data(kind="str", seed=30, tied=tied, groups=3)
+    expr = pe.multiclass_auc(
+        "y", "p", multi_class="ovo", average=average, classes=classes, weight="w"
+    )
+    repeated = df.select(pl.all().repeat_by(pl.col("w").cast(pl.Int64))).explode(pl.all())
+    y, _, proba, _ = np_inputs(repeated.drop_nulls("y"), False)
+    want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+    assert_same(collect(df.lazy().select(expr)).item(), want)
+    assert_groups_equal_frames(df, expr, collect)
+    assert_same(
+        df.eval.multiclass_auc(
+            "y", cols(), multi_class="ovo", average=average, classes=classes, weight="w"
+        ),
+        want,
+    )
+
+
+def test_ovo_auc_pairs_only_the_classes_present() -> None:
+    df, classes = mc_data(kind="int", seed=31)
+    df = df.filter(pl.col("y") != classes[2])
+    y, _, proba, _ = np_inputs(df, False)
+    for average in ("macro", "weighted"):
+        want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+        got = df.eval.multiclass_auc("y", "p", multi_class="ovo", average=average, classes=classes)
+        assert_same(got, want)
+    one = df.filter(pl.col("y") == classes[0])
+    assert (
+        one.select(pe.multiclass_auc("y", "p", multi_class="ovo", classes=classes)).item() is None
+    )
+    nan = df.with_columns(p0=pl.when(pl.int_range(pl.len()) == 0).then(np.nan).otherwise("p0"))
+    got = nan.select(pe.multiclass_auc("y", cols(), multi_class="ovo", classes=classes)).item()
+    assert math.isnan(got)
+    with pytest.raises(pe.InvalidParameterError, match='"micro" is not defined'):
+        pe.multiclass_auc("y", "p", multi_class="ovo", average="micro", classes=classes)
+    with pytest.raises(pe.InvalidParameterError, match="multi_class must be one of"):
+        pe.multiclass_auc("y", "p", multi_class="ovx", classes=classes)

@@ -1891,6 +1891,61 @@ def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> flo
     return area / (total_pos * total_neg)
 
 
+def ovo_auc_spec(inputs: ProbaInputs, average: str) -> MetricSpec:
+    """Hand & Till's one-vs-one AUC of a group, ``"macro"`` or ``"weighted"``: the used
+    rows as in :func:`auc_spec`, then :func:`_ovo_auc` over them."""
+    fields = [class_index(inputs.label, inputs.classes).alias("y")]
+    fields += [p.alias(f"p{i}") for i, p in enumerate(inputs.probs)]
+    if inputs.weighted:
+        fields.append(inputs.weight.alias("w"))
+    rows = State(pl.struct(fields).filter(inputs.keep), "rows")
+    kernel = functools.partial(
+        _ovo_auc, k=len(inputs.classes), weighted=inputs.weighted, average=average
+    )
+
+    def finalize(s: States) -> pl.Expr:
+        return s["rows"].map_batches(kernel, return_dtype=F64, returns_scalar=True)
+
+    return MetricSpec({"rows": rows}, finalize)
+
+
+def _ovo_auc(rows: pl.Series, *, k: int, weighted: bool, average: str) -> float | None:
+    """Hand & Till's M over the classes present in the used rows of a group.
+
+    Per pair of present classes (a, b), on the rows of a or b only: the mean of the AUC of
+    [y = a] against the probability of a and of [y = b] against that of b (trapezoid rule,
+    ties ½, row weights). ``"macro"``: the mean over the pairs; ``"weighted"``: weighted by
+    the weight of the pair's rows (its prevalence). Null with fewer than two classes; NaN
+    when a probability is NaN or negative.
+    """
+    y = rows.struct.field("y").to_numpy()
+    scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
+    w = rows.struct.field("w").cast(pl.Float64).to_numpy() if weighted else None
+    present = np.unique(y)
+    values, masses = [], []
+    for i, a in enumerate(present):
+        for b in present[i + 1 :]:
+            pair = (y == a) | (y == b)
+            is_a = y[pair] == a
+            halves = []
+            for c, positive in ((a, is_a), (b, ~is_a)):
+                score = scores[c][pair]
+                if w is None:
+                    npos = int(positive.sum())
+                    key = _sort_keys(score, positive)
+                    halves.append(_sorted_keys_auc(key, npos, len(score) - npos))
+                else:
+                    halves.append(_weighted_auc(score, positive, w[pair]))
+            assert halves[0] is not None and halves[1] is not None  # both classes present
+            values.append((halves[0] + halves[1]) / 2.0)
+            masses.append(float(w[pair].sum()) if w is not None else float(pair.sum()))
+    if not values:
+        return None
+    if average == "macro":
+        return float(np.mean(values))
+    return float(np.average(values, weights=masses))
+
+
 @register(
     task="multiclass",
     inputs=PROBA_INPUTS,
@@ -1898,17 +1953,18 @@ def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> flo
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
-    undefined="no class with both a positive and a negative row",
+    undefined="no class with both a positive and a negative row (ovo: fewer than two classes)",
 )
 def multiclass_auc(
     label: IntoExpr,
     proba: Proba,
     *,
     average: str = "macro",
+    multi_class: str = "ovr",
     classes: Sequence[Any],
     weight: IntoExpr | None = None,
 ) -> MetricSpec:
-    """One-vs-rest ROC AUC of multiclass probabilities, micro / macro / weighted.
+    """ROC AUC of multiclass probabilities, one-vs-rest (micro / macro / weighted) or one-vs-one.
 
     For each class k, the binary AUC of [y = k] against the probability of k (trapezoid
     rule, tied scores count ½, weighted rows). ``average``:
@@ -1923,10 +1979,22 @@ def multiclass_auc(
     weighted: of the probability), one more of the n × K keys for ``"micro"``.
     ``classes=`` is required.
 
+    ``multi_class="ovo"``: Hand & Till's M, over the pairs of classes present in the truth
+    of the group. For a pair (a, b), on the rows of class a or b only, the mean of the
+    AUC of [y = a] against the probability of a and of [y = b] against the probability
+    of b; ``"macro"``: the mean over the pairs, ``"weighted"``: the mean weighted by the
+    (weighted) number of rows of each pair; ``"micro"`` is not defined. Null with fewer
+    than two classes present. As scikit-learn's ``roc_auc_score(multi_class="ovo")``,
+    which takes no sample weights (here the weights count as repeated rows). Two sorts
+    per pair of classes.
+
     References
     ----------
     Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recognition Letters 27(8),
-    §9 (one-vs-rest "class reference formulation"). scikit-learn ``roc_auc_score``.
+    §9 (one-vs-rest "class reference formulation"). Hand, D. J. & Till, R. J. (2001). A
+    simple generalisation of the area under the ROC curve for multiple class
+    classification problems. Machine Learning 45(2), 171-186. scikit-learn
+    ``roc_auc_score``.
 
     Examples
     --------
@@ -1936,10 +2004,20 @@ def multiclass_auc(
     ...                    "p": [[0.6, 0.2, 0.2], [0.3, 0.4, 0.3], [0.5, 0.1, 0.4], [0.2, 0.5, 0.3]]})
     >>> round(df.eval.multiclass_auc("y", "p", classes=["a", "b", "c"]), 6)  # (1/2 + 2/3 + 1) / 3
     0.722222
+    >>> ovo = pe.multiclass_auc("y", "p", multi_class="ovo", classes=["a", "b", "c"])
+    >>> round(df.select(ovo).item(), 6)  # pairs ab (1/2), ac (3/4), bc (1)
+    0.75
     """
     check_choice("average", average, AUC_AVERAGES)
+    check_choice("multi_class", multi_class, ("ovr", "ovo"))
+    if multi_class == "ovo" and average == "micro":
+        raise InvalidParameterError(
+            'average="micro" is not defined for multi_class="ovo"; use "macro" or "weighted"'
+        )
     classes = check_classes(classes, required="to know the class of each probability")
     assert classes is not None
     inputs = proba_inputs(label, proba, classes, weight)
+    if multi_class == "ovo":
+        return ovo_auc_spec(inputs, average)
     parts = auc_spec(inputs, per_class=average != "micro", micro=average == "micro")
     return MetricSpec(parts.states, lambda s: parts.finalize(s).struct.field(average))
