@@ -32,10 +32,15 @@ State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
   addition; without, the classes come from the data, so the state is the used rows
   (label, prediction, weight), merged by concatenation, and the vector one sort of them.
 * The confusion matrix: K × K weighted sums with ``classes=`` (the used rows without).
-* Log loss and top-k accuracy: weighted sums (and a NaN flag, a maximum).
+* Balanced accuracy and Jaccard: formulas over the class vector; the weighted kappa: the
+  class vector and one more weighted sum (the distance between the positions of the true
+  and the predicted class; without ``classes=``, from the used rows).
+* Log loss, Brier score, hinge loss and top-k accuracy: weighted sums (and a NaN flag, a
+  maximum).
 * The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
   per class in one numpy kernel (:func:`_ovr_auc`: one sort of a UInt64 key per class,
-  one more of the n × K keys for the micro average).
+  one more of the n × K keys for the micro average); the one-vs-one AUC: the same rows,
+  two sorts per pair of classes (:func:`_ovo_auc`).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
