@@ -79,7 +79,8 @@ def column_problems(
             if not isinstance(item, str):
                 continue
             dtype = schema[item]
-            if role == "key" or (role == "class_proba" and not isinstance(value, (list, tuple))):
+            per_class = role in ("class_proba", "class_score")
+            if role == "key" or (per_class and not isinstance(value, (list, tuple))):
                 continue  # (one List/Array column of class probabilities: the check= hook)
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
@@ -111,10 +112,10 @@ def row_checks(
         value = args.get(arg)
         if value is None or role == "key":
             continue
-        if role == "class_proba":  # a List/Array column: the metric's check= hook
+        if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
             if not isinstance(value, (list, tuple)):
                 continue
-            role = "proba"
+            role = "proba" if role == "class_proba" else "score"
         values = value if isinstance(value, (list, tuple)) else [value]
         for item in values:
             if not isinstance(item, (str, pl.Expr)):

@@ -130,7 +130,13 @@ CASES: dict[str, Case] = {
     ),
     "multiclass": Case(
         make=multiclass_data,
-        columns={"label": "y", "pred": "yp", "proba": ["p0", "p1", "p2"], "weight": "w"},
+        columns={
+            "label": "y",
+            "pred": "yp",
+            "proba": ["p0", "p1", "p2"],
+            "score": ["p0", "p1", "p2"],  # decision scores (multiclass_hinge_loss)
+            "weight": "w",
+        },
         options={"classes": [0, 1, 2], "beta": 2.0},
     ),
     "ranking": Case(

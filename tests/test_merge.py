@@ -39,7 +39,13 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "weight": "w",
     },
     "ranking": {"relevance": "rel", "score": "s"},
-    "multiclass": {"label": "label", "pred": "yhat", "proba": "proba", "weight": "w"},
+    "multiclass": {
+        "label": "label",
+        "pred": "yhat",
+        "proba": "proba",
+        "score": "proba",
+        "weight": "w",
+    },
 }
 # per task, inputs that exclude one another: a metric gets the first of them it takes
 ALTERNATIVES: dict[str, tuple[str, ...]] = {"multiclass": ("pred", "proba")}

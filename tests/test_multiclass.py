@@ -693,9 +693,19 @@ def test_registry_entries() -> None:
         "multiclass_auc",
         "multiclass_mcc",
         "multiclass_cohen_kappa",
+        "multiclass_balanced_accuracy",
+        "multiclass_jaccard",
+        "multiclass_brier",
+        "multiclass_hinge_loss",
         "top_k_accuracy",
     }
-    proba_side = {"multiclass_logloss", "multiclass_auc", "top_k_accuracy"}
+    proba_side = {
+        "multiclass_logloss",
+        "multiclass_auc",
+        "multiclass_brier",
+        "multiclass_hinge_loss",
+        "top_k_accuracy",
+    }
     for name in names:
         kwargs: dict[str, Any] = {"classes": ABC} if name in proba_side else {}
         if name == "multiclass_f_beta":
@@ -774,12 +784,17 @@ MERGE_CASES = [
     ("multiclass_mcc", {"classes": None}),
     ("multiclass_mcc", {"pred": None, "proba": "cols"}),
     ("multiclass_cohen_kappa", {}),
+    ("multiclass_cohen_kappa", {"weights": "quadratic"}),
+    ("multiclass_cohen_kappa", {"weights": "linear", "classes": None}),
+    ("multiclass_cohen_kappa", {"weights": "linear", "pred": None, "proba": "cols"}),
     ("multiclass_confusion_matrix", {}),
     ("multiclass_confusion_matrix", {"classes": None}),
     ("multiclass_logloss", {"proba": "cols"}),
     ("top_k_accuracy", {"k": 3}),
     ("multiclass_auc", {"average": "micro"}),
     ("multiclass_auc", {"average": "weighted", "proba": "cols"}),
+    ("multiclass_auc", {"multi_class": "ovo"}),
+    ("multiclass_auc", {"multi_class": "ovo", "average": "weighted", "proba": "cols"}),
 ]
 
 
@@ -850,3 +865,315 @@ def test_row19_constant_side_with_fractional_weights_is_null_not_rounding_noise(
     assert abs(out[1]) < 1e-12
     same = df.with_columns(y=pl.lit(0, dtype=pl.Int64))
     assert same.select(pe.multiclass_cohen_kappa("y", "yhat", weight="w")).item() is None
+
+
+# ---------------------------------------------------------------------------------------
+# SPEC §12 coverage: balanced accuracy, Jaccard, Brier, weighted kappa, hinge, OvO AUC
+# ---------------------------------------------------------------------------------------
+
+
+def assert_groups_equal_frames(df: pl.DataFrame, expr: pl.Expr, collect: Collect) -> None:
+    """Per group (lazy, on the fixture's engine) = the same expression on each group's
+    frame (eager), value by value."""
+    name = expr.meta.output_name()
+    grouped = collect(df.lazy().group_by("g").agg(expr).sort("g"))
+    for g, value in zip(grouped["g"], grouped[name], strict=True):
+        assert_same(value, df.filter(pl.col("g") == g).select(expr).item())
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_classes", [False, True])
+def test_balanced_accuracy_matches_sklearn(
+    kind: str, weighted: bool, with_classes: bool, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=20, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    kw: dict[str, Any] = {"classes": classes if with_classes else None}
+    kw["weight"] = "w" if weighted else None
+    exprs = [
+        pe.multiclass_balanced_accuracy("y", "yhat", **kw),
+        pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True, **kw).alias("adjusted"),
+    ]
+    got = collect(df.lazy().select(exprs)).row(0)
+    for value, adjusted in zip(got, (False, True), strict=True):
+        want = skm.balanced_accuracy_score(y, yhat, sample_weight=w, adjusted=adjusted)
+        assert_same(value, want)
+    for expr in exprs:
+        assert_groups_equal_frames(df, expr, collect)
+
+
+def test_balanced_accuracy_leaves_out_classes_only_predicted() -> None:
+    df = pl.DataFrame({"y": [0, 0, 1, 1], "yhat": [0, 2, 1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns about the class 2 (no true row)
+        want = skm.balanced_accuracy_score(df["y"], df["yhat"])
+    assert_same(df.eval.multiclass_balanced_accuracy("y", "yhat"), want)
+    assert_same(want, 0.5)
+    got = df.select(pe.multiclass_balanced_accuracy("y", "yhat", classes=[0, 1, 2, 3])).item()
+    assert_same(got, 0.5)
+    one = pl.DataFrame({"y": [1, 1], "yhat": [1, 0]})
+    assert one.select(pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True)).item() is None
+    with pytest.raises(pe.InvalidParameterError, match="adjusted"):
+        pe.multiclass_balanced_accuracy("y", "yhat", adjusted=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_classes", [False, True])
+def test_jaccard_matches_sklearn(
+    kind: str, weighted: bool, with_classes: bool, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=21, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    kw: dict[str, Any] = {"classes": classes if with_classes else None}
+    kw["weight"] = "w" if weighted else None
+    exprs = [pe.multiclass_jaccard("y", "yhat", average=avg, **kw).alias(avg) for avg in AVERAGES]
+    got = collect(df.lazy().select(exprs)).row(0, named=True)
+    for avg in AVERAGES:
+        want = skm.jaccard_score(y, yhat, average=avg, sample_weight=w)  # no 0/0 class
+        assert_same(got[avg], want)
+    for expr in exprs:
+        assert_groups_equal_frames(df, expr, collect)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_jaccard_per_class_struct_and_table_match_sklearn(weighted: bool) -> None:
+    df, classes = mc_data(kind="str", seed=22)
+    df = df.filter(pl.col("y") != classes[2])  # a class only predicted
+    extra = [*classes, "never"]  # and one absent from both sides: null
+    y, yhat, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    want = skm.jaccard_score(y, yhat, labels=classes, average=None, sample_weight=w)
+    struct = df.select(
+        pe.multiclass_jaccard("y", "yhat", average=None, classes=extra, weight=weight)
+    ).item()
+    assert list(struct) == extra
+    for c, value in zip(classes, want, strict=True):
+        assert_same(struct[c], value)
+    assert struct["never"] is None  # 0/0 (scikit-learn: zero_division, 0 by default)
+    macro = df.select(pe.multiclass_jaccard("y", "yhat", classes=extra, weight=weight)).item()
+    assert_same(macro, skm.jaccard_score(y, yhat, average="macro", sample_weight=w))
+    table = df.eval.multiclass_jaccard("y", "yhat", average=None, weight=weight)
+    assert table.columns == ["class", "multiclass_jaccard", "support"]
+    assert table["class"].to_list() == classes
+    for c, value in zip(classes, want, strict=False):
+        assert_same(table.filter(pl.col("class") == c)["multiclass_jaccard"].item(), value)
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("tied", [False, True])
+def test_brier_matches_sklearn(kind: str, weighted: bool, tied: bool, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=23, tied=tied, groups=3)
+    y, _, proba, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    # scikit-learn reads the columns in the sorted order of labels: classes are sorted here
+    want = skm.brier_score_loss(y, proba, labels=classes, sample_weight=w)
+    for form in proba_forms(df).values():
+        expr = pe.multiclass_brier("y", form, classes=classes, weight=weight)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+    assert_same(df.eval.multiclass_brier("y", "p", classes=classes, weight=weight), want)
+
+
+def test_brier_of_two_classes_is_twice_the_binary_brier() -> None:
+    df, classes = mc_data(kind="int", seed=24, k=2)
+    y, _, proba, w = np_inputs(df, True)
+    got = df.select(pe.multiclass_brier("y", "p", classes=classes, weight="w")).item()
+    # scale_by_half="auto" halves the binary case; False keeps Brier's [0, 2] definition
+    want = skm.brier_score_loss(y, proba, labels=classes, sample_weight=w, scale_by_half=False)
+    assert_same(got, want)
+    binary = df.select(pe.brier(pl.col("y") == classes[1], "p1", weight="w")).item()
+    assert_same(got, 2.0 * binary)
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_weighted_kappa_matches_sklearn(
+    kind: str, weighted: bool, weights: str | None, collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=25, groups=3)
+    y, yhat, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    order = [classes[i] for i in (2, 0, 3, 1)]  # the positions are those of classes=
+    exprs = {
+        "learnt": pe.multiclass_cohen_kappa("y", "yhat", weight=weight, weights=weights),
+        "given": pe.multiclass_cohen_kappa(
+            "y", "yhat", classes=order, weight=weight, weights=weights
+        ),
+        "argmax": pe.multiclass_cohen_kappa(  # one probability column per class of order
+            "y",
+            proba=[f"p{classes.index(c)}" for c in order],
+            classes=order,
+            weight=weight,
+            weights=weights,
+        ),
+    }
+    got = collect(df.lazy().select(e.alias(k) for k, e in exprs.items())).row(0, named=True)
+    assert_same(got["learnt"], skm.cohen_kappa_score(y, yhat, weights=weights, sample_weight=w))
+    want = skm.cohen_kappa_score(y, yhat, labels=order, weights=weights, sample_weight=w)
+    assert_same(got["given"], want)
+    proba = df.select(
+        pl.col("p").list.get(classes.index(c)).alias(str(c)) for c in order
+    ).to_numpy()
+    argmax = np.asarray(order)[proba.argmax(axis=1)]
+    if kind != "int":
+        argmax = argmax.astype(str)
+    want = skm.cohen_kappa_score(y, argmax, labels=order, weights=weights, sample_weight=w)
+    assert_same(got["argmax"], want)
+    for expr in exprs.values():
+        assert_groups_equal_frames(df, expr, collect)
+
+
+def test_weighted_kappa_positions_skip_classes_absent_from_the_data() -> None:
+    """Without classes= the positions are those of the classes present (as scikit-learn
+    without labels=); with them, an absent class still takes its place."""
+    df = pl.DataFrame({"y": [0, 0, 2, 2, 4], "yhat": [0, 2, 2, 4, 0]})
+    for weights in ("linear", "quadratic"):
+        learnt = df.eval.multiclass_cohen_kappa("y", "yhat", weights=weights)
+        assert_same(learnt, skm.cohen_kappa_score(df["y"], df["yhat"], weights=weights))
+        given = df.eval.multiclass_cohen_kappa(
+            "y", "yhat", classes=[0, 1, 2, 3, 4], weights=weights
+        )
+        want = skm.cohen_kappa_score(df["y"], df["yhat"], labels=[0, 1, 2, 3, 4], weights=weights)
+        assert_same(given, want)
+    constant = pl.DataFrame({"y": [1, 1], "yhat": [1, 1]})
+    assert constant.select(pe.multiclass_cohen_kappa("y", "yhat", weights="linear")).item() is None
+    with pytest.raises(pe.InvalidParameterError, match="weights must be one of"):
+        pe.multiclass_cohen_kappa("y", "yhat", weights="cubic")
+
+
+def with_scores(df: pl.DataFrame, seed: int, k: int = K) -> pl.DataFrame:
+    """Decision scores per class (any sign, rows not summing to 1): a List column "s" and
+    columns s0 ... (some scores tied within rows)."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.normal(size=(df.height, k)) * 2.0, 1)
+    return df.with_columns(
+        pl.Series("s", scores.tolist()), *[pl.Series(f"s{i}", scores[:, i]) for i in range(k)]
+    )
+
+
+def scores_cols(k: int = K) -> list[str]:
+    return [f"s{i}" for i in range(k)]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hinge_loss_matches_sklearn(kind: str, weighted: bool, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=26, groups=3)
+    df = with_scores(df, 26)
+    y, _, _, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    scores = df.select(f"s{i}" for i in range(K)).to_numpy()
+    # scikit-learn reads the columns in the sorted order of labels: classes are sorted here
+    want = skm.hinge_loss(y, scores, labels=classes, sample_weight=w)
+    forms = {
+        "list": "s",
+        "array": pl.col("s").cast(pl.Array(pl.Float64, K)),
+        "columns": scores_cols(),
+    }
+    for form in forms.values():
+        expr = pe.multiclass_hinge_loss("y", form, classes=classes, weight=weight)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+    # the namespace takes decision scores (negative, not summing to 1)
+    assert_same(df.eval.multiclass_hinge_loss("y", "s", classes=classes, weight=weight), want)
+    cols_value = df.eval.multiclass_hinge_loss("y", scores_cols(), classes=classes, weight=weight)
+    assert_same(cols_value, want)
+    proba = df.select(cols()).to_numpy()  # probabilities are scores too
+    assert_same(
+        df.select(pe.multiclass_hinge_loss("y", "p", classes=classes, weight=weight)).item(),
+        skm.hinge_loss(y, proba, labels=classes, sample_weight=w),
+    )
+
+
+def test_hinge_loss_of_two_classes_is_the_binary_hinge_of_the_difference() -> None:
+    df, classes = mc_data(kind="int", seed=27, k=2)
+    df = with_scores(df, 27, k=2)
+    got = df.select(pe.multiclass_hinge_loss("y", "s", classes=classes, weight="w")).item()
+    diff = df["s1"] - df["s0"]
+    want = skm.hinge_loss(df["y"], diff, labels=classes, sample_weight=df["w"])
+    assert_same(got, want)
+    margin = pl.col("s1") - pl.col("s0")
+    binary = df.select(pe.hinge_loss(pl.col("y") == classes[1], margin, weight="w")).item()
+    assert_same(got, binary)
+
+
+def test_hinge_loss_checks_the_scores_not_as_probabilities() -> None:
+    df, classes = mc_data(n=20, kind="int", seed=28)
+    df = with_scores(df, 28)
+    bad = df.with_columns(s1=pl.when(pl.int_range(pl.len()) == 3).then(np.inf).otherwise("s1"))
+    with pytest.raises(pe.DataValidationError, match='column "s1".*NaN or ±inf'):
+        bad.eval.multiclass_hinge_loss("y", scores_cols(), classes=classes)
+    nan = df.with_columns(pl.col("s").list.eval(pl.element() * float("nan")))
+    with pytest.raises(pe.DataValidationError, match='column "s".*NaN or ±inf'):
+        nan.eval.multiclass_hinge_loss("y", "s", classes=classes)
+    assert math.isnan(nan.select(pe.multiclass_hinge_loss("y", "s", classes=classes)).item())
+    with pytest.raises(pe.DataValidationError, match=r'column "s".*5 scores per row'):
+        df.eval.multiclass_hinge_loss("y", "s", classes=[*classes, 99])
+    with pytest.raises(pe.DataValidationError, match=r'column "y" \(argument score=\).*List'):
+        df.eval.multiclass_hinge_loss("yhat", "y", classes=classes)
+    with pytest.raises(pe.DataValidationError, match='column "y".*not in classes'):
+        df.eval.multiclass_hinge_loss("y", "s", classes=classes[::-1][:-1] + [0])
+    with pytest.raises(pe.InvalidParameterError, match="classes= is required"):
+        pe.multiclass_hinge_loss("y", "s", classes=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_ovo_auc_matches_sklearn(kind: str, tied: bool, average: str, collect: Collect) -> None:
+    df, classes = mc_data(kind=kind, seed=29, tied=tied, groups=3)
+    y, _, proba, _ = np_inputs(df, False)
+    want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+    for form in proba_forms(df).values():
+        expr = pe.multiclass_auc("y", form, multi_class="ovo", average=average, classes=classes)
+        assert_same(collect(df.lazy().select(expr)).item(), want)
+        assert_groups_equal_frames(df, expr, collect)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_weighted_ovo_auc_is_sklearn_on_repeated_rows(
+    tied: bool, average: str, collect: Collect
+) -> None:
+    """scikit-learn's one-vs-one AUC takes no sample weights: integer weights are the
+    oracle's repeated rows (a zero weight removes the row)."""
+    df, classes = mc_data(kind="str", seed=30, tied=tied, groups=3)
+    expr = pe.multiclass_auc(
+        "y", "p", multi_class="ovo", average=average, classes=classes, weight="w"
+    )
+    repeated = df.select(pl.all().repeat_by(pl.col("w").cast(pl.Int64))).explode(pl.all())
+    y, _, proba, _ = np_inputs(repeated.drop_nulls("y"), False)
+    want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+    assert_same(collect(df.lazy().select(expr)).item(), want)
+    assert_groups_equal_frames(df, expr, collect)
+    assert_same(
+        df.eval.multiclass_auc(
+            "y", cols(), multi_class="ovo", average=average, classes=classes, weight="w"
+        ),
+        want,
+    )
+
+
+def test_ovo_auc_pairs_only_the_classes_present() -> None:
+    df, classes = mc_data(kind="int", seed=31)
+    df = df.filter(pl.col("y") != classes[2])
+    y, _, proba, _ = np_inputs(df, False)
+    for average in ("macro", "weighted"):
+        want = skm.roc_auc_score(y, proba, multi_class="ovo", average=average, labels=classes)
+        got = df.eval.multiclass_auc("y", "p", multi_class="ovo", average=average, classes=classes)
+        assert_same(got, want)
+    one = df.filter(pl.col("y") == classes[0])
+    assert (
+        one.select(pe.multiclass_auc("y", "p", multi_class="ovo", classes=classes)).item() is None
+    )
+    nan = df.with_columns(p0=pl.when(pl.int_range(pl.len()) == 0).then(np.nan).otherwise("p0"))
+    got = nan.select(pe.multiclass_auc("y", cols(), multi_class="ovo", classes=classes)).item()
+    assert math.isnan(got)
+    with pytest.raises(pe.InvalidParameterError, match='"micro" is not defined'):
+        pe.multiclass_auc("y", "p", multi_class="ovo", average="micro", classes=classes)
+    with pytest.raises(pe.InvalidParameterError, match="multi_class must be one of"):
+        pe.multiclass_auc("y", "p", multi_class="ovx", classes=classes)

@@ -30,6 +30,7 @@ Role = Literal[
     "proba",  # a probability in [0, 1]
     "class_proba",  # class probabilities: one List/Array column (checked by the metric's
     # check= hook) or one column per class (each checked as "proba")
+    "class_score",  # decision scores per class, in the same forms (each column as "score")
     "numeric",  # any finite real value (regression targets and predictions)
     "weight",  # finite, >= 0
     "key",  # an identifier column of any dtype (query, series, item, class label)

@@ -32,10 +32,15 @@ State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
   addition; without, the classes come from the data, so the state is the used rows
   (label, prediction, weight), merged by concatenation, and the vector one sort of them.
 * The confusion matrix: K × K weighted sums with ``classes=`` (the used rows without).
-* Log loss and top-k accuracy: weighted sums (and a NaN flag, a maximum).
+* Balanced accuracy and Jaccard: formulas over the class vector; the weighted kappa: the
+  class vector and one more weighted sum (the distance between the positions of the true
+  and the predicted class; without ``classes=``, from the used rows).
+* Log loss, Brier score, hinge loss and top-k accuracy: weighted sums (and a NaN flag, a
+  maximum).
 * The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
   per class in one numpy kernel (:func:`_ovr_auc`: one sort of a UInt64 key per class,
-  one more of the n × K keys for the micro average).
+  one more of the n × K keys for the micro average); the one-vs-one AUC: the same rows,
+  two sorts per pair of classes (:func:`_ovo_auc`).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
@@ -81,10 +86,14 @@ from polars_eval.metrics.binary import LOGLOSS_EPS
 __all__ = [
     "multiclass_accuracy",
     "multiclass_auc",
+    "multiclass_balanced_accuracy",
+    "multiclass_brier",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",
     "multiclass_f_beta",
+    "multiclass_hinge_loss",
+    "multiclass_jaccard",
     "multiclass_logloss",
     "multiclass_mcc",
     "multiclass_precision",
@@ -350,9 +359,13 @@ def _class_checks(
     ]
 
 
-def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> list[Check]:
+def _proba_checks(
+    proba: Proba, k: int, schema: Mapping[str, pl.DataType], *, scores: bool = False
+) -> list[Check]:
     """Length, finiteness and range of a List/Array column, and row sums = 1 for any form
-    (one column per class: finiteness and range are checked by the ``class_proba`` role)."""
+    (one column per class: finiteness and range are checked by the ``class_proba`` role).
+    ``scores``: decision scores (argument ``score=``), only the length and finiteness."""
+    what, arg = ("scores", "score") if scores else ("probabilities", "proba")
     if isinstance(proba, (str, pl.Expr)):
         name = column_name(proba)
         dtype = _dtype_of(proba, schema)
@@ -360,7 +373,7 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
             return []
         if not isinstance(dtype, (pl.List, pl.Array)) or not dtype.inner.is_numeric():
             raise DataValidationError(
-                f'column "{name}" (argument proba=) must be a List or Array of probabilities '
+                f'column "{name}" (argument {arg}=) must be a List or Array of {what} '
                 f"(one per class of classes=); got {dtype}"
             )
         values = proba_list(proba)
@@ -368,12 +381,12 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
         length = values.list.len()
         complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()
         finite = complete & values.list.eval(e.is_finite()).list.all()
-        return [
+        shape = [
             Check(
                 name,
                 values.is_not_null() & (length != k),
                 length,
-                f"must hold {k} probabilities per row (one per class of classes=); "
+                f"must hold {k} {what} per row (one per class of classes=); "
                 "found {n} rows of another length",
             ),
             Check(
@@ -382,6 +395,11 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
                 values.list.sum(),
                 "must hold finite numbers; found {n} rows with NaN or ±inf (row sums shown)",
             ),
+        ]
+        if scores:
+            return shape
+        return [
+            *shape,
             Check(
                 name,
                 finite & values.list.eval((e < 0.0) | (e > 1.0)).list.any(),
@@ -397,6 +415,8 @@ def _proba_checks(proba: Proba, k: int, schema: Mapping[str, pl.DataType]) -> li
                 "found {n} rows that do not (row sums shown)",
             ),
         ]
+    if scores:
+        return []
     cols = [to_float(c) for c in proba]
     names = ", ".join(column_name(c) for c in proba)
     total = pl.sum_horizontal(cols)
@@ -421,6 +441,8 @@ def _schema_checks(args: Mapping[str, Any], schema: Mapping[str, pl.DataType]) -
         checks += _class_checks("pred", args["pred"], classes, schema)
     if args.get("proba") is not None:
         checks += _proba_checks(args["proba"], len(classes), schema)
+    if args.get("score") is not None:
+        checks += _proba_checks(args["score"], len(classes), schema, scores=True)
     return checks
 
 
@@ -499,12 +521,19 @@ def _used_rows(inputs: PredInputs, w: pl.Expr) -> dict[str, State]:
     return {name: State(expr.filter(used), "rows") for name, expr in columns.items()}
 
 
-def _vector_of_rows(s: States) -> pl.Expr:
+def _vector_of_rows(s: States, *, ranked: bool = False) -> pl.Expr:
     """The class vector of the used rows (:func:`_used_rows`): one sort of the label and
-    prediction columns appended, then the weighted counts of each run of equal classes."""
+    prediction columns appended, then the weighted counts of each run of equal classes.
+
+    ``ranked``: sorted by the dense rank of the classes instead, so that the order is that
+    of :meth:`pl.Expr.rank` in every context (Polars 2.1 sorts an appended Categorical by
+    its physical order inside ``group_by`` and lexically outside it; ``rank`` is lexical
+    in both) when the positions of the classes matter (the weighted kappa)."""
     y, yhat, w = s["y"], s["yhat"], s["w"]
     zero = w * 0.0
     key = y.append(yhat)
+    if ranked:
+        key = key.rank("dense")
     stacked = pl.struct(
         key.alias("class"),
         w.append(zero).alias("support"),
@@ -557,7 +586,16 @@ def _f_beta_k(t: pl.Expr, p: pl.Expr, c: pl.Expr, beta: float) -> pl.Expr:
     return safe_div((1.0 + b2) * c, (1.0 + b2) * c + b2 * (t - c) + (p - c))
 
 
-PER_CLASS = {"precision": _precision_k, "recall": _recall_k, "f_beta": _f_beta_k}
+def _jaccard_k(t: pl.Expr, p: pl.Expr, c: pl.Expr, beta: float) -> pl.Expr:
+    return safe_div(c, t + p - c)
+
+
+PER_CLASS = {
+    "precision": _precision_k,
+    "recall": _recall_k,
+    "f_beta": _f_beta_k,
+    "jaccard": _jaccard_k,
+}
 
 
 def averaged(metric: str, average: str, beta: float = 1.0) -> Callable[[Any], pl.Expr]:
@@ -855,6 +893,64 @@ def multiclass_f_beta(
     return _prf("f_beta", label, pred, proba, average, classes, weight, float(beta))
 
 
+@register(
+    task="multiclass",
+    inputs=PRED_INPUTS,
+    check=data_checks,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="empty group (0/0)",
+    namespace=_per_class_table("jaccard", "multiclass_jaccard"),
+)
+def multiclass_jaccard(
+    label: IntoExpr,
+    pred: IntoExpr | None = None,
+    *,
+    proba: Proba | None = None,
+    average: str | None = "macro",
+    classes: Sequence[Any] | None = None,
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass Jaccard index (intersection over union), micro / macro / weighted / per class.
+
+    Per class k (one-vs-rest, weighted counts): Jₖ = TPₖ / (TPₖ + FPₖ + FNₖ), the rows
+    of the class in the truth and in the predictions over the rows in either; null for a
+    class absent from both. ``average``:
+
+    * ``"micro"``: Σ TP / Σ (TP + FP + FN) over the classes;
+    * ``"macro"`` (default): the unweighted mean over the classes present in the truth or
+      in the predictions of the group;
+    * ``"weighted"``: the mean weighted by each class's support (weighted count in the
+      truth) over the same classes;
+    * ``None``: the value of every class of ``classes=`` (required by the expression) as a
+      struct with one field per class (named ``str(class)``); the namespace returns a
+      table, one row per class with its ``support``.
+
+    The same as scikit-learn's ``jaccard_score``, except for a class of ``classes=``
+    absent from both sides: scikit-learn (``labels=``) counts it as ``zero_division``
+    (0), here it is null and left out of the averages. Give ``pred=`` (class ids) or
+    ``proba=`` with ``classes=`` (the argmax is the prediction).
+
+    References
+    ----------
+    Jaccard, P. (1912). The distribution of the flora in the alpine zone. New Phytologist
+    11(2), 37-50. scikit-learn ``jaccard_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
+    >>> round(df.eval.multiclass_jaccard("y", "yhat"), 6)  # (1/3 + 2/3 + 0/2) / 3
+    0.333333
+    >>> df.select(pe.multiclass_jaccard("y", "yhat", average="micro")).item()  # 3 / (3 + 2 + 2)
+    0.42857142857142855
+    """
+    return _prf("jaccard", label, pred, proba, average, classes, weight)
+
+
 def _doc_prf(fn: Any, summary: str, formula: str, micro: str, extra: str) -> None:
     fn.__doc__ = f"""{summary}
 
@@ -1029,8 +1125,9 @@ def multiclass_cohen_kappa(
     proba: Proba | None = None,
     classes: Sequence[Any] | None = None,
     weight: IntoExpr | None = None,
+    weights: str | None = None,
 ) -> MetricSpec:
-    """Cohen's kappa between the true and the predicted class.
+    """Cohen's kappa between the true and the predicted class, unweighted or weighted.
 
     κ = (p_o − p_e) / (1 − p_e), with p_o = c / s the weighted agreement and
     p_e = Σ tₖpₖ / s² the chance agreement (tₖ, pₖ: weighted counts of class k in the
@@ -1038,10 +1135,20 @@ def multiclass_cohen_kappa(
     a constant truth with a varying prediction gives a defined value (≤ 0), as
     scikit-learn and the binary :func:`polars_eval.cohen_kappa`.
 
+    ``weights="linear"`` or ``"quadratic"`` gives the weighted kappa of ordered classes:
+    κ_w = 1 − Σᵢⱼ dᵢⱼ Oᵢⱼ / Σᵢⱼ dᵢⱼ Eᵢⱼ, with O the weighted confusion matrix,
+    Eᵢⱼ = tᵢpⱼ / s its expectation under independence and dᵢⱼ = |i − j| or (i − j)² the
+    distance between the positions i and j of two classes: their order in ``classes=``,
+    else the sorted order of the classes present in the truth or the predictions of the
+    group (a class absent from both then takes no position). Null when Σ dᵢⱼ Eᵢⱼ = 0. As
+    scikit-learn's ``cohen_kappa_score(weights=..., labels=classes)``; the quadratic
+    weighted kappa is the QWK of rating tasks.
+
     References
     ----------
     Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
-    Psychological Measurement 20(1), 37-46. scikit-learn ``cohen_kappa_score``.
+    Psychological Measurement 20(1), 37-46. Cohen, J. (1968). Weighted kappa. Psychological
+    Bulletin 70(4), 213-220. scikit-learn ``cohen_kappa_score``.
 
     Examples
     --------
@@ -1050,9 +1157,147 @@ def multiclass_cohen_kappa(
     >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
     >>> round(df.eval.multiclass_cohen_kappa("y", "yhat"), 6)  # (3/5 − 10/25) / (1 − 10/25)
     0.333333
+    >>> kappa = pe.multiclass_cohen_kappa("y", "yhat", weights="linear")
+    >>> round(df.select(kappa).item(), 6)  # 1 − s Σ dO / Σ d tᵢpⱼ = 1 − 5 · 3 / 17
+    0.117647
     """
+    check_choice("weights", weights, KAPPA_WEIGHTS)
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
-    return class_metric(inputs, _kappa_body)
+    if weights is None:
+        return class_metric(inputs, _kappa_body)
+    return _weighted_kappa(inputs, 1 if weights == "linear" else 2)
+
+
+KAPPA_WEIGHTS = (None, "linear", "quadratic")
+
+
+def _position_distance(power: int, i: pl.Expr, j: pl.Expr) -> pl.Expr:
+    """|i − j| (power 1) or (i − j)² (power 2)."""
+    return (i - j).abs() if power == 1 else (i - j) ** 2
+
+
+def _expected_ratio(power: int) -> Body:
+    """Over the class vector (in the class order): s / Σᵢⱼ dᵢⱼ tᵢ pⱼ, null when the sum
+    is 0 (below rounding residue). Σᵢ dᵢⱼ tᵢ for every j from cumulative sums:
+    j·T≤ⱼ − S≤ⱼ + (S − S≤ⱼ) − j·(T − T≤ⱼ) (linear), Q − 2jS + j²T (quadratic), with T,
+    S, Q the sums of tᵢ, i·tᵢ, i²·tᵢ."""
+
+    def body(f: Any) -> pl.Expr:
+        j = pl.int_range(f.t.len()).cast(F64)
+        total = f.t.sum()
+        first = (j * f.t).sum()
+        if power == 1:
+            t_le, s_le = f.t.cum_sum(), (j * f.t).cum_sum()
+            spread = j * t_le - s_le + (first - s_le) - j * (total - t_le)
+        else:
+            spread = (j * j * f.t).sum() - 2.0 * j * first + j * j * total
+        expected = (f.p * spread).sum()
+        return pl.when(expected > ZERO_TOL * total * total).then(total / expected)
+
+    return body
+
+
+def _weighted_kappa(inputs: PredInputs, power: int) -> MetricSpec:
+    """The linear (power 1) or quadratic (power 2) weighted kappa: the class vector (for
+    the expected disagreement) and the observed one, Σ w d(position of y, of ŷ): one more
+    weighted sum with ``classes=``, else from the used rows (the positions are the dense
+    ranks of the classes present in the group)."""
+    counts = class_counts(inputs)
+    states = dict(counts.states)
+    if inputs.probs:
+        states["nan"] = _nan_state(inputs.probs)
+    if inputs.classes is not None:
+        assert inputs.indicators is not None
+        dtype = class_dtype(inputs.classes)
+        at_y = pl.sum_horizontal(
+            [
+                (inputs.label == class_lit(c, dtype)).cast(F64) * i
+                for i, c in enumerate(inputs.classes)
+            ]
+        )
+        at_p = pl.sum_horizontal([p.cast(F64) * i for i, p in enumerate(inputs.indicators)])
+        states["disagree"] = State(inputs.weight * _position_distance(power, at_y, at_p))
+
+    def observed(s: States) -> pl.Expr:
+        if inputs.classes is not None:
+            return s["disagree"]
+        y, w = s["y"], s["w"]
+        rank = y.append(s["yhat"]).rank("dense").cast(F64)
+        at_y, at_p = rank.slice(0, y.len()), rank.slice(y.len())
+        return (w * _position_distance(power, at_y, at_p)).sum()
+
+    def finalize(s: States) -> pl.Expr:
+        vector = counts.vector(s) if inputs.classes is not None else _vector_of_rows(s, ranked=True)
+        ratio = over_classes(vector, _expected_ratio(power))
+        value = 1.0 - observed(s) * ratio
+        return nan_or(s["nan"], value) if inputs.probs else value
+
+    return MetricSpec(states, finalize)
+
+
+def _balanced_accuracy_body(adjusted: bool) -> Body:
+    """The mean recall over the classes present in the truth; adjusted: rescaled so that
+    chance (1 / the number of those classes) scores 0."""
+
+    def body(s: Any) -> pl.Expr:
+        score = safe_div(s.c, s.t).mean()
+        if not adjusted:
+            return score
+        chance = 1.0 / (s.t > 0.0).sum().cast(F64)
+        return safe_div(score - chance, 1.0 - chance)
+
+    return body
+
+
+@register(
+    task="multiclass",
+    inputs=PRED_INPUTS,
+    check=data_checks,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="no class with a true row (0/0)",
+)
+def multiclass_balanced_accuracy(
+    label: IntoExpr,
+    pred: IntoExpr | None = None,
+    *,
+    proba: Proba | None = None,
+    classes: Sequence[Any] | None = None,
+    weight: IntoExpr | None = None,
+    adjusted: bool = False,
+) -> MetricSpec:
+    """Multiclass balanced accuracy: the mean over the classes of their recall.
+
+    (1 / K') Σₖ TPₖ / (TPₖ + FNₖ) over the K' classes present in the truth of the group
+    (weighted counts; a class only predicted is left out), the macro recall
+    (:func:`multiclass_recall`). ``adjusted=True`` rescales it so that chance scores 0 and
+    a perfect prediction 1: (BA − 1/K') / (1 − 1/K'), in [−1/(K' − 1), 1] (the registered
+    range [0, 1] is that of the default; null with one class present). As scikit-learn's
+    ``balanced_accuracy_score``. Give ``pred=`` (class ids) or ``proba=`` with
+    ``classes=`` (the argmax is the prediction). Null for an empty group.
+
+    References
+    ----------
+    Brodersen, K. H., Ong, C. S., Stephan, K. E. & Buhmann, J. M. (2010). The balanced
+    accuracy and its posterior distribution. ICPR 2010, 3121-3124.
+    scikit-learn ``balanced_accuracy_score``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 2], "yhat": [0, 1, 1, 1, 0]})
+    >>> df.eval.multiclass_balanced_accuracy("y", "yhat")  # (1/2 + 2/2 + 0/1) / 3
+    0.5
+    >>> df.select(pe.multiclass_balanced_accuracy("y", "yhat", adjusted=True)).item()
+    0.25
+    """
+    if not isinstance(adjusted, bool):
+        raise InvalidParameterError(f"adjusted must be True or False; got {adjusted!r}")
+    inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
+    return class_metric(inputs, _balanced_accuracy_body(adjusted))
 
 
 CONFUSION_FIELDS = ("truth", "predicted", "weight")
@@ -1386,6 +1631,120 @@ def top_k_spec(inputs: ProbaInputs, k: int) -> MetricSpec:
     return _weighted_mean(inputs, top_k_hits(inputs.true_proba, inputs.probs, k))
 
 
+@register(
+    task="multiclass",
+    inputs=PROBA_INPUTS,
+    check=data_checks,
+    higher_is_better=False,
+    lower=0.0,
+    upper=2.0,
+    summary=False,
+    undefined="empty group",
+)
+def multiclass_brier(
+    label: IntoExpr,
+    proba: Proba,
+    *,
+    classes: Sequence[Any],
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass Brier score: the weighted mean over rows of Σₖ (pₖ − [y = k])².
+
+    Brier's original definition, the squared distance between the probability row and the
+    one-hot truth, in [0, 2] (it is not halved: for two classes it is twice the binary
+    :func:`polars_eval.brier`). As scikit-learn's ``brier_score_loss`` with
+    ``labels=classes`` on K > 2 classes (``scale_by_half="auto"`` keeps [0, 2] there).
+    ``classes=`` is required (the class of each probability). Null for an empty group;
+    NaN if a used row holds a NaN probability (the namespace raises instead).
+
+    References
+    ----------
+    Brier, G. W. (1950). Verification of forecasts expressed in terms of probability.
+    Monthly Weather Review 78(1), 1-3. scikit-learn ``brier_score_loss``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": ["a", "b"], "p": [[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]]})
+    >>> df.eval.multiclass_brier("y", "p", classes=["a", "b", "c"])  # (0.375 + 0.875) / 2
+    0.625
+    """
+    classes = check_classes(classes, required="to know the class of each probability")
+    assert classes is not None
+    return brier_spec(proba_inputs(label, proba, classes, weight))
+
+
+def brier_spec(inputs: ProbaInputs) -> MetricSpec:
+    """The multiclass Brier score from probability-side inputs."""
+    dtype = class_dtype(inputs.classes)
+    hits = [(inputs.label == class_lit(c, dtype)).cast(F64) for c in inputs.classes]
+    squares = [(p - hit) ** 2 for p, hit in zip(inputs.probs, hits, strict=True)]
+    return _weighted_mean(inputs, pl.sum_horizontal(squares))
+
+
+SCORE_INPUTS = {"label": "key", "score": "class_score", "weight": "weight"}
+
+
+@register(
+    task="multiclass",
+    inputs=SCORE_INPUTS,
+    check=data_checks,
+    higher_is_better=False,
+    lower=0.0,
+    upper=None,
+    summary=False,
+    undefined="empty group",
+)
+def multiclass_hinge_loss(
+    label: IntoExpr,
+    score: Proba,
+    *,
+    classes: Sequence[Any],
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass hinge loss (Crammer-Singer): the weighted mean of max(0, 1 − s_y + maxₖ≠ᵧ sₖ).
+
+    ``score`` holds a real decision score per class (e.g. an SVM's ``decision_function``
+    or logits; probabilities are scores too), in the same forms as ``proba=`` elsewhere:
+    one ``List``/``Array`` column or one column per class, in the order of ``classes=``
+    (required). The margin of a row is the score of its true class minus the largest
+    score of the other classes. As scikit-learn's ``hinge_loss(labels=classes)`` on K > 2
+    classes with the columns in the sorted order of the labels (for two classes
+    scikit-learn takes one binary decision value d instead; with d = s₁ − s₀ the two
+    agree). The namespace checks that every row holds K finite scores, of any sign and
+    sum. Null for an empty group; NaN if a used row holds a NaN score.
+
+    References
+    ----------
+    Crammer, K. & Singer, Y. (2001). On the algorithmic implementation of multiclass
+    kernel-based vector machines. JMLR 2, 265-292. scikit-learn ``hinge_loss``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": ["a", "b"], "s": [[2.0, 0.5, -1.0], [0.5, 0.25, 0.0]]})
+    >>> df.eval.multiclass_hinge_loss("y", "s", classes=["a", "b", "c"])  # (0 + 1.25) / 2
+    0.625
+    """
+    classes = check_classes(classes, required="to know the class of each score")
+    assert classes is not None
+    return hinge_spec(proba_inputs(label, score, classes, weight))
+
+
+def hinge_spec(inputs: ProbaInputs) -> MetricSpec:
+    """The Crammer-Singer hinge loss from score-side inputs (:func:`proba_inputs`)."""
+    dtype = class_dtype(inputs.classes)
+    others = pl.max_horizontal(
+        [
+            pl.when(inputs.label != class_lit(c, dtype)).then(s)
+            for c, s in zip(inputs.classes, inputs.probs, strict=True)
+        ]
+    )
+    return _weighted_mean(inputs, (1.0 - inputs.true_proba + others).clip(lower_bound=0.0))
+
+
 # the one-vs-rest AUC: the used rows, sorted per class in one numpy kernel
 
 AUC_DTYPE = pl.Struct({average: F64 for average in AUC_AVERAGES})
@@ -1537,6 +1896,61 @@ def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> flo
     return area / (total_pos * total_neg)
 
 
+def ovo_auc_spec(inputs: ProbaInputs, average: str) -> MetricSpec:
+    """Hand & Till's one-vs-one AUC of a group, ``"macro"`` or ``"weighted"``: the used
+    rows as in :func:`auc_spec`, then :func:`_ovo_auc` over them."""
+    fields = [class_index(inputs.label, inputs.classes).alias("y")]
+    fields += [p.alias(f"p{i}") for i, p in enumerate(inputs.probs)]
+    if inputs.weighted:
+        fields.append(inputs.weight.alias("w"))
+    rows = State(pl.struct(fields).filter(inputs.keep), "rows")
+    kernel = functools.partial(
+        _ovo_auc, k=len(inputs.classes), weighted=inputs.weighted, average=average
+    )
+
+    def finalize(s: States) -> pl.Expr:
+        return s["rows"].map_batches(kernel, return_dtype=F64, returns_scalar=True)
+
+    return MetricSpec({"rows": rows}, finalize)
+
+
+def _ovo_auc(rows: pl.Series, *, k: int, weighted: bool, average: str) -> float | None:
+    """Hand & Till's M over the classes present in the used rows of a group.
+
+    Per pair of present classes (a, b), on the rows of a or b only: the mean of the AUC of
+    [y = a] against the probability of a and of [y = b] against that of b (trapezoid rule,
+    ties ½, row weights). ``"macro"``: the mean over the pairs; ``"weighted"``: weighted by
+    the weight of the pair's rows (its prevalence). Null with fewer than two classes; NaN
+    when a probability is NaN or negative.
+    """
+    y = rows.struct.field("y").to_numpy()
+    scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
+    w = rows.struct.field("w").cast(pl.Float64).to_numpy() if weighted else None
+    present = np.unique(y)
+    values, masses = [], []
+    for i, a in enumerate(present):
+        for b in present[i + 1 :]:
+            pair = (y == a) | (y == b)
+            is_a = y[pair] == a
+            halves = []
+            for c, positive in ((a, is_a), (b, ~is_a)):
+                score = scores[c][pair]
+                if w is None:
+                    npos = int(positive.sum())
+                    key = _sort_keys(score, positive)
+                    halves.append(_sorted_keys_auc(key, npos, len(score) - npos))
+                else:
+                    halves.append(_weighted_auc(score, positive, w[pair]))
+            assert halves[0] is not None and halves[1] is not None  # both classes present
+            values.append((halves[0] + halves[1]) / 2.0)
+            masses.append(float(w[pair].sum()) if w is not None else float(pair.sum()))
+    if not values:
+        return None
+    if average == "macro":
+        return float(np.mean(values))
+    return float(np.average(values, weights=masses))
+
+
 @register(
     task="multiclass",
     inputs=PROBA_INPUTS,
@@ -1544,17 +1958,18 @@ def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> flo
     higher_is_better=True,
     lower=0.0,
     upper=1.0,
-    undefined="no class with both a positive and a negative row",
+    undefined="no class with both a positive and a negative row (ovo: fewer than two classes)",
 )
 def multiclass_auc(
     label: IntoExpr,
     proba: Proba,
     *,
     average: str = "macro",
+    multi_class: str = "ovr",
     classes: Sequence[Any],
     weight: IntoExpr | None = None,
 ) -> MetricSpec:
-    """One-vs-rest ROC AUC of multiclass probabilities, micro / macro / weighted.
+    """ROC AUC of multiclass probabilities, one-vs-rest (micro / macro / weighted) or one-vs-one.
 
     For each class k, the binary AUC of [y = k] against the probability of k (trapezoid
     rule, tied scores count ½, weighted rows). ``average``:
@@ -1569,10 +1984,22 @@ def multiclass_auc(
     weighted: of the probability), one more of the n × K keys for ``"micro"``.
     ``classes=`` is required.
 
+    ``multi_class="ovo"``: Hand & Till's M, over the pairs of classes present in the truth
+    of the group. For a pair (a, b), on the rows of class a or b only, the mean of the
+    AUC of [y = a] against the probability of a and of [y = b] against the probability
+    of b; ``"macro"``: the mean over the pairs, ``"weighted"``: the mean weighted by the
+    (weighted) number of rows of each pair; ``"micro"`` is not defined. Null with fewer
+    than two classes present. As scikit-learn's ``roc_auc_score(multi_class="ovo")``,
+    which takes no sample weights (here the weights count as repeated rows). Two sorts
+    per pair of classes.
+
     References
     ----------
     Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recognition Letters 27(8),
-    §9 (one-vs-rest "class reference formulation"). scikit-learn ``roc_auc_score``.
+    §9 (one-vs-rest "class reference formulation"). Hand, D. J. & Till, R. J. (2001). A
+    simple generalisation of the area under the ROC curve for multiple class
+    classification problems. Machine Learning 45(2), 171-186. scikit-learn
+    ``roc_auc_score``.
 
     Examples
     --------
@@ -1582,10 +2009,20 @@ def multiclass_auc(
     ...                    "p": [[0.6, 0.2, 0.2], [0.3, 0.4, 0.3], [0.5, 0.1, 0.4], [0.2, 0.5, 0.3]]})
     >>> round(df.eval.multiclass_auc("y", "p", classes=["a", "b", "c"]), 6)  # (1/2 + 2/3 + 1) / 3
     0.722222
+    >>> ovo = pe.multiclass_auc("y", "p", multi_class="ovo", classes=["a", "b", "c"])
+    >>> round(df.select(ovo).item(), 6)  # pairs ab (1/2), ac (3/4), bc (1)
+    0.75
     """
     check_choice("average", average, AUC_AVERAGES)
+    check_choice("multi_class", multi_class, ("ovr", "ovo"))
+    if multi_class == "ovo" and average == "micro":
+        raise InvalidParameterError(
+            'average="micro" is not defined for multi_class="ovo"; use "macro" or "weighted"'
+        )
     classes = check_classes(classes, required="to know the class of each probability")
     assert classes is not None
     inputs = proba_inputs(label, proba, classes, weight)
+    if multi_class == "ovo":
+        return ovo_auc_spec(inputs, average)
     parts = auc_spec(inputs, per_class=average != "micro", micro=average == "micro")
     return MetricSpec(parts.states, lambda s: parts.finalize(s).struct.field(average))
