@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._core import registry as _registry
 from polars_eval._core.planner import (
     Plan,
     _deferred,
@@ -112,6 +113,49 @@ def duplicate_error(
     )
 
 
+def _point_metrics(
+    metrics: str | Sequence[str] | None, trained: bool, per_series: bool, columns: Any
+) -> list[str]:
+    """The metrics of ``df.eval.forecast`` besides the quantile and interval ones: the
+    default point metrics (and the scaled ones with ``train=``), or those of ``metrics=``
+    (an order statistic pools over series only from every row: ``per_series=True``)."""
+    if metrics is None:
+        return [*POINT_METRICS, *(SCALED_METRICS if trained else ())]
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    known = [
+        i.name
+        for i in REGISTRY.values()
+        if i.task in KEY_TASKS and i.kind == "scalar" and i.spec is not None
+    ]
+    for name in names:
+        if name not in known:
+            raise InvalidParameterError(
+                f"metrics: {name!r} is not a regression or forecasting metric of one value; "
+                f"available: {', '.join(known)}"
+            )
+        if name in TRAIN_SCALED and not trained:
+            raise InvalidParameterError(f"{name} needs train= (its scale is in-sample)")
+        spec = REGISTRY[name].spec
+        if not per_series and spec is not None and _is_order_statistic(name, columns):
+            raise InvalidParameterError(
+                f"{name} is an order statistic of the rows: the table gives it per series "
+                f"(per_series=True); over every row use pe.{name} in a group_by"
+            )
+    if len(set(names)) < len(names):
+        raise InvalidParameterError("metrics: a metric is named twice")
+    return names
+
+
+def _is_order_statistic(name: str, columns: Any) -> bool:
+    """Whether the metric's state is the rows themselves (no summary merges across series)."""
+    params = REGISTRY[name].signature.parameters
+    args = [c for c, p in zip(columns, params.values(), strict=False) if p.default is p.empty]
+    try:
+        return REGISTRY[name].spec(*args).has_rows  # type: ignore[misc]
+    except (TypeError, InvalidParameterError):
+        return False
+
+
 class ForecastMethods:
     """``df.eval.forecast``: every forecast metric per series, across series and pooled."""
 
@@ -134,6 +178,7 @@ class ForecastMethods:
         quantiles: Mapping[float, str] | None = None,
         interval: tuple[str, str] | None = None,
         per_series: bool = False,
+        metrics: str | Sequence[str] | None = None,
         validate: bool = True,
     ) -> Any:
         """Forecast accuracy of a long frame (series id, time, actual, forecast).
@@ -159,7 +204,12 @@ class ForecastMethods:
         and ``<metric>_pooled``, the metric over all rows pooled (for MASE / RMSSE: the mean
         of every row's scaled error). Keys (``by`` groups, series, [cutoff,] time) must be
         unique: a duplicate is an error naming the keys (the same on ``train``).
-        ``weight=`` weighs rows inside each series.
+        ``weight=`` weighs rows inside each series. ``metrics=`` replaces the point metrics
+        (``mae`` … ``wape``, and ``mase``/``rmsse`` with ``train=``) by any registered
+        regression or forecasting metric of the actual and the forecast, in the order given
+        (``["mae", "msse", "linex"]``; a scaled one needs ``train=``, one that needs more
+        columns or options than the table takes is an error that says so); ``quantiles=``
+        and ``interval=`` still add theirs.
 
         Examples
         --------
@@ -222,6 +272,7 @@ class ForecastMethods:
             return self._forecast(
                 actual, forecast, keys, time, train, season_length, cutoff, lead, by_cols,
                 weight, zero_actuals, quantiles, interval, per_series, validate,
+                _point_metrics(metrics, train is not None, per_series, (actual, forecast)),
             )  # fmt: skip
         except DataValidationError as error:
             if isinstance(self._frame, pl.LazyFrame):
@@ -245,6 +296,7 @@ class ForecastMethods:
         interval: tuple[str, str] | None,
         per_series: bool,
         validate: bool,
+        point: Sequence[str],
     ) -> Any:
         lf = self._frame.lazy()
         schema = lf.collect_schema()
@@ -283,23 +335,20 @@ class ForecastMethods:
 
         y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
         used = not_null(y, f) if weight is None else not_null(y, f, w)
-        specs = {
-            name: REGISTRY[name].spec(  # type: ignore[misc]
-                actual,
-                forecast,
-                weight=weight,
-                **(
-                    {"zero_actuals": zero_actuals}
-                    if "zero_actuals" in REGISTRY[name].signature.parameters
-                    else {}
-                ),
-            )
-            for name in POINT_METRICS
+        available = {
+            "actual": actual,
+            "pred": forecast,
+            "forecast": forecast,
+            "weight": weight,
+            "zero_actuals": zero_actuals,
         }
-        if train is not None:
-            for name in SCALED_METRICS:
-                scale = TRAIN_SCALED[name]
-                specs[name] = REGISTRY[name].spec(actual, forecast, scale, weight=weight)  # type: ignore[misc]
+        specs = {
+            name: _registry.bind(
+                REGISTRY[name],
+                {**available, "scale": TRAIN_SCALED[name]} if name in TRAIN_SCALED else available,
+            )
+            for name in point
+        }
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
                 actual, col, quantile=q, weight=weight

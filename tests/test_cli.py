@@ -854,3 +854,20 @@ def test_trec_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _same_numbers(json.loads(out), pe.trec_eval(str(run), str(qrels), ["map", "P.5"], **flags))
     plain = pe.trec_eval(str(run), str(qrels), ["map", "P.5"])
     assert plain.row(0) != pe.trec_eval(str(run), str(qrels), ["map", "P.5"], **flags).row(0)
+
+
+def test_forecast_metrics_outside_the_default_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(9)
+    n = 200
+    df = pl.DataFrame({"id": rng.integers(0, 4, n), "t": np.arange(n),
+                       "y": rng.random(n) + 1.0, "f": rng.random(n) + 1.0})  # fmt: skip
+    path = tmp_path / "fc.parquet"
+    df.write_parquet(path)
+    code, out, err = _cli(capsys, "forecast", path, "--actual", "y", "--forecast", "f",
+                          "--series", "id", "--time", "t", "--metrics", "linex,mae",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    want = df.eval.forecast("y", "f", series="id", time="t", metrics=["linex", "mae"])
+    _same_numbers(json.loads(out), want.select("linex", "mae"))

@@ -652,3 +652,40 @@ def test_spis_scale_is_the_mean_training_actual() -> None:
     means = train.group_by("unique_id").agg(pl.col("y").mean()).sort("unique_id")["y"]
     assert scale["spis_scale"][0] is None  # a negative mean demand: no scale
     assert np.allclose(scale["spis_scale"][1:].to_numpy(), means[1:].to_numpy(), rtol=1e-12)
+
+
+def test_forecast_table_metrics_selects_registered_metrics() -> None:
+    """metrics= (SPEC §12): any registered metric of the actual and the forecast, per series
+    equal to the expression per series, pooled equal to the expression over every row."""
+    rng = np.random.default_rng(4)
+    n = 300
+    df = pl.DataFrame(
+        {
+            "id": rng.integers(0, 6, n),
+            "t": np.arange(n),
+            "y": rng.gamma(2.0, 2.0, n) + 0.5,
+            "f": rng.gamma(2.0, 2.0, n) + 0.5,
+            "w": rng.integers(0, 3, n).astype(float),
+        }
+    )
+    chosen = ["linex", "mae", "mean_poisson_deviance"]
+    per = df.eval.forecast("y", "f", series="id", time="t", weight="w", metrics=chosen,
+                           per_series=True)  # fmt: skip
+    want = df.group_by("id").agg(
+        pe.linex("y", "f", weight="w"),
+        pe.mae("y", "f", weight="w"),
+        pe.mean_poisson_deviance("y", "f", weight="w"),
+    )
+    got = per.select("id", *chosen).sort("id")
+    assert_frame_equal(got, want.sort("id"), check_dtypes=False, rel_tol=1e-12)
+    pooled = df.eval.forecast("y", "f", series="id", time="t", weight="w", metrics=chosen)
+    assert pooled.columns[:5] == ["n_series", "n", *chosen]
+    overall = df.select(pe.linex("y", "f", weight="w")).item()
+    assert pooled["linex_pooled"].item() == pytest.approx(overall, rel=1e-12)
+    assert pooled["mae"].item() == pytest.approx(want["mae"].mean(), rel=1e-12)
+    with pytest.raises(pe.InvalidParameterError, match="msse needs train="):
+        df.eval.forecast("y", "f", series="id", time="t", metrics=["msse"])
+    with pytest.raises(pe.InvalidParameterError, match="medae is an order statistic"):
+        df.eval.forecast("y", "f", series="id", time="t", metrics=["medae"])
+    with pytest.raises(pe.InvalidParameterError, match="winkler needs lower="):
+        df.eval.forecast("y", "f", series="id", time="t", metrics=["winkler"])

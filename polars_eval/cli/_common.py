@@ -959,12 +959,15 @@ def evaluate(
         }
         chosen = _split(args.metrics)
         # --metrics naming metrics outside the default table: the task method's metrics=
-        # (not ranking's, whose metrics= names columns at its cutoffs: map is map@k there)
+        # (not a table at cutoffs, ranking's, whose metrics= names columns map@k)
+        params = inspect.signature(method).parameters
         registered = {i.name for i in _registry.by_task(task)}
+        if task == "forecast":  # its table takes the regression metrics too
+            registered |= {i.name for i in _registry.by_task("regression")}
         if (
             chosen
-            and not TASKS[task].keys
-            and "metrics" in inspect.signature(method).parameters
+            and "k" not in params
+            and "metrics" in params
             and "metrics" not in opts
             and set(chosen) <= registered
             and not set(chosen) <= set(_default_columns(task))
