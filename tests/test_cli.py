@@ -871,3 +871,25 @@ def test_forecast_metrics_outside_the_default_table(
     assert code == 0, err
     want = df.eval.forecast("y", "f", series="id", time="t", metrics=["linex", "mae"])
     _same_numbers(json.loads(out), want.select("linex", "mae"))
+
+
+def test_ranking_metrics_outside_the_default_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--metrics reaches ranking's SPEC §12 metrics: without -k the whole list, with -k the
+    cutoffs; a registered name finds its column under the table's short name."""
+    log = _demo.search_log(30, 6)
+    path = tmp_path / "log.parquet"
+    log.write_parquet(path)
+    base = ["ranking", path, "--query", "query_id", "--relevance", "relevance", "--score", "score"]
+    code, out, err = _cli(capsys, *base, "--metrics", "bpref,map,f1_at_k", "--format", "json")
+    assert code == 0, err
+    want = log.eval.ranking("relevance", "score", query="query_id", k=None,
+                            metrics=["bpref", "map", "f1_at_k"])  # fmt: skip
+    assert list(json.loads(out)[0]) == ["bpref", "map", "f1"]
+    _same_numbers(json.loads(out), want.select("bpref", "map", "f1"))
+    code, out, err = _cli(capsys, *base, "-k", "5", "--metrics", "bpref,map", "--format", "json")
+    assert code == 0, err
+    want = log.eval.ranking("relevance", "score", query="query_id", k=5, metrics=["bpref", "map"])
+    assert list(json.loads(out)[0]) == ["bpref", "map@5"]
+    _same_numbers(json.loads(out), want.select("bpref", "map@5"))

@@ -618,16 +618,18 @@ def _with_intervals(table: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) ->
 def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
     if not metrics:
         return table
-    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10)
-    metrics = [
-        c
-        for m in metrics
-        for c in (
-            [m]
-            if m in table.columns
-            else [c for c in table.columns if c.startswith(f"{m}@")] or [m]
-        )
-    ]
+
+    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10), or
+    # under its short name (ranking's precision for precision_at_k)
+    def columns_of(m: str) -> list[str]:
+        if m in table.columns:
+            return [m]
+        info = _registry.REGISTRY.get(m)
+        stems = {m, *([info.extra["short"]] if info is not None and "short" in info.extra else [])}
+        found = [c for c in table.columns if c in stems or c.split("@")[0] in stems]
+        return found or [m]
+
+    metrics = [c for m in metrics for c in columns_of(m)]
     unknown = [m for m in metrics if m not in table.columns]
     if unknown:
         known = ", ".join(c for c in table.columns if c not in by)
@@ -959,20 +961,21 @@ def evaluate(
         }
         chosen = _split(args.metrics)
         # --metrics naming metrics outside the default table: the task method's metrics=
-        # (not a table at cutoffs, ranking's, whose metrics= names columns map@k)
+        # (ranking's names its columns at its cutoffs, map@10: without -k, the whole list)
         params = inspect.signature(method).parameters
         registered = {i.name for i in _registry.by_task(task)}
         if task == "forecast":  # its table takes the regression metrics too
             registered |= {i.name for i in _registry.by_task("regression")}
         if (
             chosen
-            and "k" not in params
             and "metrics" in params
             and "metrics" not in opts
-            and set(chosen) <= registered
+            and {m.split("@")[0] for m in chosen} <= registered
             and not set(chosen) <= set(_default_columns(task))
         ):
             opts = {**opts, "metrics": chosen}
+            if "k" in params and opts.get("k") is None:
+                opts["k"] = [None]
         early = None  # the report, when it computes the metric table on its way
         with progress("evaluating", total) as meter:
             if report and "metrics" not in opts and _report_shares_metrics(task, frame):
