@@ -52,6 +52,28 @@ def binary_data(n: int, *, seed: int = 0, tied: bool = False, groups: int = 0) -
     return pl.DataFrame(data)
 
 
+def multiclass_frame(n: int, *, seed: int) -> pl.DataFrame:
+    """Three classes a/b/c: labels, probabilities at 6 decimals (rows sum to 1), the argmax
+    prediction, fractional weights and two groups."""
+    rng = np.random.default_rng(seed)
+    proba = np.round(rng.dirichlet(np.ones(3), n), 6)
+    proba[:, 2] = 1.0 - proba[:, 0] - proba[:, 1]
+    return pl.DataFrame(
+        {
+            "g": rng.integers(0, 2, n),
+            "y": rng.choice(["a", "b", "c"], n),
+            "pa": proba[:, 0],
+            "pb": proba[:, 1],
+            "pc": proba[:, 2],
+            "w": rng.random(n),
+        }
+    ).with_columns(
+        pred=pl.concat_list("pa", "pb", "pc")
+        .list.arg_max()
+        .replace_strict({0: "a", 1: "b", 2: "c"})
+    )
+
+
 @pytest.fixture
 def make_binary() -> Callable[..., pl.DataFrame]:
     return binary_data

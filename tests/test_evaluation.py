@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from conftest import multiclass_frame
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -131,24 +132,7 @@ def test_regression_partitions_equal_whole(weight):
 
 @pytest.mark.parametrize("weight", [None, "w"])
 def test_multiclass_partitions_equal_whole(weight):
-    rng = np.random.default_rng(9)
-    n = 1500
-    proba = np.round(rng.dirichlet(np.ones(3), n), 6)
-    proba[:, 2] = 1.0 - proba[:, 0] - proba[:, 1]
-    df = pl.DataFrame(
-        {
-            "g": rng.integers(0, 2, n),
-            "y": rng.choice(["a", "b", "c"], n),
-            "pa": proba[:, 0],
-            "pb": proba[:, 1],
-            "pc": proba[:, 2],
-            "w": rng.random(n),
-        }
-    ).with_columns(
-        pred=pl.concat_list("pa", "pb", "pc")
-        .list.arg_max()
-        .replace_strict({0: "a", 1: "b", 2: "c"})
-    )
+    df = multiclass_frame(1500, seed=9)
     args = {"pred": "pred", "proba": ["pa", "pb", "pc"], "classes": ["a", "b", "c"]}
     want = df.eval.multiclass("y", weight=weight, by="g", **args)
 

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from conftest import multiclass_frame
 
 import polars_eval as pe
 from polars_eval.scale import spark as pe_spark
@@ -170,24 +171,7 @@ def test_regression_equals_one_machine(spark):
 
 
 def test_multiclass_equals_one_machine(spark):
-    rng = np.random.default_rng(5)
-    n = 1200
-    proba = np.round(rng.dirichlet(np.ones(3), n), 6)
-    proba[:, 2] = 1.0 - proba[:, 0] - proba[:, 1]
-    df = pl.DataFrame(
-        {
-            "g": rng.integers(0, 2, n),
-            "y": rng.choice(["a", "b", "c"], n),
-            "pa": proba[:, 0],
-            "pb": proba[:, 1],
-            "pc": proba[:, 2],
-            "w": rng.random(n),
-        }
-    ).with_columns(
-        pred=pl.concat_list("pa", "pb", "pc")
-        .list.arg_max()
-        .replace_strict({0: "a", 1: "b", 2: "c"})
-    )
+    df = multiclass_frame(1200, seed=5)
     kw = {
         "label": "y",
         "pred": "pred",
