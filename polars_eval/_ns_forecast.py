@@ -146,13 +146,29 @@ def _point_metrics(
     return names
 
 
+def _point_arguments(actual: Any, forecast: Any, weight: Any, zero_actuals: str) -> dict[str, Any]:
+    """What the table gives a point metric: the actual, the forecast (as ``pred=`` for the
+    regression metrics), the weight and the zero-actuals rule."""
+    return {
+        "actual": actual,
+        "pred": forecast,
+        "forecast": forecast,
+        "weight": weight,
+        "zero_actuals": zero_actuals,
+    }
+
+
+def _with_scale(name: str, available: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``name``, with its in-sample scale column when it is scaled."""
+    return {**available, "scale": TRAIN_SCALED[name]} if name in TRAIN_SCALED else available
+
+
 def _is_order_statistic(name: str, columns: Any) -> bool:
     """Whether the metric's state is the rows themselves (no summary merges across series)."""
-    params = REGISTRY[name].signature.parameters
-    args = [c for c, p in zip(columns, params.values(), strict=False) if p.default is p.empty]
+    available = _with_scale(name, _point_arguments(*columns, None, "skip"))
     try:
-        return REGISTRY[name].spec(*args).has_rows  # type: ignore[misc]
-    except (TypeError, InvalidParameterError):
+        return _registry.bind(REGISTRY[name], available).has_rows
+    except InvalidParameterError:  # it needs more than the table gives: said when it runs
         return False
 
 
@@ -335,19 +351,9 @@ class ForecastMethods:
 
         y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
         used = not_null(y, f) if weight is None else not_null(y, f, w)
-        available = {
-            "actual": actual,
-            "pred": forecast,
-            "forecast": forecast,
-            "weight": weight,
-            "zero_actuals": zero_actuals,
-        }
+        available = _point_arguments(actual, forecast, weight, zero_actuals)
         specs = {
-            name: _registry.bind(
-                REGISTRY[name],
-                {**available, "scale": TRAIN_SCALED[name]} if name in TRAIN_SCALED else available,
-            )
-            for name in point
+            name: _registry.bind(REGISTRY[name], _with_scale(name, available)) for name in point
         }
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
