@@ -3,7 +3,8 @@
 Thin by design: every single-metric method is generated from the registry with the
 signature of its metric function plus ``by=`` and ``validate=``, so the function, the
 method and the docs can never disagree. Task-level and other special methods are written
-out in the family mixins (``polars_eval/_ns_*.py``) and composed here.
+out in mixins and composed here: one per task (``polars_eval/tasks/``, named by the task
+list), the statistics' (``stats/methods.py``) and the report's (``report/methods.py``).
 """
 
 from __future__ import annotations
@@ -175,8 +176,8 @@ def _mixins() -> tuple[type, ...]:
     """The namespace's methods beyond single metrics: each task's (``df.eval.<task>`` ...,
     named by its entry in the task list), the statistics' and the report's."""
     from polars_eval._core.tasks import TASKS
-    from polars_eval._ns_report import ReportMethods
-    from polars_eval._ns_stats import StatsMethods
+    from polars_eval.report.methods import ReportMethods
+    from polars_eval.stats.methods import StatsMethods
 
     return (*(task.load("methods") for task in TASKS.values()), StatsMethods, ReportMethods)
 

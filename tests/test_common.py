@@ -21,8 +21,8 @@ from conftest import binary_data
 from polars.testing import assert_frame_equal
 
 import polars_eval as pe
-from polars_eval import _ns_forecast
 from polars_eval._core.registry import REGISTRY, MetricInfo
+from polars_eval.tasks import forecast as forecast_task
 
 
 @dataclass(frozen=True)
@@ -356,8 +356,8 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
     got = inspect.signature(method)
     want = list(info.signature.parameters.values())
     # the forecast keys on the scalar metrics of regression and forecasting (SPEC §6)
-    keyed = info.task in _ns_forecast.KEY_TASKS and info.kind == "scalar"
-    scaled = info.name in _ns_forecast.TRAIN_SCALED  # scale= or train= (a training frame)
+    keyed = info.task in forecast_task.KEY_TASKS and info.kind == "scalar"
+    scaled = info.name in forecast_task.TRAIN_SCALED  # scale= or train= (a training frame)
     if scaled:
         want = [p.replace(default=None) if p.name == "scale" else p for p in want]
     params = list(got.parameters.values())

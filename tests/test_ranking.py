@@ -948,14 +948,14 @@ def test_multi_column_query_and_expression_inputs() -> None:
 
 
 def test_long_frames_are_evaluated_in_slices_of_queries(monkeypatch) -> None:
-    from polars_eval import _ns_ranking
+    from polars_eval.tasks import ranking as ranking_task
 
     df = _log(60, 12)
     kw = {"query": "q", "k": [2, None], "by": "seg", "baseline": True}
     per = {"query": "q", "per_query": True, "no_relevant": "zero"}
     whole = df.eval.ranking("rel", "s", **kw)
     per_query = df.eval.ndcg("rel", "s", **per)
-    monkeypatch.setattr(_ns_ranking, "PARTITION_ROWS", 50)
+    monkeypatch.setattr(ranking_task, "PARTITION_ROWS", 50)
     assert df.height > 3 * 50
     assert_frame_equal(df.eval.ranking("rel", "s", **kw), whole, abs_tol=1e-12)
     assert_frame_equal(df.eval.ndcg("rel", "s", **per), per_query)

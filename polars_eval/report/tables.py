@@ -29,12 +29,6 @@ from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan
 from polars_eval._core.spec import nan_or
 from polars_eval._core.tasks import TASKS, Task
 from polars_eval._exprs import binary_label, to_expr, to_float
-from polars_eval._ns_binary import (
-    BASELINE,
-    _summary_specs,
-    constant_predictor,
-    summary_infos,
-)
 from polars_eval._params import check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
@@ -46,6 +40,12 @@ from polars_eval.exceptions import (
 )
 from polars_eval.metrics import binary as binary_family
 from polars_eval.report import _states
+from polars_eval.tasks.binary import (
+    BASELINE,
+    _summary_specs,
+    constant_predictor,
+    summary_infos,
+)
 
 SEGMENT = _states.SEGMENT
 """Name of the column that labels a segment (its ``by`` values joined) in chart data."""
