@@ -65,12 +65,17 @@ level : float, default 0.95
     The interval's confidence level.{bootstrap}"""
 
 
-def method_doc(info: MetricInfo) -> str:
+def method_doc(
+    info: MetricInfo,
+    params: str = _NAMESPACE_PARAMS,
+    returns: str | None = None,
+    form: str = "evaluated on the frame",
+) -> str:
     """The docstring of a namespace method: the metric's, with the namespace's arguments
-    and return values (the metric's own ``Returns`` describe the expression)."""
+    and return values (the metric's own ``Returns`` describe the expression). A task with
+    keys passes its own ``params``, ``returns`` and a line on the ``form``."""
     doc = inspect.getdoc(info.fn) or ""
     summary, _, body = doc.partition("\n")
-    params = _NAMESPACE_PARAMS
     if info.intervals:
         bootstrap = (
             '\nn_resamples, seed, method : optional\n    With ``ci="bootstrap"``: the number of'
@@ -84,11 +89,11 @@ def method_doc(info: MetricInfo) -> str:
             name=info.name,
             bootstrap=bootstrap,
         )
-    returns = _RETURNS[info.kind][1].format(name=info.name)
+    returns = returns or _RETURNS[info.kind][1].format(name=info.name)
     return (
         f"{summary}\n\n"
         f"The ``.eval`` form of :func:`polars_eval.{info.fn.__name__}`: the same arguments,\n"
-        f"evaluated on the frame.\n\n"
+        f"{form}.\n\n"
         f"Namespace parameters\n--------------------\n{params}\n\n"
         f"Returns\n-------\n{returns}\n"
         f"{body}"
@@ -184,10 +189,20 @@ def _mixins() -> tuple[type, ...]:
 
 def install() -> type:
     """Build the namespace class from the mixins and the registry, and register it."""
+    from polars_eval._core.tasks import TASKS
+
     namespace = type("EvalNamespace", (*_mixins(), EvalBase), {"__doc__": __doc__})
+    # a task with keys makes the methods of its metrics (mean over queries, forecast keys)
+    keyed = {
+        metric_task: task.load("metric_method")
+        for task in TASKS.values()
+        if task.metric_method
+        for metric_task in task.metric_tasks
+    }
     for name, info in _registry.REGISTRY.items():
         if not hasattr(namespace, name):
-            setattr(namespace, name, _make_method(info))
+            factory = keyed.get(info.task) if info.kind == "scalar" else None
+            setattr(namespace, name, (factory or _make_method)(info))
     pl.api.register_dataframe_namespace("eval")(namespace)
     pl.api.register_lazyframe_namespace("eval")(namespace)
     return namespace

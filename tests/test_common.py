@@ -341,20 +341,13 @@ def test_empty_frame_gives_null_not_an_error(info: MetricInfo) -> None:
         assert value is None or isinstance(value, list)
 
 
-# the ranking methods are still written by hand (being generated from the
-# registry, issue 10): strict, so the mark must go once they match
-HAND_WRITTEN = pytest.mark.xfail(strict=True, reason="hand-written namespace method")
-SIGNATURE_PARAMS = [
-    pytest.param(info, id=info.name, marks=[HAND_WRITTEN] if info.task == "ranking" else [])
-    for info in METRICS
-]
-
-
-@pytest.mark.parametrize("info", SIGNATURE_PARAMS)
+@metric_param
 def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
     method = getattr(pe.EvalNamespace, info.name)
     got = inspect.signature(method)
     want = list(info.signature.parameters.values())
+    if info.name == "map":  # MAP is AP over the whole list (trec_eval's map)
+        want = [p.replace(default=None) if p.name == "k" else p for p in want]
     # the forecast keys on the scalar metrics of regression and forecasting (SPEC §6)
     keyed = info.task in forecast_task.KEY_TASKS and info.kind == "scalar"
     scaled = info.name in forecast_task.TRAIN_SCALED  # scale= or train= (a training frame)
@@ -371,7 +364,10 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
         expected_extra += ["series", "time", "cutoff", "lead"]
     if scaled:
         expected_extra += ["train", "season_length"]
+    if info.task == "ranking":  # per query, then the mean over queries (SPEC §7)
+        expected_extra += ["query", "item", "weight", "per_query"]
     assert sorted(extra) == sorted(expected_extra)
+    assert got.return_annotation != "pl.Expr"  # the method returns values, not expressions
     assert extra["by"].default is None and extra["by"].kind is inspect.Parameter.KEYWORD_ONLY
     assert extra["validate"].default is True
 

@@ -3,7 +3,10 @@
 A :class:`Task` says what a task's data is (its data arguments and key columns), whether
 its scalar metrics take bootstrap intervals, and where its task-level pieces live: the
 report builder and the CLI sub-command, named as ``"module:attribute"`` and imported on
-first use (the engine does not import the layers built on it). The namespace's task
+first use (the engine does not import the layers built on it). A task with keys may also
+name ``metric_method``: the factory of the namespace method of each scalar metric of
+``metric_tasks`` (``df.eval.ndcg(..., query=)`` averages over queries, ``df.eval.mae(...,
+series=, time=)`` reads the forecast keys); every other metric's method is the generic one. The namespace's task
 methods, the CLI, the report's task list, ``pe.Evaluation`` and the interval machinery
 all iterate over :data:`TASKS`.
 """
@@ -27,6 +30,8 @@ class Task:
     methods: str = ""
     report: str = ""
     cli: str = ""
+    metric_method: str = ""
+    metric_tasks: tuple[str, ...] = ()
 
     def load(self, what: str) -> Any:
         """The object a ``"module:attribute"`` field of this task names."""
@@ -69,6 +74,8 @@ TASKS: dict[str, Task] = {
             methods="polars_eval.tasks.forecast:ForecastMethods",
             report="polars_eval.report.tables:build_forecast",
             cli="polars_eval.cli.forecast:command",
+            metric_method="polars_eval.tasks.forecast:keyed_method",
+            metric_tasks=("regression", "forecast"),
         ),
         Task(
             "ranking",
@@ -79,6 +86,8 @@ TASKS: dict[str, Task] = {
             methods="polars_eval.tasks.ranking:RankingMethods",
             report="polars_eval.report.tables:build_ranking",
             cli="polars_eval.cli.ranking:command",
+            metric_method="polars_eval.tasks.ranking:metric_method",
+            metric_tasks=("ranking",),
         ),
     )
 }

@@ -34,6 +34,7 @@ from polars_eval._core.planner import (
     report_undefined,
 )
 from polars_eval._core.registry import REGISTRY, MetricInfo
+from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
 from polars_eval._typing import IntoExpr, ZeroActuals
@@ -466,7 +467,7 @@ class ForecastMethods:
 # time=, by=["series", "lead"]), df.eval.mase(..., train=, season_length=, time=, by=)
 # ---------------------------------------------------------------------------------------
 
-KEY_TASKS = ("regression", "forecast")
+KEY_TASKS = TASKS["forecast"].metric_tasks  # the tasks whose metrics read the forecast keys
 TRAIN_SCALED = {
     "mase": "mase_scale",
     "rmsse": "rmsse_scale",
@@ -628,7 +629,7 @@ def scale_frame(
     return scale.map_batches(checked, schema=scale.collect_schema())
 
 
-def _keyed_method(info: MetricInfo) -> Any:
+def keyed_method(info: MetricInfo) -> Any:
     """The namespace method of a regression / forecast metric, with the forecast keys."""
     base = _make_method(info)
     base_sig = inspect.signature(base)
@@ -709,12 +710,3 @@ def _keyed_method(info: MetricInfo) -> Any:
     method.__signature__ = base_sig.replace(parameters=params)  # type: ignore[attr-defined]
     method.__doc__ = _with_keys_doc(base.__doc__ or "", TRAIN_SCALED.get(info.name))
     return method
-
-
-for _info in REGISTRY.values():
-    if (
-        _info.task in KEY_TASKS
-        and _info.kind == "scalar"
-        and not hasattr(ForecastMethods, _info.name)
-    ):
-        setattr(ForecastMethods, _info.name, _keyed_method(_info))

@@ -29,6 +29,7 @@ from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.ranking import engine as rk
+from polars_eval.namespace import method_doc
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"
@@ -288,16 +289,29 @@ _EXTRA_PARAMS = [
     inspect.Parameter("validate", inspect.Parameter.KEYWORD_ONLY, default=True),
 ]
 
-_METHOD_DOC = """
+_METHOD_PARAMS = """query : str or list of str
+    The query column(s) (required): the metric is computed per query, then averaged.
+item : str, optional
+    The item column: enables the check that no item repeats within a query.
+weight : str, optional
+    A query weight (one value per query, >= 0): the mean over queries is then weighted.
+per_query : bool, default False
+    One row per query (the query columns and the value) instead of the mean.
+by : str or list of str, optional
+    Group columns: one mean per group instead of one for the frame.
+validate : bool, default True
+    Check the rows first (SPEC §2): relevance and scores finite, one query weight per
+    query; a clear ``pe.DataValidationError`` naming the column otherwise."""
 
-    Namespace form: ``query=`` (required) names the query column(s); the result is the mean
-    over queries (a float; a DataFrame per ``by`` group; queries with no relevant item are
-    left out), or one row per query with ``per_query=True``. ``item=`` enables the check
-    that no item repeats within a query. ``weight=`` names a query weight (one value per
-    query, >= 0): the mean over queries is then weighted. Raises ``UndefinedMetricError``
-    without ``by`` when no query has a relevant item, or "no rows to evaluate" when no row
-    can be (an empty input, every row null or of query weight 0).
-"""
+_METHOD_RETURNS = """float
+    Without ``by`` (and ``per_query``) on a DataFrame: the mean over the queries that have
+    a relevant item (``pe.UndefinedMetricError`` when none has; "no rows to evaluate" for
+    an empty input, every row null or of query weight 0).
+pl.DataFrame
+    With ``by``: the group columns and ``{name}``, one row per group; with
+    ``per_query=True``: one row per query.
+pl.LazyFrame
+    On a LazyFrame: the same, computed (and validated) at ``collect()``."""
 
 
 def _spec(out: str, metric: str, arguments: Mapping[str, Any]) -> rk.Spec:
@@ -369,21 +383,27 @@ def _make_method(
         *sig.parameters.values(),
         *_EXTRA_PARAMS,
     ]
-    method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    method.__doc__ = (info.fn.__doc__ or "") + _METHOD_DOC
+    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=params, return_annotation="float | pl.DataFrame | pl.LazyFrame"
+    )
+    method.__doc__ = method_doc(
+        info,
+        params=_METHOD_PARAMS,
+        returns=_METHOD_RETURNS.format(name=out_name),
+        form="per query, then the mean over queries",
+    )
     if out is not None:
         method.__name__ = out
     return method
 
 
-def _ranking_methods() -> dict[str, Any]:
-    methods = {
-        info.name: _make_method(info) for info in _registry.by_task("ranking") if info.name != "map"
-    }
-    # MAP (registered for pe.metrics()): AP over the whole list by default
-    # (trec_eval's map)
-    methods["map"] = _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
-    return methods
+def metric_method(info: _registry.MetricInfo) -> Any:
+    """The namespace method of a registered ranking metric (the task list's
+    ``metric_method``): the mean over queries. ``map`` is ``ap_at_k`` over the whole list
+    (trec_eval's map)."""
+    if info.name == "map":
+        return _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
+    return _make_method(info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -584,11 +604,7 @@ def _ranking(
 
 
 class RankingMethods:
-    """Ranking metrics over query logs: ``query=``, mean over queries, ``per_query=``."""
+    """``df.eval.ranking``: every metric at every cutoff, mean over queries."""
 
     _frame: Frame
     ranking = _ranking
-
-
-for _name, _method in _ranking_methods().items():
-    setattr(RankingMethods, _name, _method)

@@ -111,7 +111,7 @@ _COMMON_DOC = """
 
 def _doc(fn: Callable[..., Any]) -> Callable[..., Any]:
     if fn.__doc__ and "{common}" in fn.__doc__:
-        fn.__doc__ = fn.__doc__.replace("{common}", _COMMON_DOC.strip("\n"))
+        fn.__doc__ = fn.__doc__.replace("{common}", _COMMON_DOC.strip())
     return fn
 
 
