@@ -80,7 +80,7 @@ def column_problems(
                 continue
             dtype = schema[item]
             per_class = role in ("class_proba", "class_score")
-            if role == "key" or (per_class and not isinstance(value, (list, tuple))):
+            if role in ("key", "row_id") or (per_class and not isinstance(value, (list, tuple))):
                 continue  # (one List/Array column of class probabilities: the check= hook)
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
@@ -110,7 +110,7 @@ def row_checks(
     checks: list[Check] = []
     for arg, role in inputs.items():
         value = args.get(arg)
-        if value is None or role == "key":
+        if value is None or role in ("key", "row_id"):
             continue
         if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
             if not isinstance(value, (list, tuple)):

@@ -689,3 +689,17 @@ def test_forecast_table_metrics_selects_registered_metrics() -> None:
         df.eval.forecast("y", "f", series="id", time="t", metrics=["medae"])
     with pytest.raises(pe.InvalidParameterError, match="winkler needs lower="):
         df.eval.forecast("y", "f", series="id", time="t", metrics=["winkler"])
+
+
+def test_no_rows_message_names_only_the_callers_columns() -> None:
+    """The scale that train= joins in is an internal column: the "no rows" error names the
+    caller's columns only."""
+    df = pl.DataFrame(
+        {"s": ["a"] * 3, "t": [1, 2, 3], "y": [None] * 3, "f": [1.0, 2.0, 3.0]},
+        schema_overrides={"y": pl.Float64},
+    )
+    train = pl.DataFrame({"s": ["a"] * 3, "t": [-2, -1, 0], "y": [1.0, 2.0, 4.0]})
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate for mase") as info:
+        df.eval.mase("y", "f", series="s", time="t", train=train)
+    assert "__pe" not in str(info.value)
+    assert '"y" or "f"' in str(info.value)

@@ -74,6 +74,13 @@ class Plan:
     # that many aggregations read, computed once (e.g. the ``row_columns`` of
     # ``plan_specs(..., columns_first=True)``); in stages, each reading the earlier ones
     columns: Sequence[Sequence[pl.Expr]] = ()
+    # a second stage over keys (the query columns of ranking): the states are computed per
+    # ``by`` + ``keys`` group, ``then`` reduces the keys away (a mean over queries) or keeps
+    # them; ``out_by`` names the key columns of the result (default: ``by``)
+    keys: Sequence[str] = ()
+    out_by: Sequence[str] | None = None
+    # a DataFrame longer than this is aggregated in slices of whole groups (see _sliced)
+    slice_rows: int | None = None
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -105,20 +112,25 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     rows = lf
     for stage in plan.columns:
         rows = rows.with_columns(stage)
-    query = rows.group_by(plan.by).agg(exprs) if plan.by else rows.select(exprs)
+    group = [*plan.by, *plan.keys]
+    if not group:
+        query = rows.select(exprs)
+    elif plan.slice_rows and isinstance(frame, pl.DataFrame) and frame.height > plan.slice_rows:
+        query = _sliced(rows, group, exprs, -(-frame.height // plan.slice_rows))
+    else:
+        query = rows.group_by(group).agg(exprs)
     if plan.finalize:
         names = [e.meta.output_name() for e in plan.finalize]
         kept = [pl.col("^__pe_bad_.*$")] if inline else []
-        query = query.with_columns(plan.finalize).select(*plan.by, *names, *kept)
+        query = query.with_columns(plan.finalize).select(*group, *names, *kept)
     if plan.then is not None:
         query = plan.then(query)
     out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
     if checks and not inline:
         query = query.join(lf.select(check_aggs(checks, examples=False)), how="cross")
-    if plan.by:
-        query = query.sort(plan.by, nulls_last=True)
-
-    by = plan.by
+    by = list(plan.by if plan.out_by is None else plan.out_by)
+    if by:
+        query = query.sort(by, nulls_last=True)
     undefined = {k: v for k, v in plan.undefined.items() if k in out_schema}
     strict = plan.strict
 
@@ -126,8 +138,9 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         return no_rows_reason(lf, plan.args, plan.inputs)
 
     def finish(df: pl.DataFrame) -> pl.DataFrame:
-        if checks:
+        if checks and (inline or df.height):  # no row after a second stage: nothing to check
             raise_for_checks(df, checks, per_row=inline, source=lf)
+        if checks:
             df = df.select(list(out_schema))
         report_undefined(df, undefined, grouped=bool(by), strict=strict, no_rows=no_rows)
         return df
@@ -138,6 +151,17 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     for name in plan.structs:
         query = query.unnest(name)
     return query
+
+
+def _sliced(rows: pl.LazyFrame, group: list[str], exprs: list[pl.Expr], n: int) -> pl.LazyFrame:
+    """The aggregation in ``n`` slices of whole groups (a hash of the group keys), run one
+    after the other: a state that holds a dozen columns as long as its input (the ranking
+    engine) then peaks near the input's size (4 slices of 1e7 rows: 1.6x the input columns
+    instead of 4.4x), and is no slower. A LazyFrame stays one plan: its length is unknown
+    before it runs, and the streaming engine bounds its memory itself."""
+    part = pl.struct(group).hash(seed=0) % n
+    slices = [rows.filter(part == i).group_by(group).agg(exprs) for i in range(n)]
+    return pl.concat(slices, parallel=False)
 
 
 def _column_items(value: Any) -> list[Any]:
@@ -157,6 +181,8 @@ def no_rows_reason(
     weights: list[pl.Expr] = []
     names: list[str] = []
     for arg, role in inputs.items():
+        if role == "row_id":
+            continue
         for item in _column_items(args.get(arg)):
             expr = to_expr(item)
             present.append(expr.is_not_null())
@@ -180,7 +206,8 @@ def no_rows_reason(
         return None
     if n == 0:
         return "the input has no rows"
-    columns = _either([f'"{c}"' for c in dict.fromkeys(names)])
+    # internal columns (a scale joined from train=) are no column of the caller's
+    columns = _either([f'"{c}"' for c in dict.fromkeys(names) if not c.startswith("__pe_")])
     if n_complete == 0:
         return f"all {n} rows have a null in {columns}"
     weight_names = _either(

@@ -34,6 +34,7 @@ Role = Literal[
     "numeric",  # any finite real value (regression targets and predictions)
     "weight",  # finite, >= 0
     "key",  # an identifier column of any dtype (query, series, item, class label)
+    "row_id",  # names rows only (an item id for the duplicate check): a null drops no row
     "relevance",  # a finite relevance grade >= 0
     "positive",  # a finite value > -1 (logarithmic errors)
 ]

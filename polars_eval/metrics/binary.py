@@ -1042,7 +1042,7 @@ def confusion_matrix(
     threshold: float = 0.5,
     weight: IntoExpr | None = None,
     pos_label: Any = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Confusion counts as a struct ``{tp, fp, tn, fn}``.
 
     Unweighted, the counts are row counts (Int64, summed as integers: exact at any size);
@@ -1074,14 +1074,20 @@ def confusion_matrix(
     """
     names = ("tp", "fp", "tn", "fn")
     if weight is None:
-        return pl.struct(**_integer_counts(label, score, pred, threshold, pos_label)).alias(
-            "confusion_matrix"
+        states = _integer_counts(label, score, pred, threshold, pos_label)
+        return MetricSpec(
+            states,
+            lambda c: pl.struct(
+                **{
+                    k: pl.when(c["nan"]).then(pl.lit(None, dtype=pl.Int64)).otherwise(c[k])
+                    for k in names
+                }
+            ),
         )
     states = confusion_states(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    spec = MetricSpec(states, lambda c: pl.struct(**{k: nan_or(c["nan"], c[k]) for k in names}))
-    return spec.expr().alias("confusion_matrix")
+    return MetricSpec(states, lambda c: pl.struct(**{k: nan_or(c["nan"], c[k]) for k in names}))
 
 
 def _integer_counts(
@@ -1090,23 +1096,19 @@ def _integer_counts(
     pred: IntoExpr | None,
     threshold: float,
     pos_label: Any,
-) -> dict[str, pl.Expr]:
-    """Unweighted confusion counts as Int64 sums (null when a used score is NaN)."""
+) -> dict[str, State]:
+    """Unweighted confusion counts as Int64 sums (cast per row, so a count never wraps),
+    and whether a used score is NaN (the counts are then null)."""
     y, raw, yhat = _hard_prediction(label, score, pred, threshold, pos_label)
     valid = not_null(y, raw)
-    has_nan = (raw.is_nan() & valid).any()
     cells = {
         "tp": (y == 1.0) & (yhat == 1.0),
         "fp": (y == 0.0) & (yhat == 1.0),
         "tn": (y == 0.0) & (yhat == 0.0),
         "fn": (y == 1.0) & (yhat == 0.0),
     }
-    return {
-        k: pl.when(has_nan)
-        .then(pl.lit(None, dtype=pl.Int64))
-        .otherwise((valid & cell).fill_null(False).cast(pl.Int64).sum())
-        for k, cell in cells.items()
-    }
+    states = {k: State((valid & cell).fill_null(False).cast(pl.Int64)) for k, cell in cells.items()}
+    return {**states, "nan": State(raw.is_nan() & valid, "max")}
 
 
 def confusion_table(counts: dict[str, Any]) -> pl.DataFrame:

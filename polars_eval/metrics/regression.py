@@ -1300,7 +1300,7 @@ def normal_quantile(p: pl.Expr) -> pl.Expr:
     fields=("theoretical", "sample", "residual"),
     per_row=True,  # one point per row (weights move the plotting positions)
 )
-def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> pl.Expr:
+def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Normal QQ view of the residuals: theoretical vs sample quantiles.
 
     The residual r = y − ŷ is variance-normalised, z = (r − r̄) / s with the weighted mean
@@ -1335,24 +1335,21 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     """
     y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
     kept = pl.struct((y - p).alias("r"), w.alias("w")).filter(not_null(y, p, w) & (w != 0.0))
-    # sorted by residual, tied residuals by weight: the points do not depend on row order
-    rows = kept.sort_by(kept.struct.field("r"), kept.struct.field("w"))
-    rs, ws = rows.struct.field("r"), rows.struct.field("w").cast(F64, strict=False)
-    mean = _wmean(rs, ws)
-    sd = _wmean((rs - mean) ** 2, ws).sqrt()
-    position = (ws.cum_sum() - ws / 2.0) / ws.sum()
-    z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
-    return (
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        # sorted by residual, tied residuals by weight: the points do not depend on row order
+        rows = s["rows"].sort_by(s["rows"].struct.field("r"), s["rows"].struct.field("w"))
+        rs, ws = rows.struct.field("r"), rows.struct.field("w").cast(F64, strict=False)
+        mean = _wmean(rs, ws)
+        sd = _wmean((rs - mean) ** 2, ws).sqrt()
+        position = (ws.cum_sum() - ws / 2.0) / ws.sum()
+        z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
         # the quantile inside list.eval: Polars 2.1 panics (a length assertion) evaluating
         # its when/then branches directly over a filtered, sorted column
-        pl.struct(
-            theoretical=position.implode().list.eval(normal_quantile(pl.element())).explode(),
-            sample=z,
-            residual=rs,
-        )
-        .implode()
-        .alias("residual_qq")
-    )
+        theoretical = position.implode().list.eval(normal_quantile(pl.element())).explode()
+        return pl.struct(theoretical=theoretical, sample=z, residual=rs).implode()
+
+    return _rows_spec(finalize, rows=kept)
 
 
 CONDITIONAL_OF = ("ground_truth", "prediction", "recall", "actual", "pred")
@@ -1373,7 +1370,7 @@ def conditional_table(
     of: str = "ground_truth",
     bins: int = 10,
     weight: IntoExpr | None = None,
-) -> pl.Expr:
+) -> MetricSpec:
     """Errors conditional on the ground truth, on the prediction, or the conditional recall.
 
     The conditional views of YDF's regression report, as a table: rows sorted by the
@@ -1440,7 +1437,6 @@ def conditional_table(
     ]
     if view == "recall":
         fields.append(p.alias("p"))
-    state = pl.struct(*fields).sort_by(v).implode()
 
     def body() -> pl.Expr:
         e = pl.element()
@@ -1488,4 +1484,8 @@ def conditional_table(
         )
         return pl.struct(**columns)
 
-    return state.list.eval(body()).alias("conditional_table")
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        rows = s["rows"]
+        return rows.sort_by(rows.struct.field("v")).implode().list.eval(body())
+
+    return _rows_spec(finalize, rows=pl.struct(*fields))

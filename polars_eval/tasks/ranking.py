@@ -23,10 +23,10 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import _deferred, no_rows_reason, normalize_by, report_undefined
+from polars_eval._core.planner import Plan, _deferred, build, normalize_by
 from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
 from polars_eval._typing import IntoExpr
-from polars_eval._validate import Check, check_aggs, column_problems, raise_for_checks, row_checks
+from polars_eval._validate import Check
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.ranking import engine as rk
 from polars_eval.namespace import method_doc
@@ -159,30 +159,8 @@ def _reason(metric: str) -> str:
 
 
 PARTITION_ROWS = 2_500_000
-"""A DataFrame longer than this is evaluated in slices of whole queries (see _per_query)."""
-
-
-def _per_query(
-    frame: Frame,
-    lf: pl.LazyFrame,
-    keys: list[str],
-    first: list[pl.Expr],
-    middle: Callable[[pl.LazyFrame], pl.LazyFrame],
-) -> pl.LazyFrame:
-    """One row per query: the first stage (sort per query and the engine).
-
-    A long DataFrame is evaluated in slices of whole queries (a hash of the query keys),
-    one after the other: the engine holds a dozen columns as long as its input, so
-    slicing keeps the peak memory near the input's size (4 slices of 1e7 rows: 1.6x the
-    input columns instead of 4.4x) and is no slower. A LazyFrame stays one plan (its
-    length is unknown before it runs; the streaming engine bounds its memory itself).
-    """
-    if not isinstance(frame, pl.DataFrame) or frame.height <= PARTITION_ROWS:
-        return middle(lf.group_by(keys).agg(first))
-    n = -(-frame.height // PARTITION_ROWS)
-    part = pl.struct(keys).hash(seed=0) % n
-    slices = [middle(lf.filter(part == i).group_by(keys).agg(first)).collect() for i in range(n)]
-    return pl.concat(slices).lazy()
+"""A DataFrame longer than this is evaluated in slices of whole queries: the engine holds a
+dozen columns as long as its input (the planner's ``slice_rows``)."""
 
 
 def _build(
@@ -203,34 +181,30 @@ def _build(
     weighted: bool = False,
     reasons: Mapping[str, str] | None = None,
 ) -> pl.LazyFrame:
-    lf = frame.lazy()
-    schema = lf.collect_schema()
-    inputs: dict[str, Any] = {
-        "relevance": "relevance",
-        "score": "score",
-        "item": "key",
-        "weight": "weight",
-    }
-    problems = column_problems(schema, args, inputs)
-    for arg, cols in (("query", query), ("by", by)):
-        problems += [f'column "{c}" (argument {arg}=) not found' for c in cols if c not in schema]
-    overlap = [c for c in by if c in query]
-    if overlap:
-        problems.append(f'column "{overlap[0]}" is given both as query= and by=')
-    if problems:
-        raise DataValidationError(problems[0])
-    checks = row_checks(schema, args, inputs) if validate else []
+    """The plan of the ranking metrics: the engine per query (``by`` + ``query`` groups),
+    then the second stage: one row per query, or the (query-weighted) mean per ``by``
+    group with the number of queries and of those left out for having no relevant item."""
     keys = by + query
-    if validate and item is not None:
-        checks.append(duplicate_check(keys, item))
-    if validate and weighted:
-        checks.append(constant_weight_check(keys, args["weight"]))
 
-    result = _per_query(frame, lf, keys, first, middle)
-    if per_query:
-        result = result.select(keys + names)
-        out_keys = keys
-    else:
+    def key_checks(schema: Mapping[str, Any]) -> list[Check]:
+        missing = [(arg, c) for arg, cols in (("query", query), ("by", by)) for c in cols]
+        for arg, col in missing:
+            if col not in schema:
+                raise DataValidationError(f'column "{col}" (argument {arg}=) not found')
+        overlap = [c for c in by if c in query]
+        if overlap:
+            raise DataValidationError(f'column "{overlap[0]}" is given both as query= and by=')
+        checks = []
+        if item is not None:
+            checks.append(duplicate_check(keys, item))
+        if weighted:
+            checks.append(constant_weight_check(keys, args["weight"]))
+        return checks
+
+    def second_stage(per_key: pl.LazyFrame) -> pl.LazyFrame:
+        per_key = middle(per_key)
+        if per_query:
+            return per_key.select(keys + names)
         if weighted:
             w = pl.col(WEIGHT)
             aggs = [
@@ -248,32 +222,24 @@ def _build(
                 excluded.cast(pl.Int64).alias("n_excluded"),
                 *aggs,
             ]
-        result = result.group_by(by).agg(aggs) if by else result.select(aggs)
-        out_keys = by
-    out_schema = result.collect_schema()
-    if checks:
-        # counts only: the examples are fetched from the data when a check fails
-        result = result.join(lf.select(check_aggs(checks, examples=False)), how="cross")
-    if out_keys:
-        result = result.sort(out_keys, nulls_last=True)
-    undefined = {name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names}
-    grouped = bool(out_keys)
-    # the item column only names rows for the duplicate check: a null item drops no row
-    used = {arg: role for arg, role in inputs.items() if arg != "item"}
+        return per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
 
-    def no_rows() -> str | None:
-        return no_rows_reason(lf, args, used)
-
-    def finish(df: pl.DataFrame) -> pl.DataFrame:
-        if checks:
-            # no result row means no input row (nothing to check); the core reads row 0
-            if df.height:
-                raise_for_checks(df, checks, source=lf)
-            df = df.select(list(out_schema))
-        report_undefined(df, undefined, grouped=grouped, strict=strict, no_rows=no_rows)
-        return df
-
-    return result.map_batches(finish, schema=out_schema)
+    plan = Plan(
+        exprs=first,
+        # the item column only names rows for the duplicate check: a null item drops no row
+        inputs={"relevance": "relevance", "score": "score", "item": "row_id", "weight": "weight"},
+        args=args,
+        by=by,
+        keys=query,
+        out_by=keys if per_query else by,
+        validate=validate,
+        strict=strict,
+        undefined={name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names},
+        then=second_stage,
+        extra_checks=[key_checks],
+        slice_rows=PARTITION_ROWS,
+    )
+    return build(frame, plan)
 
 
 # ---------------------------------------------------------------------------------------
