@@ -311,7 +311,9 @@ class MulticlassMethods:
         (the first class among ties) and the class frequencies as the probabilities
         (log loss = entropy of the labels, AUC 0.5 for macro / weighted, one-vs-one alike,
         Brier score 1 − Σ fₖ², hinge loss of the frequencies as scores, balanced accuracy
-        1 / the classes present, kappa 0, weighted or not).
+        1 / the classes present, kappa 0, weighted or not). Every registered multiclass
+        metric has its baseline; a metric registered later without a constant-predictor
+        form here gets no baseline column.
 
         ``classes=`` is required with ``proba=``; with ``pred=`` alone it is optional (the
         classes are then learnt from each group's data). Returns a one-row DataFrame
