@@ -893,3 +893,78 @@ def test_ranking_metrics_outside_the_default_table(
     want = log.eval.ranking("relevance", "score", query="query_id", k=5, metrics=["bpref", "map"])
     assert list(json.loads(out)[0]) == ["bpref", "map@5"]
     _same_numbers(json.loads(out), want.select("bpref", "map@5"))
+
+
+def test_multiclass_metrics_outside_the_default_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--metrics reaches multiclass's SPEC §12 metrics (a metric with averages gives each
+    one), with --multi-class, --kappa-weights and --adjusted; the numbers are
+    scikit-learn's."""
+    from sklearn import metrics as skm
+
+    df = _demo.rating_grades(400)
+    path = tmp_path / "grades.parquet"
+    df.write_parquet(path)
+    proba = [f"p_{g}" for g in _demo.GRADES]
+    names = ["multiclass_balanced_accuracy", "multiclass_jaccard", "multiclass_brier",
+             "multiclass_hinge_loss", "multiclass_cohen_kappa", "multiclass_auc"]  # fmt: skip
+    base = ["multiclass", path, "--label", "grade", "--pred", "predicted_grade", "--proba",
+            ",".join(proba), "--classes", "A,B,C,D,E"]  # fmt: skip
+    options = ["--multi-class", "ovo", "--kappa-weights", "quadratic", "--adjusted"]
+    code, out, err = _cli(capsys, *base, *options, "--metrics", ",".join(names),
+                          "--by", "sector", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    want = df.eval.multiclass("grade", pred="predicted_grade", proba=proba,
+                              classes=list("ABCDE"), by="sector", metrics=names,
+                              multi_class="ovo", weights="quadratic", adjusted=True)  # fmt: skip
+    assert list(json.loads(out)[0]) == want.columns
+    _same_numbers(json.loads(out), want)
+    code, out, err = _cli(capsys, *base, *options, "--metrics", ",".join(names),
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    got = json.loads(out)[0]
+    y, yhat, p = df["grade"].to_numpy(), df["predicted_grade"].to_numpy(), df.select(proba)
+    classes = list("ABCDE")
+    want_sk = {
+        "multiclass_balanced_accuracy": skm.balanced_accuracy_score(y, yhat, adjusted=True),
+        "multiclass_jaccard_macro": skm.jaccard_score(y, yhat, average="macro"),
+        "multiclass_brier": skm.brier_score_loss(y, p.to_numpy(), labels=classes),
+        "multiclass_hinge_loss": skm.hinge_loss(y, p.to_numpy(), labels=classes),
+        "multiclass_cohen_kappa": skm.cohen_kappa_score(y, yhat, weights="quadratic"),
+        "multiclass_auc_weighted": skm.roc_auc_score(
+            y, p.to_numpy(), multi_class="ovo", average="weighted", labels=classes
+        ),
+    }
+    for name, value in want_sk.items():
+        assert got[name] == pytest.approx(value, rel=1e-9), name
+    assert "multiclass_auc_micro" not in got  # one-vs-one has no micro average
+    # a default metric named with its averages, beside a default column
+    code, out, err = _cli(capsys, *base, "--metrics", "multiclass_precision,multiclass_mcc",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    assert list(json.loads(out)[0]) == ["multiclass_precision_micro", "multiclass_precision_macro",
+                                        "multiclass_precision_weighted", "multiclass_mcc"]  # fmt: skip
+    pred_only = ["multiclass", path, "--label", "grade", "--pred", "predicted_grade"]
+    for argv, needles in (
+        ([*pred_only, "--metrics", "multiclass_brier"], ["multiclass_brier needs proba="]),
+        ([*pred_only, "--metrics", "multiclass_f_beta"], ["multiclass_f_beta needs beta="]),
+        ([*pred_only, "--metrics", "multiclass_nope"], ["'multiclass_nope'"]),
+    ):
+        code, out, err = _cli(capsys, *argv)
+        assert code == 2 and out == ""
+        _assert_one_line_error(err, *needles)
+    # --ci with --pred and --proba: the prediction metrics read --pred, the hinge loss
+    # --proba (as the table binds them)
+    code, out, err = _cli(capsys, *base, "--metrics", "multiclass_hinge_loss,multiclass_accuracy",
+                          "--ci", "bootstrap", "--resamples", "20", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    got = json.loads(out)[0]
+    boot = df.eval.bootstrap(
+        [pe.multiclass_hinge_loss("grade", proba, classes=classes),
+         pe.multiclass_accuracy("grade", "predicted_grade")],
+        n_resamples=20, seed=0,
+    )  # fmt: skip
+    for row in boot.iter_rows(named=True):
+        assert got[f"{row['metric']}_lower"] == pytest.approx(row["lower"], rel=1e-12)
+        assert got[f"{row['metric']}_upper"] == pytest.approx(row["upper"], rel=1e-12)

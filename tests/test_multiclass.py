@@ -1177,3 +1177,273 @@ def test_ovo_auc_pairs_only_the_classes_present() -> None:
         pe.multiclass_auc("y", "p", multi_class="ovo", average="micro", classes=classes)
     with pytest.raises(pe.InvalidParameterError, match="multi_class must be one of"):
         pe.multiclass_auc("y", "p", multi_class="ovx", classes=classes)
+
+
+# ---------------------------------------------------------------------------------------
+# the task table's metrics= (SPEC §12 metrics outside the default table)
+# ---------------------------------------------------------------------------------------
+
+EXTRA = [
+    "multiclass_balanced_accuracy",
+    "multiclass_jaccard",
+    "multiclass_brier",
+    "multiclass_hinge_loss",
+    "multiclass_cohen_kappa",
+    "multiclass_auc",
+]
+OPTIONS = [
+    {"multi_class": "ovr", "weights": None, "adjusted": False},
+    {"multi_class": "ovo", "weights": "linear", "adjusted": True},
+    {"multi_class": "ovo", "weights": "quadratic", "adjusted": False},
+]
+
+
+def repeated(df: pl.DataFrame) -> pl.DataFrame:
+    """Each row repeated by its integer weight (a zero weight removes it)."""
+    return df.select(pl.all().repeat_by(pl.col("w").cast(pl.Int64))).explode(pl.all())
+
+
+def sk_table(df: pl.DataFrame, classes: list[Any], weighted: bool, o: dict[str, Any]) -> dict:
+    """The table's columns of EXTRA by scikit-learn (the one-vs-one AUC, which takes no
+    sample weights, on the rows repeated by their integer weights)."""
+    y, yhat, proba, w = np_inputs(df, weighted)
+    want = {
+        "multiclass_balanced_accuracy": skm.balanced_accuracy_score(
+            y, yhat, sample_weight=w, adjusted=o["adjusted"]
+        ),
+        **{
+            f"multiclass_jaccard_{avg}": skm.jaccard_score(y, yhat, average=avg, sample_weight=w)
+            for avg in AVERAGES
+        },
+        # scikit-learn reads the columns in the sorted order of labels: classes are sorted
+        "multiclass_brier": skm.brier_score_loss(y, proba, labels=classes, sample_weight=w),
+        "multiclass_hinge_loss": skm.hinge_loss(y, proba, labels=classes, sample_weight=w),
+        "multiclass_cohen_kappa": skm.cohen_kappa_score(
+            y, yhat, labels=classes, weights=o["weights"], sample_weight=w
+        ),
+    }
+    if o["multi_class"] == "ovr":
+        for avg in ("macro", "weighted", "micro"):  # the table's order
+            want[f"multiclass_auc_{avg}"] = skm.roc_auc_score(
+                y, proba, multi_class="ovr", average=avg, labels=classes, sample_weight=w
+            )
+    else:
+        y_rep, _, proba_rep, _ = np_inputs(repeated(df) if weighted else df, False)
+        for avg in ("macro", "weighted"):
+            want[f"multiclass_auc_{avg}"] = skm.roc_auc_score(
+                y_rep, proba_rep, multi_class="ovo", average=avg, labels=classes
+            )
+    return want
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "cat"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("options", OPTIONS, ids=["ovr", "ovo-linear-adjusted", "ovo-quadratic"])
+def test_table_metrics_match_sklearn(
+    kind: str, weighted: bool, options: dict[str, Any], collect: Collect
+) -> None:
+    df, classes = mc_data(kind=kind, seed=40)
+    weight = "w" if weighted else None
+    want = sk_table(df, classes, weighted, options)
+    for form in proba_forms(df).values():
+        lazy = df.lazy().eval.multiclass(
+            "y", pred="yhat", proba=form, classes=classes, weight=weight, metrics=EXTRA, **options
+        )
+        got = collect(lazy)
+        assert got.columns == list(want)
+        for name, value in got.row(0, named=True).items():
+            assert_same(value, want[name])
+
+
+def test_table_metrics_equal_the_single_metrics() -> None:
+    """Without classes= (learnt per group from pred=) and with the prediction read from
+    the argmax of proba=: each column is the metric's own expression."""
+    df, classes = mc_data(kind="str", seed=41)
+    kw: dict[str, Any] = {"weight": "w"}
+    table = df.eval.multiclass(
+        "y", pred="yhat", metrics=EXTRA[:2] + ["multiclass_cohen_kappa"], weights="quadratic", **kw
+    )
+    row = table.row(0, named=True)
+    assert_same(
+        row["multiclass_balanced_accuracy"], df.eval.multiclass_balanced_accuracy("y", "yhat", **kw)
+    )
+    for avg in AVERAGES:
+        want = df.eval.multiclass_jaccard("y", "yhat", average=avg, **kw)
+        assert_same(row[f"multiclass_jaccard_{avg}"], want)
+    want = df.eval.multiclass_cohen_kappa("y", "yhat", weights="quadratic", **kw)
+    assert_same(row["multiclass_cohen_kappa"], want)
+    y, _, proba, w = np_inputs(df, True)
+    argmax = np.asarray(classes)[proba.argmax(axis=1)]  # numpy: first maximum, as ours
+    table = df.eval.multiclass(
+        "y", proba="p", classes=classes, metrics=EXTRA[:2], adjusted=True, **kw
+    )
+    want = skm.balanced_accuracy_score(y, argmax, sample_weight=w, adjusted=True)
+    assert_same(table["multiclass_balanced_accuracy"].item(), want)
+    want = skm.jaccard_score(y, argmax, average="weighted", sample_weight=w)
+    assert_same(table["multiclass_jaccard_weighted"].item(), want)
+
+
+@pytest.mark.parametrize("options", OPTIONS[:2], ids=["ovr", "ovo-linear-adjusted"])
+def test_table_metrics_per_group_equal_per_frame(options: dict[str, Any], collect: Collect) -> None:
+    df, classes = mc_data(n=300, kind="cat", seed=42, groups=3)
+    kw: dict[str, Any] = {"pred": "yhat", "proba": "p", "classes": classes, "weight": "w"}
+    kw |= {"metrics": EXTRA, "baseline": True, **options}
+    lazy = df.lazy().eval.multiclass("y", by="g", **kw)
+    assert isinstance(lazy, pl.LazyFrame)
+    table = collect(lazy)
+    assert table["g"].to_list() == [0, 1, 2]
+    assert_frame_equal(table, df.eval.multiclass("y", by="g", **kw), rel_tol=1e-12)
+    for g in range(3):
+        one = df.filter(pl.col("g") == g).eval.multiclass("y", **kw)
+        row = table.filter(pl.col("g") == g).drop("g")
+        assert row.columns == one.columns
+        for name in one.columns:
+            assert_same(row[name].item(), one[name].item())
+
+
+def test_default_metrics_named_give_the_default_table() -> None:
+    df, classes = mc_data(kind="int", seed=43, groups=2)
+    kw: dict[str, Any] = {"pred": "yhat", "proba": "p", "classes": classes, "weight": "w"}
+    default = df.eval.multiclass("y", by="g", baseline=True, **kw)
+    names = [
+        "multiclass_accuracy",
+        "multiclass_precision",
+        "multiclass_recall",
+        "multiclass_f1",
+        "multiclass_mcc",
+        "multiclass_cohen_kappa",
+        "multiclass_logloss",
+        "top_k_accuracy",
+        "multiclass_auc",
+    ]
+    named = df.eval.multiclass("y", by="g", baseline=True, metrics=names, **kw)
+    assert_frame_equal(named, default)
+    one = df.eval.multiclass("y", metrics="multiclass_brier", **kw)
+    assert one.columns == ["multiclass_brier"]
+    reordered = df.eval.multiclass("y", metrics=["multiclass_mcc", "multiclass_accuracy"], **kw)
+    assert reordered.columns == ["multiclass_mcc", "multiclass_accuracy"]
+
+
+def test_table_metrics_baseline_is_the_constant_predictor() -> None:
+    df, classes = mc_data(kind="int", seed=44)
+    df = df.filter(pl.col("y") != classes[3]).vstack(df.filter(pl.col("y") == classes[0]))
+    y = df["y"].to_numpy()
+    n = len(y)
+    freq = np.array([np.mean(y == c) for c in classes])
+    const_pred = np.full(n, classes[int(np.argmax(freq))])
+    const_proba = np.tile(freq, (n, 1))
+    kw: dict[str, Any] = {"pred": "yhat", "proba": "p", "classes": classes, "baseline": True}
+    for options in OPTIONS:
+        row = df.eval.multiclass("y", metrics=EXTRA, **kw, **options).row(0, named=True)
+        want = skm.balanced_accuracy_score(y, const_pred, adjusted=options["adjusted"])
+        assert_same(row["multiclass_balanced_accuracy_baseline"], want)
+        for avg in AVERAGES:  # every class present in the truth: no 0/0
+            want = skm.jaccard_score(y, const_pred, average=avg)
+            assert_same(row[f"multiclass_jaccard_{avg}_baseline"], want)
+        want = skm.brier_score_loss(y, const_proba, labels=classes)
+        assert_same(row["multiclass_brier_baseline"], want)
+        assert_same(
+            row["multiclass_hinge_loss_baseline"], skm.hinge_loss(y, const_proba, labels=classes)
+        )
+        want = skm.cohen_kappa_score(y, const_pred, labels=classes, weights=options["weights"])
+        assert_same(row["multiclass_cohen_kappa_baseline"], want)
+        # macro / weighted over the classes present (scikit-learn: nan for an absent one)
+        present = [i for i, c in enumerate(classes) if c in set(y)]
+        kept = const_proba[:, present] / const_proba[:, present].sum(axis=1, keepdims=True)
+        for avg in ("macro", "weighted"):
+            want = skm.roc_auc_score(
+                y,
+                kept,
+                multi_class=options["multi_class"],
+                average=avg,
+                labels=[classes[i] for i in present],
+            )
+            assert_same(row[f"multiclass_auc_{avg}_baseline"], want)
+        if options["multi_class"] == "ovr":
+            want = skm.roc_auc_score(
+                y, const_proba, multi_class="ovr", average="micro", labels=classes
+            )
+            assert_same(row["multiclass_auc_micro_baseline"], want)
+        if options["multi_class"] == "ovo":
+            assert "multiclass_auc_micro" not in row
+
+
+def test_table_metrics_errors() -> None:
+    df, classes = mc_data(n=40, kind="int", seed=45)
+    with pytest.raises(pe.InvalidParameterError, match="multiclass_brier needs proba="):
+        df.eval.multiclass("y", pred="yhat", metrics=["multiclass_jaccard", "multiclass_brier"])
+    with pytest.raises(pe.InvalidParameterError, match="multiclass_hinge_loss needs proba="):
+        df.eval.multiclass("y", pred="yhat", metrics="multiclass_hinge_loss")
+    with pytest.raises(pe.InvalidParameterError, match="multiclass_f_beta needs beta="):
+        df.eval.multiclass("y", pred="yhat", metrics=["multiclass_f_beta"])
+    for name in ("multiclass_nope", "auc", "multiclass_confusion_matrix"):
+        with pytest.raises(pe.InvalidParameterError, match=f"'{name}' is not a multiclass metric"):
+            df.eval.multiclass("y", pred="yhat", metrics=[name])
+    with pytest.raises(pe.InvalidParameterError, match="named twice"):
+        df.eval.multiclass("y", pred="yhat", metrics=["multiclass_mcc", "multiclass_mcc"])
+    with pytest.raises(pe.InvalidParameterError, match="multi_class must be one of"):
+        df.eval.multiclass("y", pred="yhat", multi_class="ovx")
+    with pytest.raises(pe.InvalidParameterError, match="the row weights are weight="):
+        df.eval.multiclass("y", pred="yhat", weights="w")  # type: ignore[arg-type]
+    with pytest.raises(pe.InvalidParameterError, match="adjusted must be True or False"):
+        df.eval.multiclass("y", pred="yhat", adjusted=1)  # type: ignore[arg-type]
+
+
+def test_a_registered_metric_without_a_table_form_is_bound_to_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new multiclass metric needs nothing but its registration to be in metrics=: its
+    spec is bound to the table's arguments (no baseline column without a constant form)."""
+    from polars_eval._core import registry
+    from polars_eval._core.spec import MetricSpec
+    from polars_eval.metrics import multiclass as m
+
+    def multiclass_f2(
+        label: Any,
+        pred: Any = None,
+        *,
+        proba: Any = None,
+        classes: Any = None,
+        weight: Any = None,
+    ) -> MetricSpec:
+        spec = registry.get("multiclass_f_beta").spec
+        assert spec is not None
+        return spec(label, pred, beta=2.0, proba=proba, classes=classes, weight=weight)
+
+    info = registry.MetricInfo(
+        "multiclass_f2", "multiclass", multiclass_f2, m.PRED_INPUTS, spec=multiclass_f2
+    )
+    monkeypatch.setitem(registry.REGISTRY, "multiclass_f2", info)
+    df, classes = mc_data(kind="str", seed=46, groups=2)
+    y, yhat, _, w = np_inputs(df, True)
+    table = df.eval.multiclass(
+        "y", pred="yhat", weight="w", metrics=["multiclass_f2", "multiclass_mcc"], baseline=True
+    )
+    assert table.columns == ["multiclass_f2", "multiclass_mcc", "multiclass_mcc_baseline"]
+    want = skm.fbeta_score(y, yhat, beta=2.0, average="macro", sample_weight=w)
+    assert_same(table["multiclass_f2"].item(), want)
+    by = df.lazy().eval.multiclass("y", pred="yhat", weight="w", metrics="multiclass_f2", by="g")
+    for g, value in by.collect().iter_rows():
+        part = df.filter(pl.col("g") == g)
+        assert_same(value, part.eval.multiclass_f_beta("y", "yhat", beta=2.0, weight="w"))
+
+
+def test_evaluation_passes_metrics_to_the_table() -> None:
+    """pe.Evaluation("multiclass", metrics=[registered names]) computes the table's
+    metrics= (the ones outside the default table included) over merged partitions; names
+    of default columns still select them."""
+    df, classes = mc_data(n=300, kind="str", seed=47, groups=3)
+    columns: dict[str, Any] = {"label": "y", "pred": "yhat", "proba": cols(), "classes": classes}
+    options: dict[str, Any] = {"multi_class": "ovo", "weights": "linear", "adjusted": True}
+    ev = pe.Evaluation("multiclass", by="g", weight="w", metrics=EXTRA, **columns, **options)
+    other = pe.Evaluation("multiclass", by="g", weight="w", metrics=EXTRA, **columns, **options)
+    ev.update(df.head(120)).merge(other.update(df.tail(180)))
+    want = df.eval.multiclass(
+        "y", pred="yhat", proba=cols(), classes=classes, weight="w", by="g", metrics=EXTRA,
+        **options,
+    )  # fmt: skip
+    assert_frame_equal(ev.compute(), want, rel_tol=1e-12)
+    picked = pe.Evaluation(
+        "multiclass", metrics=["multiclass_accuracy", "multiclass_f1_macro"], **columns
+    ).update(df)
+    assert picked.compute().columns == ["multiclass_accuracy", "multiclass_f1_macro"]

@@ -512,6 +512,12 @@ def _metric_args(
     """The full argument mapping of one metric function, from the task's inputs and options."""
     params = info.signature.parameters
     kw = {k: v for k, v in kwargs.items() if k in params and v is not None}
+    if info.task == "multiclass":  # as the table binds them: pred= before the argmax of
+        # proba=, and proba= as the hinge loss's decision scores
+        if kw.get("pred") is not None:
+            kw.pop("proba", None)
+        if "score" in params and kwargs.get("proba") is not None:
+            kw["score"] = kwargs["proba"]
     bound = info.signature.bind(*inputs, **kw)
     bound.apply_defaults()
     return dict(bound.arguments)
@@ -619,14 +625,18 @@ def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> p
     if not metrics:
         return table
 
-    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10), or
-    # under its short name (ranking's precision for precision_at_k)
+    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10),
+    # under its short name (ranking's precision for precision_at_k), or once per average
+    # (multiclass_jaccard_micro, _macro, _weighted)
     def columns_of(m: str) -> list[str]:
         if m in table.columns:
             return [m]
         info = _registry.REGISTRY.get(m)
         stems = {m, *([info.extra["short"]] if info is not None and "short" in info.extra else [])}
-        found = [c for c in table.columns if c in stems or c.split("@")[0] in stems]
+        averages = {f"{m}_{a}" for a in ("micro", "macro", "weighted")} if info else set()
+        found = [
+            c for c in table.columns if c in stems or c.split("@")[0] in stems or c in averages
+        ]
         return found or [m]
 
     metrics = [c for m in metrics for c in columns_of(m)]
@@ -974,7 +984,7 @@ def evaluate(
             and not set(chosen) <= set(_default_columns(task))
         ):
             opts = {**opts, "metrics": chosen}
-            if "k" in params and opts.get("k") is None:
+            if task == "ranking" and opts.get("k") is None:
                 opts["k"] = [None]
         early = None  # the report, when it computes the metric table on its way
         with progress("evaluating", total) as meter:

@@ -13,6 +13,7 @@ from polars_eval.cli._common import (
     _add_common,
     _formatter,
     _split,
+    _task_params,
     _typed_like,
     evaluate,
 )
@@ -25,10 +26,18 @@ top-k accuracy) in one row per group.
 Probabilities are one List/Array column, or one column per class in the order of
 --classes.
 
+--metrics also reaches the multiclass metrics outside the default table
+(multiclass_balanced_accuracy, multiclass_jaccard, multiclass_brier,
+multiclass_hinge_loss; the hinge loss reads --proba as decision scores), and a metric
+with averages gives each one (multiclass_jaccard: _micro, _macro, _weighted).
+
 examples:
   polars-eval multiclass preds.parquet --label grade --pred predicted_grade
   polars-eval multiclass preds.parquet --label grade --proba p_a,p_b,p_c --classes A,B,C
   polars-eval multiclass 'lake/*.parquet' --label y --proba probs --classes 0,1,2 --by region
+  polars-eval multiclass preds.parquet --label grade --proba p_a,p_b,p_c --classes A,B,C \\
+      --metrics multiclass_auc,multiclass_brier,multiclass_cohen_kappa \\
+      --multi-class ovo --kappa-weights quadratic
 """
 
 
@@ -52,6 +61,27 @@ def command(sub: Any) -> None:
         "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
     )
     p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
+    params = _task_params("multiclass")
+    if "multi_class" in params:
+        p.add_argument(
+            "--multi-class",
+            choices=("ovr", "ovo"),
+            help="the AUC: one-vs-rest (default) or one-vs-one (Hand & Till; macro and weighted)",
+        )
+    if "weights" in params:
+        p.add_argument(
+            "--kappa-weights",
+            choices=("linear", "quadratic"),
+            help="Cohen's kappa weighted by the distance between the positions of the classes "
+            "in --classes (default: unweighted)",
+        )
+    if "adjusted" in params:
+        p.add_argument(
+            "--adjusted",
+            action="store_true",
+            default=None,
+            help="multiclass_balanced_accuracy adjusted for chance (chance scores 0)",
+        )
     _add_baseline(p, "multiclass")
     _add_common(p, "multiclass")
     p.set_defaults(handler=run)
@@ -73,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
             "classes": _typed_like(lf, args.label, classes, "--classes") if classes else None,
             "weight": args.weight,
             "k": args.k,
+            "multi_class": getattr(args, "multi_class", None),
+            "weights": getattr(args, "kappa_weights", None),
+            "adjusted": getattr(args, "adjusted", None),
             "baseline": getattr(args, "baseline", None),
         }
 

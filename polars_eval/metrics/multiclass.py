@@ -651,13 +651,19 @@ CLASS_FORMULAS: dict[str, Body] = {
 }
 
 
-def table_formulas(name: str) -> dict[str, Body]:
+def table_formulas(name: str, *, adjusted: bool = False) -> dict[str, Body]:
     """The task table's columns of a prediction metric: column -> formula over the vector
-    (precision / recall / F1 give one column per average, ``<name>_micro`` ...)."""
+    (precision / recall / F1 / Jaccard give one column per average, ``<name>_micro`` ...;
+    ``adjusted`` is balanced accuracy's). Empty for a metric that is not a formula of the
+    class vector alone (F-beta needs its ``beta``, the weighted kappa one more state)."""
     short = name.removeprefix("multiclass_")
+    if short == "balanced_accuracy":
+        return {name: _balanced_accuracy_body(adjusted)}
     if short in CLASS_FORMULAS:
         return {name: CLASS_FORMULAS[short]}
-    metric = {"precision": "precision", "recall": "recall"}.get(short, "f_beta")
+    metric = {"precision": "precision", "recall": "recall", "f1": "f_beta"}.get(short, short)
+    if metric not in PER_CLASS or short == "f_beta":
+        return {}
     return {f"{name}_{avg}": averaged(metric, avg) for avg in ("micro", "macro", "weighted")}
 
 
@@ -1165,7 +1171,7 @@ def multiclass_cohen_kappa(
     inputs = pred_inputs(label, pred, proba, check_classes(classes), weight)
     if weights is None:
         return class_metric(inputs, _kappa_body)
-    return _weighted_kappa(inputs, 1 if weights == "linear" else 2)
+    return weighted_kappa_spec(inputs, weights)
 
 
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
@@ -1195,6 +1201,11 @@ def _expected_ratio(power: int) -> Body:
         return pl.when(expected > ZERO_TOL * total * total).then(total / expected)
 
     return body
+
+
+def weighted_kappa_spec(inputs: PredInputs, weights: str) -> MetricSpec:
+    """The ``"linear"`` or ``"quadratic"`` weighted kappa of prediction-side inputs."""
+    return _weighted_kappa(inputs, 1 if weights == "linear" else 2)
 
 
 def _weighted_kappa(inputs: PredInputs, power: int) -> MetricSpec:

@@ -78,7 +78,14 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 _OPTIONS: dict[str, dict[str, Any]] = {
     "binary": {"pos_label": None, "threshold": 0.5, "probability": True, "baseline": False},
-    "multiclass": {"classes": None, "k": 2, "baseline": False},
+    "multiclass": {
+        "classes": None,
+        "k": 2,
+        "multi_class": "ovr",
+        "weights": None,
+        "adjusted": False,
+        "baseline": False,
+    },
     "regression": {"zero_actuals": "skip", "baseline": False},
     "forecast": {
         "season_length": 1,
@@ -197,7 +204,9 @@ class Evaluation:
     ``label=, pred=, proba=, classes=`` for multiclass; ``actual=, forecast=, series=,
     time=`` (+ ``train=``, ``season_length=``) for forecasting; ``relevance=, score=,
     query=`` (+ ``item=``, ``k=`` …) for ranking). ``metrics=None`` keeps every metric of
-    the task method.
+    the task method; otherwise its columns of those names, or for multiclass, when every
+    name is a registered multiclass metric, the task method's ``metrics=`` (its columns,
+    e.g. ``multiclass_jaccard_micro`` ..., the metrics outside its default table included).
 
     :meth:`update` adds rows (a DataFrame, a LazyFrame collected with the streaming
     engine, or an Arrow table); :meth:`merge` adds another evaluation of the same
@@ -501,11 +510,12 @@ class Evaluation:
             rows = empty
         else:
             rows = self._rows
+        chosen = self._method_metrics()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = self._finalize(rows)
-        _rewarn(caught, d.metrics)
-        if d.metrics is not None:
+            out = self._finalize(rows, chosen)
+        _rewarn(caught, d.metrics if chosen is None else None)
+        if d.metrics is not None and chosen is None:
             missing = [m for m in d.metrics if m not in out.columns]
             if missing:
                 raise InvalidParameterError(
@@ -515,7 +525,18 @@ class Evaluation:
             out = out.select([*d.by, *d.metrics])
         return out
 
-    def _finalize(self, rows: pl.DataFrame) -> pl.DataFrame:
+    def _method_metrics(self) -> list[str] | None:
+        """The task method's ``metrics=``: for multiclass, the names when every one is a
+        registered multiclass metric; otherwise None (the names then select columns)."""
+        d = self._def
+        if d.task != "multiclass" or d.metrics is None:
+            return None
+        from polars_eval._core import registry as _registry
+
+        registered = {info.name for info in _registry.by_task("multiclass")}
+        return list(d.metrics) if set(d.metrics) <= registered else None
+
+    def _finalize(self, rows: pl.DataFrame, metrics: list[str] | None = None) -> pl.DataFrame:
         """The task method on the state rows, the summed weight as the weight."""
         d = self._def
         by = list(d.by) or None
@@ -529,7 +550,13 @@ class Evaluation:
             out = rows.eval.regression(cols["actual"], cols["pred"], weight=W, by=by, **opts)
         elif d.task == "multiclass":
             out = rows.eval.multiclass(
-                cols["label"], pred=cols["pred"], proba=cols["proba"], weight=W, by=by, **opts
+                cols["label"],
+                pred=cols["pred"],
+                proba=cols["proba"],
+                weight=W,
+                metrics=metrics,
+                by=by,
+                **opts,
             )
         elif d.task == "forecast":
             out = rows.eval.forecast(

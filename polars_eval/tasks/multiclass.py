@@ -3,24 +3,29 @@
 The single-metric methods are generated from the registry (``namespace.py``): their data
 checks are the metrics' ``check=`` hook and their tables (``average=None``, the
 confusion matrix) the ``namespace=`` hook (``metrics/multiclass.py``). The task table
-plans the specs of every summary metric in one query (``_core.planner``): the class
-vector that every prediction metric reads (3·K weighted sums with ``classes=``), the
-one-vs-rest AUCs (one kernel over the used rows for the three averages), log loss and
-top-k accuracy (sums sharing their weight and NaN states).
+plans the specs of its metrics (the summary metrics, or those named in ``metrics=``) in
+one query (``_core.planner``): the class vector that every prediction metric reads (3·K
+weighted sums with ``classes=``; balanced accuracy and Jaccard are formulas of it too, the
+weighted kappa adds one sum), the one-vs-rest AUCs (one kernel over the used rows for the
+three averages; one-vs-one: one per average), log loss, Brier score, hinge loss and top-k
+accuracy (sums sharing their weight and NaN states). A registered multiclass metric
+without such a form is its own spec, bound to the table's arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import F64
-from polars_eval._params import check_positive_int
+from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics import multiclass as m
@@ -92,6 +97,166 @@ def _micro_auc_constant(s: Any) -> pl.Expr:
     return pl.when((n > 0.0) & (total_neg > 0.0)).then(area / (n * total_neg)).otherwise(None)
 
 
+def _brier_constant(s: Any) -> pl.Expr:
+    """Brier score of the class frequencies f as probabilities: 1 − Σ fₖ² (null when empty)."""
+    n = s.t.sum()
+    f = s.t / n
+    return pl.when(n > 0.0).then(1.0 - (f * f).sum())
+
+
+def _hinge_constant(s: Any) -> pl.Expr:
+    """Hinge loss of the class frequencies f as scores: the mean over the rows of
+    max(0, 1 − f_y + maxₖ≠ᵧ fₖ), the largest other frequency being the second largest for
+    the class of the largest alone, the largest for every other (null when empty)."""
+    n = s.t.sum()
+    f = s.t / n
+    top = f.max()
+    alone = (f == top) & ((f == top).sum() == 1)
+    others = pl.when(alone).then(f.filter(f < top).max()).otherwise(top)
+    loss = (1.0 - f + others).clip(lower_bound=0.0)
+    return pl.when(n > 0.0).then((s.t * loss).sum() / n)
+
+
+# ---------------------------------------------------------------------------------------
+# The table's metrics and their columns
+# ---------------------------------------------------------------------------------------
+
+Final = Callable[[str], pl.Expr]
+"""The finalized value of a planned spec, by its key."""
+Column = Callable[[Final], pl.Expr]
+"""A table column from the finalized specs."""
+
+
+def summary_infos(metrics: str | Sequence[str] | None, probabilities: bool) -> list[MetricInfo]:
+    """The metrics of ``df.eval.multiclass``: the summary metrics (the prediction metrics
+    only without probabilities), or the multiclass metrics named in ``metrics=``; a metric
+    of probabilities named without ``proba=`` is an error that says so."""
+    infos = _registry.select(
+        "multiclass",
+        metrics,
+        lambda info: (
+            info.summary and info.kind == "scalar" and (probabilities or "pred" in info.inputs)
+        ),
+    )
+    if not probabilities:
+        needs = [info.name for info in infos if "pred" not in info.inputs]
+        if needs:
+            raise InvalidParameterError(
+                f"{needs[0]} needs proba= (one probability or score per class, in the order "
+                "of classes=), which this call does not give"
+            )
+    return infos
+
+
+def check_options(multi_class: Any, weights: Any, adjusted: Any) -> None:
+    """The options of the table's metrics: the AUC's ``multi_class``, Cohen's kappa's
+    ``weights`` (not the row weights, ``weight=``) and balanced accuracy's ``adjusted``."""
+    check_choice("multi_class", multi_class, ("ovr", "ovo"))
+    if not (weights is None or isinstance(weights, str)) or weights not in m.KAPPA_WEIGHTS:
+        raise InvalidParameterError(
+            "weights must be one of None, 'linear', 'quadratic' (the weighting of Cohen's "
+            f"kappa; the row weights are weight=); got {weights!r}"
+        )
+    if not isinstance(adjusted, bool):
+        raise InvalidParameterError(f"adjusted must be True or False; got {adjusted!r}")
+
+
+def bind(info: MetricInfo, args: Mapping[str, Any], options: Mapping[str, Any]) -> MetricSpec:
+    """The spec of a metric bound to the table's arguments and options (its option
+    checks; an option it needs that the table does not take is an error naming it). A
+    prediction metric reads ``pred=`` when given, else the argmax of ``proba=``; the hinge
+    loss reads ``proba=`` as its decision scores."""
+    available = {**args, **options, "score": args["proba"]}
+    if "pred" in info.inputs and args["pred"] is not None:
+        available["proba"] = None
+    return _registry.bind(info, available)
+
+
+def _of_spec(key: str) -> Column:
+    return lambda final: final(key)
+
+
+def _of_field(key: str, name: str) -> Column:
+    return lambda final: final(key).struct.field(name)
+
+
+def _of_vector(body: m.Body, *, majority: bool = False) -> Column:
+    """``body`` over the class vector; ``majority``: over that of the constant predictor."""
+
+    def column(final: Final) -> pl.Expr:
+        vector = final(VECTOR)
+        return m.over_classes(_baseline_vector(vector) if majority else vector, body)
+
+    return column
+
+
+def _proba_form(name: str, side: m.ProbaInputs, k: int) -> tuple[MetricSpec, m.Body] | None:
+    """A metric of the probabilities over the table's shared probability side, and its value
+    for the constant predictor (the class frequencies as probabilities) over the vector."""
+    if name == "multiclass_logloss":
+        return m.logloss_spec(side), _entropy
+    if name == "top_k_accuracy":
+        return m.top_k_spec(side, k), _top_k_constant(k)
+    if name == "multiclass_brier":
+        return m.brier_spec(side), _brier_constant
+    if name == "multiclass_hinge_loss":
+        return m.hinge_spec(side), _hinge_constant
+    return None
+
+
+@dataclass
+class _Table:
+    """The specs to plan, and each column of the table: its value, its constant
+    predictor's value (``baseline=True``) and why it may be undefined."""
+
+    pred_side: m.PredInputs
+    proba_side: m.ProbaInputs | None
+    options: Mapping[str, Any]
+    specs: dict[str, MetricSpec] = field(default_factory=dict)
+    values: dict[str, Column] = field(default_factory=dict)
+    constants: dict[str, Column] = field(default_factory=dict)
+    undefined: dict[str, str] = field(default_factory=dict)
+
+    def add(self, info: MetricInfo, spec: MetricSpec) -> None:
+        """The columns of one metric (``spec``: bound to the table's arguments, for a
+        metric that is not a formula of the shared class vector or probability side)."""
+        name, o = info.name, self.options
+        columns: dict[str, tuple[Column, Column | None]] = {}
+        formulas = m.table_formulas(name, adjusted=o["adjusted"])
+        if name == "multiclass_cohen_kappa" and o["weights"] is not None:
+            # the constant predictor's weighted kappa is 0 (null) where the unweighted one is
+            self.specs[name] = m.weighted_kappa_spec(self.pred_side, o["weights"])
+            constant = _of_vector(m.CLASS_FORMULAS["cohen_kappa"], majority=True)
+            columns[name] = (_of_spec(name), constant)
+        elif formulas:
+            for column, body in formulas.items():
+                columns[column] = (_of_vector(body), _of_vector(body, majority=True))
+        elif name == "multiclass_auc" and self.proba_side is not None:
+            if o["multi_class"] == "ovr":
+                self.specs[AUCS] = m.auc_spec(self.proba_side)
+                for avg in ("macro", "weighted", "micro"):
+                    body = _micro_auc_constant if avg == "micro" else _auc_constant
+                    columns[f"{name}_{avg}"] = (_of_field(AUCS, avg), _of_vector(body))
+            else:  # one-vs-one: no micro average
+                for avg in ("macro", "weighted"):
+                    self.specs[f"{name}_{avg}"] = m.ovo_auc_spec(self.proba_side, avg)
+                    columns[f"{name}_{avg}"] = (
+                        _of_spec(f"{name}_{avg}"),
+                        _of_vector(_auc_constant),
+                    )
+        elif self.proba_side is not None and (form := _proba_form(name, self.proba_side, o["k"])):
+            self.specs[name], constant_body = form
+            columns[name] = (_of_spec(name), _of_vector(constant_body))
+        else:  # its own spec (no constant-predictor form)
+            self.specs[name] = spec
+            columns[name] = (_of_spec(name), None)
+        for column, (value, constant) in columns.items():
+            self.values[column] = value
+            if constant is not None:
+                self.constants[column] = constant
+            self.undefined[column] = info.undefined or "no defined value"
+
+
 class MulticlassMethods:
     """``df.eval.multiclass``: every summary metric of the task, one wide row per group."""
 
@@ -106,7 +271,11 @@ class MulticlassMethods:
         classes: Sequence[Any] | None = None,
         weight: IntoExpr | None = None,
         k: int = 2,
+        multi_class: str = "ovr",
+        weights: str | None = None,
+        adjusted: bool = False,
         baseline: bool = False,
+        metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
     ) -> Any:
@@ -122,10 +291,29 @@ class MulticlassMethods:
         without ``by``, an input with no row to evaluate (empty, or every row null or of weight
         0) is an ``UndefinedMetricError``, as for a single metric.
 
+        ``metrics=`` chooses the metrics instead: any registered multiclass metric of one
+        value, in the order given, the ones outside the default table included
+        (``["multiclass_auc", "multiclass_balanced_accuracy", "multiclass_jaccard",
+        "multiclass_brier", "multiclass_hinge_loss"]``). A metric with an ``average`` gives
+        its columns as above (Jaccard: ``multiclass_jaccard_micro`` ...). The hinge loss
+        reads ``proba=`` as its decision scores (the table checks them as probabilities:
+        for raw scores use ``df.eval.multiclass_hinge_loss``). A metric of probabilities
+        without ``proba=``, or one that needs an option the table does not take
+        (``multiclass_f_beta``'s ``beta=``), is an error that says so. Options of the
+        metrics: ``multi_class="ovo"`` makes the AUC columns Hand & Till's one-vs-one AUC
+        (macro and weighted; no micro), ``weights="linear"`` or ``"quadratic"`` makes
+        ``multiclass_cohen_kappa`` the weighted kappa (the kappa's weighting; the row
+        weights are ``weight=``), ``adjusted=True`` adjusts
+        ``multiclass_balanced_accuracy`` for chance.
+
         ``baseline=True`` adds ``<metric>_baseline``: each metric of the best constant
         predictor of the group (SPEC §8, as YDF): the majority class as the prediction
         (the first class among ties) and the class frequencies as the probabilities
-        (log loss = entropy of the labels, AUC 0.5 for macro / weighted).
+        (log loss = entropy of the labels, AUC 0.5 for macro / weighted, one-vs-one alike,
+        Brier score 1 − Σ fₖ², hinge loss of the frequencies as scores, balanced accuracy
+        1 / the classes present, kappa 0, weighted or not). Every registered multiclass
+        metric has its baseline; a metric registered later without a constant-predictor
+        form here gets no baseline column.
 
         ``classes=`` is required with ``proba=``; with ``pred=`` alone it is optional (the
         classes are then learnt from each group's data). Returns a one-row DataFrame
@@ -147,6 +335,18 @@ class MulticlassMethods:
         ╞═════════════════════╪═════════════════════════╪════════════════╡
         │ 0.6                 ┆ 0.5                     ┆ 0.3608         │
         └─────────────────────┴─────────────────────────┴────────────────┘
+        >>> df.eval.multiclass(
+        ...     "y", pred="yhat", metrics=["multiclass_balanced_accuracy", "multiclass_cohen_kappa"],
+        ...     adjusted=True, weights="linear",
+        ... ).with_columns(pl.all().round(4))
+        shape: (1, 2)
+        ┌──────────────────────────────┬────────────────────────┐
+        │ multiclass_balanced_accuracy ┆ multiclass_cohen_kappa │
+        │ ---                          ┆ ---                    │
+        │ f64                          ┆ f64                    │
+        ╞══════════════════════════════╪════════════════════════╡
+        │ 0.25                         ┆ 0.1176                 │
+        └──────────────────────────────┴────────────────────────┘
         """
         cls = m.check_classes(classes)
         k = 2 if k is None else k  # None: the default (as a CLI without -k passes it)
@@ -155,50 +355,34 @@ class MulticlassMethods:
         if proba is not None:
             cls = m.check_classes(classes, required="with proba= (the class of each probability)")
             check_positive_int("k", k)
+        check_options(multi_class, weights, adjusted)
+        infos = summary_infos(metrics, proba is not None)
         args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
+        options = {"k": k, "multi_class": multi_class, "weights": weights, "adjusted": adjusted}
+        bound = {info.name: bind(info, args, options) for info in infos}
         # the row-level parts that many states read, computed once (stages of columns)
         stages, pred_side, proba_side = m.shared_columns(label, pred, proba, cls, weight)
-        counts = m.class_counts(pred_side)
-        specs = {VECTOR: MetricSpec(counts.states, counts.vector)}
-        if proba_side is not None:
-            specs[AUCS] = m.auc_spec(proba_side)
-            specs["multiclass_logloss"] = m.logloss_spec(proba_side)
-            specs["top_k_accuracy"] = m.top_k_spec(proba_side, k)
-        planned = plan_specs(specs, columns_first=True)
+        table = _Table(pred_side, proba_side, options)
+        if baseline or any("pred" in info.inputs for info in infos):
+            counts = m.class_counts(pred_side)
+            table.specs[VECTOR] = MetricSpec(counts.states, counts.vector)
+        for info in infos:
+            table.add(info, bound[info.name])
+        planned = plan_specs(table.specs, columns_first=True)
         # each spec's value over the state columns (the rows specs: their column)
         final = {
             name: pl.col(name)
             if spec.has_rows
             else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
-            for name, spec in specs.items()
+            for name, spec in table.specs.items()
         }
-        vector = final[VECTOR]
-        columns: dict[str, pl.Expr] = {}
-        constant: dict[str, pl.Expr] = {}  # the same metric of the constant predictor
-        undefined: dict[str, str] = {}
-        for info in _registry.by_task("multiclass"):
-            if not info.summary or info.kind != "scalar":
-                continue
-            if "pred" in info.inputs:
-                for name, body in m.table_formulas(info.name).items():
-                    columns[name] = m.over_classes(vector, body)
-                    constant[name] = m.over_classes(_baseline_vector(vector), body)
-            elif proba is None:
-                continue
-            elif info.name == "multiclass_auc":
-                for avg in ("macro", "weighted", "micro"):
-                    columns[f"{info.name}_{avg}"] = final[AUCS].struct.field(avg)
-                    body = _micro_auc_constant if avg == "micro" else _auc_constant
-                    constant[f"{info.name}_{avg}"] = m.over_classes(vector, body)
-            else:
-                columns[info.name] = final[info.name]
-                body = _entropy if info.name == "multiclass_logloss" else _top_k_constant(k)
-                constant[info.name] = m.over_classes(vector, body)
-            for name in columns:
-                undefined.setdefault(name, info.undefined or "no defined value")
-        finals = [e.alias(name) for name, e in columns.items()]
+        finals = [value(final.__getitem__).alias(name) for name, value in table.values.items()]
         if baseline:
-            finals += [constant[name].alias(f"{name}_baseline") for name in columns]
+            finals += [
+                table.constants[name](final.__getitem__).alias(f"{name}_baseline")
+                for name in table.values
+                if name in table.constants
+            ]
         plan = Plan(
             exprs=planned.aggs,
             finalize=finals,
@@ -207,7 +391,7 @@ class MulticlassMethods:
             args=args,
             by=normalize_by(by),
             validate=validate,
-            undefined=undefined,
+            undefined=table.undefined,
             strict=False,
             extra_checks=m.data_checks(args),
         )
