@@ -503,7 +503,9 @@ def parse_measures(measures: Iterable[str]) -> list[Measure]:
     ``iprec_at_recall_0.25``), ``11pt_avg.0.2,0.5,0.8``, ``utility.1,-2,0,0``,
     ``set_F.0.5``, ``relstring.20`` (parameters of one column, named with them:
     ``utility_1,-2,0,0``), and gain maps ``ndcg.1=0,2=3`` (``G``, ``ndcg_rel``, ``Rndcg``,
-    ``dcg``, ``ideal_dcg``, ``rbp`` also ``p=0.95``). Columns use trec_eval's printed names.
+    ``dcg``, ``ideal_dcg``, ``rbp`` also ``p=0.95``); the judgment-group forms
+    ``P_avgjg.5,10`` and ``Rprec_mult_avgjg.0.5``; the ``prefs_*`` measures take no
+    parameters. Columns use trec_eval's printed names.
     """
     if isinstance(measures, str):
         measures = [measures]
@@ -858,6 +860,22 @@ def trec_eval(
     ╞═══════╪══════╪═════╪════════════╪═══════╡
     │ 1     ┆ 0.25 ┆ 0.5 ┆ 0.5        ┆ 0.5   │
     └───────┴──────┴─────┴────────────┴───────┘
+
+    Preference judgments (one user, one sub-group: b preferred to c, both to a): of the
+    3 preferences the ranking a, b, c fulfils b > c only.
+
+    >>> prefs = pl.DataFrame(
+    ...     {"query": "1", "jg": "u", "jsg": "s", "doc": ["a", "b", "c"], "relevance": [0.0, 2.0, 1.0]}
+    ... )
+    >>> pe.trec_eval(run, prefs, ["prefs_num_prefs_poss", "prefs_simp"], rel_format="prefs")
+    shape: (1, 3)
+    ┌───────┬──────────────────────┬────────────┐
+    │ num_q ┆ prefs_num_prefs_poss ┆ prefs_simp │
+    │ ---   ┆ ---                  ┆ ---        │
+    │ i64   ┆ i64                  ┆ f64        │
+    ╞═══════╪══════════════════════╪════════════╡
+    │ 1     ┆ 3                    ┆ 0.333333   │
+    └───────┴──────────────────────┴────────────┘
     """
     fmt = _rel_format(rel_format)
     measures = parse_measures(FORMAT_DEFAULTS[fmt] if metrics is None else metrics)
@@ -1047,10 +1065,9 @@ def _judgments(qrels: Any, fmt: str) -> pl.LazyFrame:
     columns = PREFS_COLUMNS if fmt != "qrels_jg" else JG_COLUMNS
     if isinstance(qrels, (pl.DataFrame, pl.LazyFrame)) and fmt != "prefs":
         schema = qrels.lazy().collect_schema()
-        if "jg" not in schema:  # the group is the iteration field, as trec_eval reads it
+        if "jg" not in schema and ("iteration" in schema or fmt == "qrels_prefs"):
+            # the group is the iteration field, as trec_eval reads it (else one group)
             group = pl.col("iteration") if "iteration" in schema else pl.lit("0")
-            if fmt == "qrels_jg" and "iteration" not in schema:
-                group = pl.col("jg")  # reported missing below
             qrels = qrels.lazy().with_columns(group.cast(pl.String).alias("jg"))
         if fmt == "qrels_prefs":
             qrels = qrels.lazy().with_columns(pl.lit("0").alias("jsg"))
@@ -1082,6 +1099,17 @@ def _check_judgments(df: pl.DataFrame, fmt: str, unit: list[str]) -> None:
         )
 
 
+def _check_run_repeats(run: pl.DataFrame) -> None:
+    """A document twice in one query of the run is an error (trec_eval stops too)."""
+    dups = run.group_by("query", "doc").len().filter(pl.col("len") > 1).sort("query", "doc")
+    if dups.height:
+        query, doc = dups.row(0)[:2]
+        raise DataValidationError(
+            f'document "{doc}" appears more than once for query "{query}" in the run '
+            "(trec_eval stops too)"
+        )
+
+
 def _run_tags(run_lf: pl.LazyFrame, names: set[str]) -> pl.LazyFrame | None:
     """query -> runid (the run tag), when ``runid`` is asked for."""
     if "runid" not in names:
@@ -1102,19 +1130,9 @@ def _per_query_jg(
     _check_judgments(jg, "qrels_jg", ["query", "jg", "doc"])
     run = run_lf.collect()
     evaluated = jg.select("query").unique()
-    dups = (
-        run.join(evaluated, on="query", how="semi")
-        .group_by("query", "doc")
-        .len()
-        .filter(pl.col("len") > 1)
-        .sort("query", "doc")
-    )
-    if dups.height:
-        query, doc = dups.row(0)[:2]
-        raise DataValidationError(
-            f'document "{doc}" appears more than once for query "{query}" in the run '
-            "(trec_eval stops too)"
-        )
+    _check_run_repeats(run.join(evaluated, on="query", how="semi"))
+    if not flags.complete_queries:
+        evaluated = evaluated.join(run, on="query", how="semi")
     key = pl.concat_str("query", pl.lit(JG_KEY), "jg").alias("key")
     groups = jg.select("query", "jg").unique().with_columns(key)
     keyed_run = run.join(groups, on="query").select(
@@ -1127,23 +1145,15 @@ def _per_query_jg(
         if m.name in JG_MEASURES
     ]
     names = {m.name for m in measures}
-    if inner:
-        per = _per_query(keyed_run.lazy(), keyed_qrels.lazy(), inner, flags)
-    else:
-        per = pl.DataFrame(schema={"query": pl.String})
-    per = (
-        per.join(
-            groups.select(pl.col("key").alias("query"), pl.col("query").alias("q")), on="query"
+    per = evaluated.select("query").unique()
+    if inner:  # each group's values, averaged over the groups of the query
+        by_group = _per_query(keyed_run.lazy(), keyed_qrels.lazy(), inner, flags)
+        mean = (
+            by_group.join(groups, left_on="query", right_on="key", suffix="_of_key")
+            .group_by(pl.col("query_of_key").alias("query"))
+            .agg(pl.col(m.column).mean() for m in inner)
         )
-        .drop("query")
-        .group_by(pl.col("q").alias("query"))
-        .agg(pl.exclude("q").mean())
-    )
-    if not inner:  # only num_q / runid: the queries evaluated
-        queries = (
-            evaluated if flags.complete_queries else evaluated.join(run, on="query", how="semi")
-        )
-        per = queries.select("query").unique()
+        per = per.join(mean, on="query", how="left")
     tags = _run_tags(run_lf, names)
     if tags is not None:
         per = per.join(tags.collect(), on="query", how="left")
@@ -1172,13 +1182,7 @@ def _per_query_prefs(
     )
     if flags.max_docs is not None:
         ranked = ranked.filter(pl.col("pos") < flags.max_docs)
-    dups = ranked.group_by("query", "doc").len().filter(pl.col("len") > 1).sort("query", "doc")
-    if dups.height:
-        query, doc = dups.row(0)[:2]
-        raise DataValidationError(
-            f'document "{doc}" appears more than once for query "{query}" in the run '
-            "(trec_eval stops too)"
-        )
+    _check_run_repeats(ranked)
     prefs = prefs.join(queries, on="query", how="semi")
     judged = prefs.select("query", "doc").unique()
     # docid ranks: the judged documents retrieved, in rank order, then the others by id
