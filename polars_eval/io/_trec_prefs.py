@@ -216,18 +216,19 @@ def _rnonrel(g: Group, retrieved_only: bool) -> float:
 def _pairs(counts: np.ndarray, njr: int) -> tuple[float, float, float]:
     """prefs_pair, _ret, _imp (m_prefs_pair*.c): over document pairs with a preference
     either way, the share of the preferences that the ranking fulfils, averaged; a pair
-    of two unretrieved documents counts 0 (prefs_pair only)."""
-    both = counts + counts.T
-    iu = np.triu_indices(njr, 1)
-    t = both[:njr, :njr][iu]
-    sel = t > 0
-    sum_ret = float((counts[:njr, :njr][iu][sel] / t[sel]).sum())
-    n_ret = int(sel.sum())
-    tb = both[:njr, njr:]
-    selb = tb > 0
-    sum_imp = float((counts[:njr, njr:][selb] / tb[selb]).sum())
-    n_imp = int(selb.sum())
-    n_out = int(np.count_nonzero(np.triu(both[njr:, njr:] > 0, 1)))
+    of two unretrieved documents counts 0 (prefs_pair only). ``counts[a, b]``: how many
+    judgment groups prefer a to b; the first ``njr`` documents are the retrieved ones."""
+    upper = np.triu_indices(njr, 1)  # both retrieved, i above j
+    ahead, behind = counts[:njr, :njr][upper], counts[:njr, :njr].T[upper]
+    both = ahead + behind
+    sel = both > 0
+    sum_ret, n_ret = float((ahead[sel] / both[sel]).sum()), int(sel.sum())
+    ahead, behind = counts[:njr, njr:], counts[njr:, :njr].T  # only i retrieved
+    both = ahead + behind
+    sel = both > 0
+    sum_imp, n_imp = float((ahead[sel] / both[sel]).sum()), int(sel.sum())
+    rest = counts[njr:, njr:] > 0  # neither retrieved: each pair once
+    n_out = int(np.count_nonzero(rest | rest.T)) // 2
 
     def ratio(total: float, n: int) -> float:
         return total / n if n else 0.0
@@ -243,10 +244,13 @@ def query_values(j: Judgments) -> dict[str, float]:
     """Every preference measure of one query (trec_eval's per-query values)."""
     bounds = np.flatnonzero(np.diff(j.group)) + 1
     groups = [_group(j, rows) for rows in np.split(np.arange(len(j.group)), bounds)]
-    counts = np.zeros((j.judged, j.judged), dtype=np.int64)  # trec_eval's counts array
+    counts = np.zeros((j.judged, j.judged), dtype=np.int32)  # trec_eval's counts array
     per_group = []
     for g in groups:
-        counts[np.ix_(g.docs, g.docs)] += g.prefs
+        if len(g.docs) == j.judged:  # the group judges every document
+            counts += g.prefs
+        else:
+            counts[np.ix_(g.docs, g.docs)] += g.prefs
         per_group.append(_areas(g.prefs, g.k))
     areas = np.array(per_group, dtype=float).reshape(-1, 5)
     ful_ret, poss_ret, ful_imp, poss_imp, notocc = areas.T
