@@ -19,7 +19,9 @@ from polars_eval.exceptions import (
     UndefinedMetricWarning,
 )
 from polars_eval.io.trec import (
+    read_trec_prefs,
     read_trec_qrels,
+    read_trec_qrels_jg,
     read_trec_run,
     trec_eval,
 )
@@ -291,7 +293,9 @@ __all__ = [
     "r_precision",
     "rbp",
     "rbp_residual",
+    "read_trec_prefs",
     "read_trec_qrels",
+    "read_trec_qrels_jg",
     "read_trec_run",
     "recall",
     "recall_at_fpr",

@@ -21,12 +21,21 @@ same conventions: unjudged documents are not relevant, queries only in the run a
 skipped, ties ordered by score then document id descending).
 
   run:   query Q0 doc rank score tag     (whitespace separated, one line per document)
-  qrels: query 0 doc relevance
+  qrels: query 0 doc relevance           (-R qrels, the default)
+  prefs: query jg jsg doc level          (-R prefs: preference judgments)
+         query jg doc level              (-R qrels_prefs: a qrels file read as preferences)
+         query jg doc relevance          (-R qrels_jg: one set of judgments per group)
+
+-R prefs / qrels_prefs offer the prefs_* measures, -R qrels_jg map_avgjg, P_avgjg and
+Rprec_mult_avgjg (each format its own measures, as trec_eval; num_q and runid with all).
+-N sets the collection size, read by the utility measure only.
 
 examples:
   polars-eval trec run.txt qrels.txt
   polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map -m P.5,10
   polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
+  polars-eval trec run.txt prefs.txt -R prefs -m prefs_simp -m prefs_pair
+  polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
 """
 
 
@@ -39,7 +48,9 @@ def command(sub: Any) -> None:
         formatter_class=_formatter,
     )
     p.add_argument("run", metavar="RUN", help="TREC run file")
-    p.add_argument("qrels", metavar="QRELS", help="TREC qrels file")
+    p.add_argument(
+        "qrels", metavar="QRELS", help="TREC qrels file (or preferences, judgment groups: -R)"
+    )
     p.add_argument(
         "-m",
         "--measure",
@@ -69,6 +80,20 @@ def command(sub: Any) -> None:
     p.add_argument(
         "-J", "--judged-only", action="store_true", help="drop unjudged documents from the run"
     )
+    p.add_argument(
+        "-R",
+        "--rel-format",
+        choices=["qrels", "prefs", "qrels_prefs", "qrels_jg"],
+        metavar="FORMAT",
+        help="format of QRELS: qrels (default), prefs, qrels_prefs or qrels_jg",
+    )
+    p.add_argument(
+        "-N",
+        "--collection-size",
+        type=int,
+        metavar="N",
+        help="number of documents in the collection (read by utility only; default 0)",
+    )
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -86,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             "min_relevance": args.min_relevance,
             "complete_queries": args.complete_queries or None,
             "judged_only": args.judged_only or None,
+            "rel_format": args.rel_format,
+            "collection_size": args.collection_size,
         }
         table = trec_cli(
             args.run,

@@ -7,11 +7,20 @@ whose first non-blank character is ``#``, are skipped, as trec_eval skips them):
   trec_eval, never used: the order is score descending, then doc id descending; fields
   after the run tag are ignored, as trec_eval ignores them);
 * qrels: ``query  iteration  doc  relevance`` (4 fields, integer relevance; fields after
-  the relevance are ignored).
+  the relevance are ignored);
+* preferences (trec_eval's ``-R prefs``, get_prefs.c): ``query  jg  jsg  doc  level``
+  (exactly 5 fields, a real level): within a judgment sub-group (jsg) a document of a
+  higher level is preferred to every document of a lower one; a judgment group (jg) is
+  one user's consistent partial order, its sub-groups closed transitively; level 0 means
+  non-relevant. ``-R qrels_prefs`` reads a qrels file so (exactly 4 fields, the iteration
+  field as the judgment group, one sub-group, a real level);
+* judgment groups (``-R qrels_jg``, get_qrels_jg.c): ``query  jg  doc  relevance``
+  (exactly 4 fields, integer relevance), one set of relevance judgments per group (user).
 
-Malformed lines (too few fields, a score or relevance that is not a number) raise
-:class:`~polars_eval.DataValidationError` naming the file and the line, at collect time
-(the readers are lazy).
+Malformed lines (too few fields, a score or relevance that is not a number, and for the
+preference and judgment-group files, which trec_eval reads strictly, too many fields)
+raise :class:`~polars_eval.DataValidationError` naming the file and the line, at collect
+time (the readers are lazy).
 
 :func:`trec_eval` follows trec_eval's conventions: only queries present in both the run
 and the qrels are evaluated and averaged; retrieved documents without a judgment are not
@@ -28,6 +37,10 @@ skipped). In the ranking engine both are rows with a null relevance, ranked
 (``unjudged="nonrelevant"``). Where trec_eval's versions differ (how ``iprec_at_recall``
 and ``11pt_avg`` turn a recall level into a number of relevant documents), trec_eval 10's
 rule applies by default and ``convention="9"`` gives 9.x's (which pytrec_eval follows).
+
+The preference measures (``prefs_*``) and the judgment-group ones (``map_avgjg``,
+``P_avgjg``, ``Rprec_mult_avgjg``) read their own judgment files (``rel_format=``, trec_eval's
+``-R``): see :mod:`._trec_prefs` and :func:`trec_eval`.
 """
 
 from __future__ import annotations
@@ -43,15 +56,18 @@ import numpy as np
 import polars as pl
 
 from polars_eval._exprs import F64
-from polars_eval._params import check_positive_int
+from polars_eval._params import check_count, check_positive_int
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.io import _trec_measures as tm
+from polars_eval.io import _trec_prefs as tp
 from polars_eval.metrics.ranking import engine as rk
 
-__all__ = ["read_trec_qrels", "read_trec_run", "trec_eval"]
+__all__ = ["read_trec_prefs", "read_trec_qrels", "read_trec_qrels_jg", "read_trec_run", "trec_eval"]
 
 RUN_COLUMNS = ("query", "q0", "doc", "rank", "score", "run")
 QRELS_COLUMNS = ("query", "iteration", "doc", "relevance")
+PREFS_COLUMNS = ("query", "jg", "jsg", "doc", "relevance")
+JG_COLUMNS = ("query", "jg", "doc", "relevance")
 
 DEFAULT_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 CUTOFF_MEASURES = {
@@ -61,12 +77,14 @@ CUTOFF_MEASURES = {
     "map_cut": DEFAULT_CUTOFFS,
     "success": (1, 5, 10),
     "relative_P": DEFAULT_CUTOFFS,
+    "P_avgjg": DEFAULT_CUTOFFS,
 }
 """Measures with integer cutoffs (trec_eval's long cutoffs), and their defaults."""
 RECALL_LEVELS = tuple(i / 10.0 for i in range(11))
 LEVEL_MEASURES = {
     "iprec_at_recall": RECALL_LEVELS,
     "Rprec_mult": tuple(i / 10.0 for i in range(2, 21, 2)),
+    "Rprec_mult_avgjg": tuple(i / 10.0 for i in range(2, 21, 2)),
 }
 """Measures with real cutoffs, one column each (``iprec_at_recall_0.25``), and defaults."""
 PARAM_MEASURES = {
@@ -99,6 +117,8 @@ PLAIN_MEASURES = (
     "num_nonrel_judged_ret",
     "yaap",
     "rbp_resid",
+    "map_avgjg",
+    *tp.MEASURES,
 )
 """Measures without parameters."""
 MEASURE_NAMES = (
@@ -111,6 +131,15 @@ MEASURE_NAMES = (
 """Every trec_eval 10 measure :func:`trec_eval` offers."""
 COUNT_MEASURES = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 """Summed over queries in the summary (trec_eval's ``all`` line), not averaged."""
+SUMMED = (*COUNT_MEASURES, *tp.COUNTS)
+"""Every measure whose summary is the sum over queries."""
+JG_MEASURES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
+"""The judgment-group measures (``-R qrels_jg``) and the measure each averages over the
+groups of a query (m_map_avgjg.c, m_P_avgjg.c, m_Rprec_mult_avgjg.c)."""
+INFO_MEASURES = ("num_q", "runid")
+"""Measures that read no judgments: offered with every ``rel_format``."""
+REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+"""trec_eval's ``-R`` formats of the judgments file."""
 GEOMETRIC_MEASURES = ("gm_map", "gm_bpref")
 """Per query log(max(value, 1e-5)); the summary is the geometric mean."""
 DEFAULT_MEASURES = (
@@ -126,6 +155,14 @@ DEFAULT_MEASURES = (
     "ndcg",
     "ndcg_cut.10",
 )
+FORMAT_DEFAULTS = {
+    "qrels": DEFAULT_MEASURES,
+    "prefs": ("num_q", *tp.MEASURES),
+    "qrels_prefs": ("num_q", *tp.MEASURES),
+    "qrels_jg": ("num_q", *JG_MEASURES),
+}
+"""The measures computed when none are named, per ``rel_format`` (trec_eval's ``official``
+set for qrels, its ``all_prefs`` and ``qrels_jg`` sets for the others)."""
 
 PathLike = str | os.PathLike[str]
 
@@ -149,15 +186,23 @@ def _scan_lines(path: PathLike, what: str) -> pl.LazyFrame:
     ).with_row_index("line_no", offset=1)
 
 
-def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, Any]) -> Any:
+def _parser(
+    path: str,
+    what: str,
+    columns: tuple[str, ...],
+    numeric: dict[str, Any],
+    *,
+    strict: bool = False,
+) -> Any:
     """A batch function: split each line on whitespace, cast, raise on the first bad line.
 
     As trec_eval reads its files: blank lines and comment lines (``#`` as the first
     non-blank character) are skipped, and fields after the ``n`` expected ones are ignored
-    (trec_eval ignores what follows the run tag). Fast path: tabs become spaces and a
-    line with exactly ``n - 1`` single spaces is split on them; any other line (runs of
-    blanks, extra fields, too few fields) is split again with a regular expression, and is
-    an error if it has fewer than ``n`` fields.
+    (trec_eval ignores what follows the run tag), unless ``strict`` (trec_eval's readers
+    of preferences and judgment groups call such a line malformed). Fast path: tabs become
+    spaces and a line with exactly ``n - 1`` single spaces is split on them; any other
+    line (runs of blanks, extra fields, too few fields) is split again with a regular
+    expression, and is an error if it has fewer than ``n`` fields (or, ``strict``, more).
     """
     n = len(columns)
     layout = " ".join(columns)
@@ -176,7 +221,8 @@ def _parser(path: str, what: str, columns: tuple[str, ...], numeric: dict[str, A
         if not df.get_column("fast").all():
             slow = df.get_column("norm").str.extract_all(r"\S+")
             lengths = slow.list.len()
-            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & (pl.col("n") < n))
+            wrong = (pl.col("n") != n) if strict else (pl.col("n") < n)
+            bad = df.with_columns(lengths.alias("n")).filter(~pl.col("fast") & wrong)
             if bad.height:
                 row = bad.row(0, named=True)
                 raise DataValidationError(
@@ -266,6 +312,80 @@ def read_trec_qrels(path: PathLike) -> pl.LazyFrame:
     return lines.map_batches(parse, schema=schema, streamable=True)
 
 
+def read_trec_prefs(path: PathLike) -> pl.LazyFrame:
+    """Scan a TREC preference file (trec_eval's ``-R prefs``): columns query, jg, jsg, doc
+    (str) and relevance (Float64, the level).
+
+    One line ``query  jg  jsg  doc  level`` per judged document of a judgment sub-group
+    (jsg) of a judgment group (jg, one user): within a sub-group a document of a higher
+    level is preferred to every one of a lower level; level 0 means non-relevant. Lazy,
+    like :func:`read_trec_run`; ``#`` comment lines and blank lines are skipped; a line
+    with other than 5 fields, or a level that is not a number, is an error naming the file
+    and the line (trec_eval's get_prefs.c calls such a line malformed).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import polars_eval as pe
+    >>> path = os.path.join(tempfile.mkdtemp(), "prefs.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("q1 u1 s1 d1 2\\nq1 u1 s1 d2 0.5\\n")
+    >>> pe.read_trec_prefs(path).collect().rows()
+    [('q1', 'u1', 's1', 'd1', 2.0), ('q1', 'u1', 's1', 'd2', 0.5)]
+    """
+    lines = _scan_lines(path, "prefs")
+    parse = _parser(
+        os.fspath(path), "prefs", PREFS_COLUMNS, {"relevance": (F64, "a number")}, strict=True
+    )
+    schema = dict.fromkeys(PREFS_COLUMNS[:-1], pl.String) | {"relevance": F64}
+    return lines.map_batches(parse, schema=schema, streamable=True)
+
+
+def read_trec_qrels_jg(path: PathLike) -> pl.LazyFrame:
+    """Scan a TREC judgment-group qrels file (trec_eval's ``-R qrels_jg``): columns query,
+    jg, doc (str) and relevance (Int64).
+
+    A qrels file whose second field names the judgment group (one user's set of
+    relevance judgments) instead of the iteration: ``query  jg  doc  relevance``. Lazy;
+    ``#`` comment lines and blank lines are skipped; a line with other than 4 fields, or
+    a relevance that is not an integer, is an error naming the file and the line
+    (get_qrels_jg.c). A document judged twice in one group is an error of
+    :func:`trec_eval`, as in trec_eval.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import polars_eval as pe
+    >>> path = os.path.join(tempfile.mkdtemp(), "qrels_jg.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("q1 alice d1 1\\nq1 bob d1 0\\n")
+    >>> pe.read_trec_qrels_jg(path).collect().rows()
+    [('q1', 'alice', 'd1', 1), ('q1', 'bob', 'd1', 0)]
+    """
+    lines = _scan_lines(path, "qrels_jg")
+    parse = _parser(
+        os.fspath(path),
+        "qrels_jg",
+        JG_COLUMNS,
+        {"relevance": (pl.Int64, "an integer")},
+        strict=True,
+    )
+    schema = dict.fromkeys(JG_COLUMNS[:-1], pl.String) | {"relevance": pl.Int64}
+    return lines.map_batches(parse, schema=schema, streamable=True)
+
+
+def _read_qrels_prefs(path: PathLike) -> pl.LazyFrame:
+    """A qrels file read as preferences (trec_eval's ``-R qrels_prefs``, get_qrels_prefs.c):
+    the iteration field is the judgment group, one sub-group ("0"), a real level."""
+    lines = _scan_lines(path, "qrels_prefs")
+    parse = _parser(
+        os.fspath(path), "qrels_prefs", JG_COLUMNS, {"relevance": (F64, "a number")}, strict=True
+    )
+    schema = dict.fromkeys(JG_COLUMNS[:-1], pl.String) | {"relevance": F64}
+    lf = lines.map_batches(parse, schema=schema, streamable=True)
+    return lf.select("query", "jg", pl.lit("0").alias("jsg"), "doc", "relevance")
+
+
 # ---------------------------------------------------------------------------------------
 # trec_eval
 # ---------------------------------------------------------------------------------------
@@ -327,32 +447,34 @@ def _pairs(raw: str, name: str, text: str) -> tuple[tuple[int, float], tuple[flo
     return tuple(pairs.items()), persistence
 
 
-UNSUPPORTED = {
-    **{
-        name: "it reads preference judgments (trec_eval -R prefs / qrels_prefs)"
-        for name in (
-            "prefs_num_prefs_poss",
-            "prefs_num_prefs_ful",
-            "prefs_num_prefs_ful_ret",
-            "prefs_simp",
-            "prefs_pair",
-            "prefs_avgjg",
-            "prefs_avgjg_Rnonrel",
-            "prefs_simp_ret",
-            "prefs_pair_ret",
-            "prefs_avgjg_ret",
-            "prefs_avgjg_Rnonrel_ret",
-            "prefs_simp_imp",
-            "prefs_pair_imp",
-            "prefs_avgjg_imp",
-        )
-    },
-    **{
-        name: "it reads judgment groups (trec_eval -R qrels_jg)"
-        for name in ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
-    },
+FAMILIES = {
+    "qrels": "reads relevance judgments: rel_format='qrels' (trec_eval's default -R qrels)",
+    "prefs": (
+        "reads preference judgments: rel_format='prefs' or 'qrels_prefs' "
+        "(trec_eval -R prefs / qrels_prefs)"
+    ),
+    "qrels_jg": "reads judgment groups: rel_format='qrels_jg' (trec_eval -R qrels_jg)",
 }
-"""trec_eval 10 measures not offered, and why: they need another qrels format."""
+"""What each family of measures reads, for the message when ``rel_format`` differs."""
+
+
+def _family(name: str) -> str | None:
+    if name in INFO_MEASURES:
+        return None
+    if name in tp.MEASURES:
+        return "prefs"
+    return "qrels_jg" if name in JG_MEASURES else "qrels"
+
+
+def _check_families(measures: list[Measure], rel_format: str) -> None:
+    """Each measure reads the judgments of ``rel_format`` (trec_eval stops otherwise)."""
+    wanted = "prefs" if rel_format == "qrels_prefs" else rel_format
+    for m in measures:
+        family = _family(m.name)
+        if family is not None and family != wanted:
+            raise InvalidParameterError(
+                f"trec_eval measure {m.name!r} {FAMILIES[family]}; got rel_format={rel_format!r}"
+            )
 
 
 def _split(raw: str) -> tuple[str, str | None]:
@@ -360,11 +482,6 @@ def _split(raw: str) -> tuple[str, str | None]:
     with 5; the longest measure name that the text starts with wins (``ndcg_cut_10``)."""
     if raw in MEASURE_NAMES:
         return raw, None
-    base = raw.split(".")[0]
-    if base in UNSUPPORTED:
-        raise InvalidParameterError(
-            f"trec_eval measure {base!r} is not supported: {UNSUPPORTED[base]}"
-        )
     for name in sorted(MEASURE_NAMES, key=len, reverse=True):
         if raw.startswith(name) and raw[len(name) : len(name) + 1] in (".", "_"):
             rest = raw[len(name) + 1 :]
@@ -386,7 +503,9 @@ def parse_measures(measures: Iterable[str]) -> list[Measure]:
     ``iprec_at_recall_0.25``), ``11pt_avg.0.2,0.5,0.8``, ``utility.1,-2,0,0``,
     ``set_F.0.5``, ``relstring.20`` (parameters of one column, named with them:
     ``utility_1,-2,0,0``), and gain maps ``ndcg.1=0,2=3`` (``G``, ``ndcg_rel``, ``Rndcg``,
-    ``dcg``, ``ideal_dcg``, ``rbp`` also ``p=0.95``). Columns use trec_eval's printed names.
+    ``dcg``, ``ideal_dcg``, ``rbp`` also ``p=0.95``); the judgment-group forms
+    ``P_avgjg.5,10`` and ``Rprec_mult_avgjg.0.5``; the ``prefs_*`` measures take no
+    parameters. Columns use trec_eval's printed names.
     """
     if isinstance(measures, str):
         measures = [measures]
@@ -510,8 +629,9 @@ def _convention(convention: Any) -> str:
     return CONVENTIONS[key]
 
 
-def _count_measures(measures: list[Measure]) -> list[pl.Expr]:
-    """The measures of the per-query counts (trec_eval's set measures, utility)."""
+def _count_measures(measures: list[Measure], collection_size: int = 0) -> list[pl.Expr]:
+    """The measures of the per-query counts (trec_eval's set measures, utility; the
+    collection size, trec_eval's -N, enters utility's fourth term only)."""
     ret, rel, rel_ret, nonrel_ret = (pl.col(c).cast(F64) for c in COUNT_MEASURES)
     set_p = pl.when(ret > 0).then(rel_ret / ret).otherwise(0.0)
     set_r = pl.when(rel > 0).then(rel_ret / rel).otherwise(0.0)
@@ -531,10 +651,10 @@ def _count_measures(measures: list[Measure]) -> list[pl.Expr]:
         elif m.name == "set_relative_P":  # rel_ret / min(ret, rel)
             value = pl.when((ret > 0) & (rel > 0)).then(rel_ret / pl.min_horizontal(ret, rel))
             value = value.otherwise(0.0)
-        elif m.name == "utility":  # p1 a + p2 b + p3 c + p4 d, no collection size (-N 0)
+        elif m.name == "utility":  # p1 a + p2 b + p3 c + p4 d, d = N + rel_ret - ret - rel
             p1, p2, p3, p4 = m.params or PARAM_MEASURES["utility"]
             value = p1 * rel_ret + p2 * (ret - rel_ret) + p3 * (rel - rel_ret)
-            value = value + p4 * (rel_ret - ret - rel)
+            value = value + p4 * (float(collection_size) + rel_ret - ret - rel)
         else:
             continue
         out.append(value.cast(F64).alias(m.column))
@@ -633,7 +753,7 @@ def _check_options(
 def trec_eval(
     run: Any,
     qrels: Any,
-    metrics: Iterable[str] = DEFAULT_MEASURES,
+    metrics: Iterable[str] | None = None,
     *,
     per_query: bool = False,
     convention: str = "10",
@@ -641,13 +761,18 @@ def trec_eval(
     min_relevance: int = 1,
     complete_queries: bool = False,
     judged_only: bool = False,
+    rel_format: str = "qrels",
+    collection_size: int = 0,
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
-    ``run`` and ``qrels`` are paths (read with :func:`read_trec_run` /
-    :func:`read_trec_qrels`) or frames with columns query, doc, score (and optionally
-    run, the run tag, for ``runid``) and query, doc, relevance. ``metrics`` are trec_eval
-    10 measure names with their parameter forms (:func:`parse_measures`):
+    ``run`` and ``qrels`` are paths (read with :func:`read_trec_run` and, by
+    ``rel_format``, :func:`read_trec_qrels`, :func:`read_trec_prefs` or
+    :func:`read_trec_qrels_jg`) or frames with columns query, doc, score (and optionally
+    run, the run tag, for ``runid``) and query, doc, relevance (preferences: also jg and
+    jsg; judgment groups: also jg, or iteration). ``metrics`` are trec_eval 10 measure
+    names with their parameter forms (:func:`parse_measures`); None: trec_eval's default
+    set for ``rel_format`` (:data:`FORMAT_DEFAULTS`):
 
     * ranked: ``map``, ``map_cut.k``, ``ndcg``, ``ndcg_cut.k``, ``P.k``, ``recall.k``,
       ``success.k``, ``relative_P.k``, ``recip_rank``, ``Rprec``, ``Rprec_mult.x``
@@ -660,12 +785,26 @@ def trec_eval(
       (``rbp.p=0.95``; gains scaled to [0, 1]), ``rbp_resid`` (p = 0.9);
     * sets: ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``,
       ``set_P``, ``set_recall``, ``set_F`` (``set_F.x``: (x + 1) P R / (x P + R)),
-      ``set_map``, ``set_relative_P``, ``utility`` (``utility.a,b,c,d``; the collection
-      size of trec_eval's ``-N`` is 0);
+      ``set_map``, ``set_relative_P``, ``utility`` (``utility.a,b,c,d``: a·rel_ret +
+      b·nonrel_ret + c·rel_not_ret + d·(N + rel_ret - ret - rel), N the collection size
+      ``collection_size``);
     * geometric means: ``gm_map``, ``gm_bpref`` (per query log(max(value, 1e-5)), the
       summary their geometric mean, as trec_eval);
     * informational: ``num_q``, ``runid`` (the run tag), ``relstring`` (per query: the
-      relevance of the top 10 documents, one character each).
+      relevance of the top 10 documents, one character each);
+    * preferences (``rel_format="prefs"`` or ``"qrels_prefs"``, trec_eval's ``-R prefs``
+      and ``-R qrels_prefs``; :mod:`._trec_prefs`): ``prefs_num_prefs_poss``,
+      ``prefs_num_prefs_ful``, ``prefs_num_prefs_ful_ret`` (counts, summed in the
+      summary), ``prefs_simp`` (fulfilled / possible preferences, a preference of two
+      unretrieved documents failed), ``prefs_pair`` (the same per document pair,
+      averaged over pairs), ``prefs_avgjg`` (per judgment group, averaged over groups),
+      ``prefs_avgjg_Rnonrel`` (as if each group had as many non-relevant documents as
+      relevant ones), their ``_ret`` forms (both documents retrieved) and ``_imp`` forms
+      (at least one retrieved). The run's ties are broken by document id ascending
+      there, as trec_eval's form_prefs_counts.c;
+    * judgment groups (``rel_format="qrels_jg"``, ``-R qrels_jg``): ``map_avgjg``,
+      ``P_avgjg.k``, ``Rprec_mult_avgjg.x`` (``map``, ``P.k`` and ``Rprec_mult.x`` of
+      each group's judgments, averaged over the groups of the query).
 
     ``P.5,10`` gives two columns; ``P`` alone trec_eval's default cutoffs.
 
@@ -683,7 +822,12 @@ def trec_eval(
     of a relevant document, a positive integer), ``complete_queries`` (``-c``: every query
     of the qrels is evaluated, those absent from the run with an empty ranking, so they
     score 0 and count in the means and sums), ``judged_only`` (``-J``: the documents
-    without a judgment are dropped from the ranking before it is evaluated).
+    without a judgment are dropped from the ranking before it is evaluated, after the
+    ``-M`` cut), ``rel_format`` (``-R``: ``"qrels"``, ``"prefs"``, ``"qrels_prefs"``,
+    ``"qrels_jg"``; each measure reads one format), ``collection_size`` (``-N``: the
+    number of documents in the collection, read by ``utility`` only; default 0, which
+    leaves its d term as rel_ret - ret - rel, trec_eval's default). The preference
+    measures read none of ``min_relevance`` and ``judged_only`` (trec_eval's do not).
 
     Returns one row (the mean over the queries evaluated; the ``num_*`` counts summed, as
     trec_eval's ``all`` line; ``relstring`` left out), or with ``per_query=True`` one row
@@ -716,13 +860,31 @@ def trec_eval(
     ╞═══════╪══════╪═════╪════════════╪═══════╡
     │ 1     ┆ 0.25 ┆ 0.5 ┆ 0.5        ┆ 0.5   │
     └───────┴──────┴─────┴────────────┴───────┘
+
+    Preference judgments (one user, one sub-group: b preferred to c, both to a): of the
+    3 preferences the ranking a, b, c fulfils b > c only.
+
+    >>> prefs = pl.DataFrame(
+    ...     {"query": "1", "jg": "u", "jsg": "s", "doc": ["a", "b", "c"], "relevance": [0.0, 2.0, 1.0]}
+    ... )
+    >>> pe.trec_eval(run, prefs, ["prefs_num_prefs_poss", "prefs_simp"], rel_format="prefs")
+    shape: (1, 3)
+    ┌───────┬──────────────────────┬────────────┐
+    │ num_q ┆ prefs_num_prefs_poss ┆ prefs_simp │
+    │ ---   ┆ ---                  ┆ ---        │
+    │ i64   ┆ i64                  ┆ f64        │
+    ╞═══════╪══════════════════════╪════════════╡
+    │ 1     ┆ 3                    ┆ 0.333333   │
+    └───────┴──────────────────────┴────────────┘
     """
-    measures = parse_measures(metrics)
+    fmt = _rel_format(rel_format)
+    measures = parse_measures(FORMAT_DEFAULTS[fmt] if metrics is None else metrics)
     if not measures:
         raise InvalidParameterError("metrics must name at least one trec_eval measure")
+    _check_families(measures, fmt)
     flavor = _convention(convention)
     _check_options(max_docs, min_relevance, complete_queries, judged_only)
-    level = int(min_relevance)
+    size = check_count("collection_size", collection_size, minimum=0)
     run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run")
     tagged = "run" in run_lf.collect_schema()
     run_lf = run_lf.select(
@@ -731,11 +893,65 @@ def trec_eval(
         pl.col("score").cast(F64),
         *([pl.col("run").cast(pl.String)] if tagged else []),
     )
-    qrels_lf = _as_lazy(qrels, read_trec_qrels, ("query", "doc", "relevance"), "qrels").select(
-        pl.col("query").cast(pl.String),
-        pl.col("doc").cast(pl.String),
-        pl.col("relevance").cast(F64),
-    )
+    flags = _Flags(flavor, max_docs, int(min_relevance), complete_queries, judged_only, size)
+    judgments = _judgments(qrels, fmt)
+    if fmt == "qrels":
+        per = _per_query(run_lf, judgments, measures, flags)
+    elif fmt == "qrels_jg":
+        per = _per_query_jg(run_lf, judgments, measures, flags)
+    else:
+        per = _per_query_prefs(run_lf, judgments, measures, flags)
+    if per_query:
+        return per.select("query", *(m.column for m in measures if m.name != "num_q"))
+    return _summary(per, measures)
+
+
+@dataclass(frozen=True)
+class _Flags:
+    """trec_eval's flags, checked: the convention, -M, -l, -c, -J, -N."""
+
+    flavor: str
+    max_docs: int | None
+    level: int
+    complete_queries: bool
+    judged_only: bool
+    collection_size: int
+
+
+def _rel_format(rel_format: Any) -> str:
+    if not isinstance(rel_format, str) or rel_format not in REL_FORMATS:
+        raise InvalidParameterError(
+            f"rel_format must be one of {list(REL_FORMATS)!r} (trec_eval's -R); got {rel_format!r}"
+        )
+    return rel_format
+
+
+def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
+    """trec_eval's ``all`` line: means over queries, counts summed, geometric means."""
+    aggs = []
+    for m in measures:
+        if m.name == "num_q":
+            aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
+        elif m.name in SUMMED:
+            aggs.append(pl.col(m.column).sum().cast(pl.Int64))
+        elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
+            aggs.append(pl.col(m.column).mean().exp().cast(F64))
+        elif m.name == "runid":
+            aggs.append(pl.col(m.column).drop_nulls().first())
+        elif m.name != "relstring":  # per query only, as trec_eval prints it
+            aggs.append(pl.col(m.column).mean().cast(F64))
+    if "num_q" not in {m.name for m in measures}:
+        aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
+    return per.select(aggs)
+
+
+def _per_query(
+    run_lf: pl.LazyFrame, qrels_lf: pl.LazyFrame, measures: list[Measure], flags: _Flags
+) -> pl.DataFrame:
+    """The qrels measures, one row per query evaluated (sorted): query, the measures'
+    columns (and runid when asked)."""
+    flavor, level, max_docs = flags.flavor, flags.level, flags.max_docs
+    tagged = "run" in run_lf.collect_schema()
     specs = _specs(measures, flavor)
     names = {m.name for m in measures}
     codes_needed = any(m.name in tm.MEASURES and not _in_engine(m) for m in measures)
@@ -750,12 +966,12 @@ def trec_eval(
     # -2 in the qrels with a negative relevance (pooled but unjudged)
     code = pl.when(rel.is_null()).then(tm.NONPOOL).when(rel < 0).then(tm.UNJUDGED)
     code = code.otherwise(rel).cast(pl.Int64)
-    if judged_only:
-        joined = joined.filter(rel >= 0)
-    if max_docs is not None:
+    if max_docs is not None:  # -M cuts the ranking before -J drops (form_res_rels.c)
         order = pl.int_range(pl.len()).over("query")
         joined = joined.sort(["query", "score", "doc"], descending=[False, True, True])
         joined = joined.filter(order < max_docs)
+    if flags.judged_only:
+        joined = joined.filter(rel >= 0)
     judged = pl.when(rel >= 0).then(rel)  # unjudged documents: null, ranked as not relevant
     aggs = [
         rk.query_state(judged, "score", ties="first", tiebreak="doc"),
@@ -772,7 +988,7 @@ def trec_eval(
     if "runid" in names:
         aggs.append((pl.col("run").first() if tagged else pl.lit(None, pl.String)).alias("runid"))
     run_side = joined.group_by("query").agg(aggs)
-    if judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
+    if flags.judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
         run_side = run_lf.select("query").unique().join(run_side, on="query", how="left")
     qrels_side = qrels_lf.group_by("query").agg(
         (rel >= level).sum().cast(F64).alias(rk.NREL),
@@ -783,7 +999,7 @@ def trec_eval(
         *([rel.filter(rel >= 0).cast(pl.Int64).alias(LEVELS)] if codes_needed else []),
     )
     # collected here: the readers' parsing (a Python batch function) runs once
-    if complete_queries:  # the queries of the qrels, those absent from the run empty
+    if flags.complete_queries:  # the queries of the qrels, those absent from the run empty
         grouped = qrels_side.join(run_side, on="query", how="left")
     else:
         grouped = run_side.join(qrels_side, on="query", how="inner")
@@ -819,28 +1035,211 @@ def trec_eval(
     per = pl.concat(
         [grouped.select(counts), values, *([computed] if computed.width else [])],
         how="horizontal",
-    ).with_columns(*_count_measures(measures), *_log_measures(measures))
+    ).with_columns(*_count_measures(measures, flags.collection_size), *_log_measures(measures))
     per = per.with_columns(_empty_rankings(measures, flavor))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
-    columns = [m.column for m in measures if m.name != "num_q"]
-    if per_query:
-        return per.select("query", *columns)
-    aggs = []
-    for m in measures:
-        if m.name == "num_q":
-            aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
-        elif m.name in COUNT_MEASURES:
-            aggs.append(pl.col(m.column).sum().cast(pl.Int64))
-        elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
-            aggs.append(pl.col(m.column).mean().exp().cast(F64))
-        elif m.name == "runid":
-            aggs.append(pl.col(m.column).drop_nulls().first())
-        elif m.name != "relstring":  # per query only, as trec_eval prints it
-            aggs.append(pl.col(m.column).mean().cast(F64))
-    if "num_q" not in names:
-        aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
-    return per.select(aggs)
+    return per
+
+
+# ---------------------------------------------------------------------------------------
+# Judgments of the other formats (-R prefs, qrels_prefs, qrels_jg)
+# ---------------------------------------------------------------------------------------
+
+JG_KEY = "\x1f"
+"""Joins a query and a judgment group into the key of one (query, group) ranking."""
+
+
+def _judgments(qrels: Any, fmt: str) -> pl.LazyFrame:
+    """The judgments as a lazy frame of ``fmt``'s columns (query, [jg, [jsg,]] doc,
+    relevance as Float64), from a path (read by the format's reader) or a frame."""
+    if fmt == "qrels":
+        lf = _as_lazy(qrels, read_trec_qrels, ("query", "doc", "relevance"), "qrels")
+        return lf.select(
+            pl.col("query").cast(pl.String),
+            pl.col("doc").cast(pl.String),
+            pl.col("relevance").cast(F64),
+        )
+    readers = {"prefs": read_trec_prefs, "qrels_prefs": _read_qrels_prefs}
+    reader = readers.get(fmt, read_trec_qrels_jg)
+    columns = PREFS_COLUMNS if fmt != "qrels_jg" else JG_COLUMNS
+    if isinstance(qrels, (pl.DataFrame, pl.LazyFrame)) and fmt != "prefs":
+        schema = qrels.lazy().collect_schema()
+        if "jg" not in schema and ("iteration" in schema or fmt == "qrels_prefs"):
+            # the group is the iteration field, as trec_eval reads it (else one group)
+            group = pl.col("iteration") if "iteration" in schema else pl.lit("0")
+            qrels = qrels.lazy().with_columns(group.cast(pl.String).alias("jg"))
+        if fmt == "qrels_prefs":
+            qrels = qrels.lazy().with_columns(pl.lit("0").alias("jsg"))
+    lf = _as_lazy(qrels, reader, columns, fmt)
+    return lf.select(
+        *(pl.col(c).cast(pl.String) for c in columns[:-1]), pl.col("relevance").cast(F64)
+    )
+
+
+def _check_judgments(df: pl.DataFrame, fmt: str, unit: list[str]) -> None:
+    """No null field, no NaN level, no document twice in one (sub-)group."""
+    what = "preference judgments" if fmt != "qrels_jg" else "qrels_jg judgments"
+    for col in df.columns:
+        nulls = df.get_column(col).null_count()
+        if nulls:
+            raise DataValidationError(f'column "{col}" of the {what} has {nulls} null values')
+    nans = int(df.get_column("relevance").is_nan().sum())
+    if nans:
+        raise DataValidationError(f'column "relevance" of the {what} has {nans} NaN values')
+    dups = df.group_by(unit).len().filter(pl.col("len") > 1).sort(unit)
+    if dups.height:
+        row = dups.row(0, named=True)
+        where = f'judgment group "{row["jg"]}"'
+        if "jsg" in unit:
+            where = f'judgment sub-group "{row["jsg"]}" of {where}'
+        raise DataValidationError(
+            f'document "{row["doc"]}" appears more than once in {where} for query '
+            f'"{row["query"]}" of the {what} (trec_eval stops or counts it twice)'
+        )
+
+
+def _check_run_repeats(run: pl.DataFrame) -> None:
+    """A document twice in one query of the run is an error (trec_eval stops too)."""
+    dups = run.group_by("query", "doc").len().filter(pl.col("len") > 1).sort("query", "doc")
+    if dups.height:
+        query, doc = dups.row(0)[:2]
+        raise DataValidationError(
+            f'document "{doc}" appears more than once for query "{query}" in the run '
+            "(trec_eval stops too)"
+        )
+
+
+def _run_tags(run_lf: pl.LazyFrame, names: set[str]) -> pl.LazyFrame | None:
+    """query -> runid (the run tag), when ``runid`` is asked for."""
+    if "runid" not in names:
+        return None
+    tagged = "run" in run_lf.collect_schema()
+    tag = pl.col("run").first() if tagged else pl.lit(None, pl.String)
+    return run_lf.group_by("query").agg(tag.alias("runid"))
+
+
+def _per_query_jg(
+    run_lf: pl.LazyFrame, jg_lf: pl.LazyFrame, measures: list[Measure], flags: _Flags
+) -> pl.DataFrame:
+    """m_map_avgjg.c, m_P_avgjg.c, m_Rprec_mult_avgjg.c: ``map``, ``P.k``,
+    ``Rprec_mult.x`` of each judgment group of a query (its own relevance, its own R, the
+    run cut by -M and, with -J, its own judged documents: form_res_rels_jg.c), averaged
+    over the query's groups. Each (query, group) is one ranking for the qrels measures."""
+    jg = jg_lf.collect()
+    _check_judgments(jg, "qrels_jg", ["query", "jg", "doc"])
+    run = run_lf.collect()
+    evaluated = jg.select("query").unique()
+    _check_run_repeats(run.join(evaluated, on="query", how="semi"))
+    if not flags.complete_queries:
+        evaluated = evaluated.join(run, on="query", how="semi")
+    key = pl.concat_str("query", pl.lit(JG_KEY), "jg").alias("key")
+    groups = jg.select("query", "jg").unique().with_columns(key)
+    keyed_run = run.join(groups, on="query").select(
+        pl.col("key").alias("query"), pl.exclude("query", "jg", "key")
+    )
+    keyed_qrels = jg.select(key.alias("query"), "doc", "relevance")
+    inner = [
+        Measure(JG_MEASURES[m.name], m.column, m.cut, m.params)
+        for m in measures
+        if m.name in JG_MEASURES
+    ]
+    names = {m.name for m in measures}
+    per = evaluated.select("query").unique()
+    if inner:  # each group's values, averaged over the groups of the query
+        by_group = _per_query(keyed_run.lazy(), keyed_qrels.lazy(), inner, flags)
+        mean = (
+            by_group.join(groups, left_on="query", right_on="key", suffix="_of_key")
+            .group_by(pl.col("query_of_key").alias("query"))
+            .agg(pl.col(m.column).mean() for m in inner)
+        )
+        per = per.join(mean, on="query", how="left")
+    tags = _run_tags(run_lf, names)
+    if tags is not None:
+        per = per.join(tags.collect(), on="query", how="left")
+    return per.sort("query")
+
+
+def _per_query_prefs(
+    run_lf: pl.LazyFrame, prefs_lf: pl.LazyFrame, measures: list[Measure], flags: _Flags
+) -> pl.DataFrame:
+    """The preference measures per query (:mod:`._trec_prefs`): the docid ranks of the
+    judged documents are joined here for every query at once; the counting is per query
+    (trec_eval's form_prefs_counts.c is), in numpy."""
+    prefs = prefs_lf.collect()
+    _check_judgments(prefs, "prefs", ["query", "jg", "jsg", "doc"])
+    run = run_lf.collect()
+    queries = prefs.select("query").unique()
+    if not flags.complete_queries:  # -c: also the queries absent from the run (none retrieved)
+        queries = queries.join(run.select("query").unique(), on="query", how="semi")
+    queries = queries.sort("query")
+    # the run in form_prefs_counts.c's order: score descending, then document id ascending
+    ranked = (
+        run.join(queries, on="query", how="semi")
+        .filter(pl.col("score").is_not_null())
+        .sort(["query", "score", "doc"], descending=[False, True, False])
+        .with_columns(pl.int_range(pl.len()).over("query").alias("pos"))
+    )
+    if flags.max_docs is not None:
+        ranked = ranked.filter(pl.col("pos") < flags.max_docs)
+    _check_run_repeats(ranked)
+    prefs = prefs.join(queries, on="query", how="semi")
+    judged = prefs.select("query", "doc").unique()
+    # docid ranks: the judged documents retrieved, in rank order, then the others by id
+    found = (
+        ranked.join(judged, on=["query", "doc"], how="semi")
+        .sort("query", "pos")
+        .with_columns(pl.int_range(pl.len()).over("query").alias("docid"))
+    )
+    njr = found.group_by("query").len("njr")
+    rest = (
+        judged.join(found, on=["query", "doc"], how="anti")
+        .join(njr, on="query", how="left")
+        .sort("query", "doc")
+        .with_columns(
+            (pl.col("njr").fill_null(0) + pl.int_range(pl.len()).over("query")).alias("docid")
+        )
+    )
+    docids = pl.concat(
+        [found.select("query", "doc", "docid"), rest.select("query", "doc", "docid")]
+    ).sort("query", "docid")
+    lines = (
+        prefs.join(docids, on=["query", "doc"])
+        .with_columns(
+            (pl.col("jg").rank("dense") - 1).cast(pl.Int64).alias("g"),
+            (pl.col("jsg").rank("dense") - 1).cast(pl.Int64).alias("s"),
+        )
+        .sort("query", "g", "s", "docid")
+    )
+    group_names = lines.select("g", "jg").unique().sort("g")
+    names_of = dict(group_names.iter_rows())
+    retrieved = dict(njr.iter_rows())
+    values: dict[str, list[float]] = {name: [] for name in tp.MEASURES}
+    line_parts = lines.partition_by("query", maintain_order=True, as_dict=True)
+    doc_parts = docids.partition_by("query", maintain_order=True, as_dict=True)
+    for (query,), part in line_parts.items():  # per query, as trec_eval
+        doc_names = doc_parts[(query,)].get_column("doc").to_list()
+        judgments = tp.Judgments(
+            query=query,
+            group=part.get_column("g").to_numpy(),
+            subgroup=part.get_column("s").to_numpy(),
+            doc=part.get_column("docid").to_numpy(),
+            level=part.get_column("relevance").to_numpy(),
+            retrieved=int(retrieved.get(query, 0)),
+            judged=len(doc_names),
+            doc_names=doc_names,
+            group_names=names_of,
+        )
+        for name, value in tp.query_values(judgments).items():
+            values[name].append(value)
+    per = pl.DataFrame(
+        {"query": [q for (q,) in line_parts], **values},
+        schema={"query": pl.String, **dict.fromkeys(tp.MEASURES, F64)},
+    ).with_columns(pl.col(tp.COUNTS).cast(pl.Int64))
+    tags = _run_tags(run_lf, {m.name for m in measures})
+    if tags is not None:
+        per = per.join(tags.collect(), on="query", how="left")
+    return per.sort("query")
 
 
 def trec_cli(
@@ -853,17 +1252,18 @@ def trec_cli(
 ) -> pl.DataFrame:
     """The ``polars-eval trec RUN QRELS [-m measure ...] [-q]`` command: :func:`trec_eval` on two files.
 
-    ``metrics`` None or empty uses :data:`DEFAULT_MEASURES`; ``flags`` are trec_eval's
-    (``max_docs``, ``min_relevance``, ``complete_queries``, ``judged_only``). Errors are
-    :class:`~polars_eval.DataValidationError` (bad file, malformed line, duplicate
-    document) or :class:`~polars_eval.InvalidParameterError` (unknown measure), each with a
-    one-line message for the CLI to print.
+    ``metrics`` None or empty uses the default set of the judgments' format
+    (:data:`FORMAT_DEFAULTS`); ``flags`` are trec_eval's (``max_docs``, ``min_relevance``,
+    ``complete_queries``, ``judged_only``, ``rel_format``, ``collection_size``). Errors
+    are :class:`~polars_eval.DataValidationError` (bad file, malformed line, duplicate
+    document) or :class:`~polars_eval.InvalidParameterError` (unknown measure), each with
+    a one-line message for the CLI to print.
     """
-    chosen = list(metrics) if metrics else list(DEFAULT_MEASURES)
+    chosen = list(metrics) if metrics else None
     try:
         return trec_eval(
             read_trec_run(run_path),
-            read_trec_qrels(qrels_path),
+            os.fspath(qrels_path),
             chosen,
             per_query=per_query,
             convention=convention,
