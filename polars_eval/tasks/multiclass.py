@@ -11,7 +11,7 @@ top-k accuracy (sums sharing their weight and NaN states).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -92,6 +92,66 @@ def _micro_auc_constant(s: Any) -> pl.Expr:
     return pl.when((n > 0.0) & (total_neg > 0.0)).then(area / (n * total_neg)).otherwise(None)
 
 
+def table_specs(
+    label: IntoExpr,
+    pred: IntoExpr | None,
+    proba: Proba | None,
+    classes: list[Any] | None,
+    weight: IntoExpr | None,
+    k: int,
+    *,
+    aucs: bool = True,
+) -> tuple[list[list[pl.Expr]], dict[str, MetricSpec]]:
+    """The specs of the task table (the class vector; with ``proba``: the one-vs-rest AUCs
+    unless ``aucs=False``, log loss, top-k accuracy) and the stages of row columns their
+    states read (the parts that many states share, computed once)."""
+    stages, pred_side, proba_side = m.shared_columns(label, pred, proba, classes, weight)
+    counts = m.class_counts(pred_side)
+    specs = {VECTOR: MetricSpec(counts.states, counts.vector)}
+    if proba_side is not None:
+        if aucs:
+            specs[AUCS] = m.auc_spec(proba_side)
+        specs["multiclass_logloss"] = m.logloss_spec(proba_side)
+        specs["top_k_accuracy"] = m.top_k_spec(proba_side, k)
+    return stages, specs
+
+
+def table_columns(
+    final: Mapping[str, pl.Expr], *, k: int, baseline: bool
+) -> tuple[list[pl.Expr], dict[str, str]]:
+    """The task table's columns (and ``<metric>_baseline`` ones) over the value of each
+    spec of :func:`table_specs` (``final``, by spec name), and why each may be undefined.
+    The probability metrics come when their specs are in ``final``."""
+    vector = final[VECTOR]
+    columns: dict[str, pl.Expr] = {}
+    constant: dict[str, pl.Expr] = {}  # the same metric of the constant predictor
+    undefined: dict[str, str] = {}
+    for info in _registry.by_task("multiclass"):
+        if not info.summary or info.kind != "scalar":
+            continue
+        if "pred" in info.inputs:
+            for name, body in m.table_formulas(info.name).items():
+                columns[name] = m.over_classes(vector, body)
+                constant[name] = m.over_classes(_baseline_vector(vector), body)
+        elif info.name == "multiclass_auc":
+            if AUCS not in final:
+                continue
+            for avg in ("macro", "weighted", "micro"):
+                columns[f"{info.name}_{avg}"] = final[AUCS].struct.field(avg)
+                body = _micro_auc_constant if avg == "micro" else _auc_constant
+                constant[f"{info.name}_{avg}"] = m.over_classes(vector, body)
+        elif info.name in final:
+            columns[info.name] = final[info.name]
+            body = _entropy if info.name == "multiclass_logloss" else _top_k_constant(k)
+            constant[info.name] = m.over_classes(vector, body)
+        for name in columns:
+            undefined.setdefault(name, info.undefined or "no defined value")
+    finals = [e.alias(name) for name, e in columns.items()]
+    if baseline:
+        finals += [constant[name].alias(f"{name}_baseline") for name in columns]
+    return finals, undefined
+
+
 class MulticlassMethods:
     """``df.eval.multiclass``: every summary metric of the task, one wide row per group."""
 
@@ -156,14 +216,7 @@ class MulticlassMethods:
             cls = m.check_classes(classes, required="with proba= (the class of each probability)")
             check_positive_int("k", k)
         args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
-        # the row-level parts that many states read, computed once (stages of columns)
-        stages, pred_side, proba_side = m.shared_columns(label, pred, proba, cls, weight)
-        counts = m.class_counts(pred_side)
-        specs = {VECTOR: MetricSpec(counts.states, counts.vector)}
-        if proba_side is not None:
-            specs[AUCS] = m.auc_spec(proba_side)
-            specs["multiclass_logloss"] = m.logloss_spec(proba_side)
-            specs["top_k_accuracy"] = m.top_k_spec(proba_side, k)
+        stages, specs = table_specs(label, pred, proba, cls, weight, k)
         planned = plan_specs(specs, columns_first=True)
         # each spec's value over the state columns (the rows specs: their column)
         final = {
@@ -172,33 +225,7 @@ class MulticlassMethods:
             else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
             for name, spec in specs.items()
         }
-        vector = final[VECTOR]
-        columns: dict[str, pl.Expr] = {}
-        constant: dict[str, pl.Expr] = {}  # the same metric of the constant predictor
-        undefined: dict[str, str] = {}
-        for info in _registry.by_task("multiclass"):
-            if not info.summary or info.kind != "scalar":
-                continue
-            if "pred" in info.inputs:
-                for name, body in m.table_formulas(info.name).items():
-                    columns[name] = m.over_classes(vector, body)
-                    constant[name] = m.over_classes(_baseline_vector(vector), body)
-            elif proba is None:
-                continue
-            elif info.name == "multiclass_auc":
-                for avg in ("macro", "weighted", "micro"):
-                    columns[f"{info.name}_{avg}"] = final[AUCS].struct.field(avg)
-                    body = _micro_auc_constant if avg == "micro" else _auc_constant
-                    constant[f"{info.name}_{avg}"] = m.over_classes(vector, body)
-            else:
-                columns[info.name] = final[info.name]
-                body = _entropy if info.name == "multiclass_logloss" else _top_k_constant(k)
-                constant[info.name] = m.over_classes(vector, body)
-            for name in columns:
-                undefined.setdefault(name, info.undefined or "no defined value")
-        finals = [e.alias(name) for name, e in columns.items()]
-        if baseline:
-            finals += [constant[name].alias(f"{name}_baseline") for name in columns]
+        finals, undefined = table_columns(final, k=k, baseline=baseline)
         plan = Plan(
             exprs=planned.aggs,
             finalize=finals,
