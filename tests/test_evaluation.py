@@ -290,13 +290,18 @@ def test_merge_refuses_another_definition_naming_the_difference():
         a.merge(d)
 
 
-def test_state_of_a_newer_version_is_refused():
-    state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(19)).state
+def with_version(state: pl.DataFrame, version: int) -> pl.DataFrame:
+    """``state`` with the format version of its definition row replaced."""
     raw = json.loads(state.filter(pl.col(PART) == "def")[DEF].item())
-    raw["version"] = 99
-    newer = state.with_columns(
+    raw["version"] = version
+    return state.with_columns(
         pl.when(pl.col(PART) == "def").then(pl.lit(json.dumps(raw))).alias(DEF)
     )
+
+
+def test_state_of_a_newer_version_is_refused():
+    state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(19)).state
+    newer = with_version(state, 99)
     with pytest.raises(pe.InvalidParameterError, match="newer polars_eval"):
         pe.Evaluation.from_state(newer)
     with pytest.raises(pe.InvalidParameterError, match="from_state"):
@@ -616,13 +621,11 @@ def test_refusing_to_merge_names_the_difference_of_state_definitions():
 
 def test_a_version_1_state_of_a_states_task_is_refused():
     state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(41)).state
-    raw = json.loads(state.filter(pl.col(PART) == "def")[DEF].item())
-    raw["version"] = 1
-    old = state.with_columns(
-        pl.when(pl.col(PART) == "def").then(pl.lit(json.dumps(raw))).alias(DEF)
-    )
     with pytest.raises(pe.InvalidParameterError, match="older polars_eval"):
-        pe.Evaluation.from_state(old)
+        pe.Evaluation.from_state(with_version(state, 1))
+    # a task that keeps its rows reads a version-1 state as before
+    state = pe.Evaluation("binary", label="y", score="p", bins=8).update(binary_frame(41)).state
+    assert pe.Evaluation.from_state(with_version(state, 1)).state.height == state.height
 
 
 def test_states_evaluation_that_saw_no_rows():
