@@ -643,3 +643,36 @@ def test_states_evaluation_that_saw_no_rows():
     ev.update(pl.DataFrame({"y": [], "p": []}, schema={"y": pl.Float64, "p": pl.Float64}))
     with pytest.raises(pe.UndefinedMetricError, match="the input has no rows"):
         ev.compute()
+
+
+def test_lazy_update_in_chunks_equals_the_whole(monkeypatch, tmp_path):
+    from polars_eval.scale import evaluation
+
+    monkeypatch.setattr(evaluation, "_CHUNK_ROWS", 100)  # 3000 rows: many chunks, merged
+    calls = []
+    batch_rows = evaluation.Evaluation._batch_rows
+
+    def counted(self, lf):
+        calls.append(1)
+        return batch_rows(self, lf)
+
+    monkeypatch.setattr(evaluation.Evaluation, "_batch_rows", counted)
+    df = binary_frame(42)
+    df.write_parquet(tmp_path / "lake.parquet")
+    lake = pl.scan_parquet(tmp_path / "lake.parquet")
+    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg").update(lake)
+    assert len(calls) >= 2 * evaluation._MERGE_EVERY
+    assert_states_kept(ev, 3)
+    assert_same(ev.compute(), df.eval.binary("y", "p", weight="w", by="seg"))
+    # bad rows in several chunks: counted over every chunk, as the task method counts them
+    bad = df.with_columns(
+        w=pl.when(pl.int_range(pl.len()) % 700 == 5).then(-1.0).otherwise(pl.col("w"))
+    )
+    with pytest.raises(pe.DataValidationError) as want:
+        bad.eval.binary("y", "p", weight="w", by="seg")
+    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg")
+    with pytest.raises(pe.DataValidationError) as got:
+        ev.update(bad.lazy())
+    assert str(got.value) == str(want.value)
+    assert "found 5 negative rows" in str(got.value)
+    assert ev.state.height == 1

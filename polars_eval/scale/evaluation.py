@@ -198,6 +198,10 @@ class _Definition:
 # -- the specs' states of a task table -----------------------------------------------------
 
 COUNTS = ("__pe_n", "__pe_complete", "__pe_used")  # rows, complete rows, used rows (no by)
+_CHUNK_ROWS = 1 << 20
+"""A LazyFrame's rows are turned into states about this many at a time."""
+_MERGE_EVERY = 8
+"""The states of this many chunks are merged into one as they come."""
 
 
 def _summed(value: pl.Expr) -> State:
@@ -615,6 +619,8 @@ class Evaluation:
             )
         lf = data.lazy()
         checks = self._check(lf)
+        if self._table is not None and isinstance(data, pl.LazyFrame):
+            return self._streamed_states(lf, checks)
         rows_q = self._batch_rows(lf)
         if checks:
             rows, bad = pl.collect_all([rows_q, lf.select(checks)], engine="streaming")
@@ -622,6 +628,35 @@ class Evaluation:
         else:
             rows = rows_q.collect(engine="streaming")
         return rows
+
+    def _streamed_states(self, lf: pl.LazyFrame, checks: list[pl.Expr]) -> pl.DataFrame:
+        """The specs' states of a LazyFrame, from its rows in chunks (streaming engine).
+
+        A state such as the co-moments (two passes: the means, then the centred sums) or
+        the binary threshold state (a sort) is not a streaming aggregation: over a whole
+        lake Polars would hold every row of a group. Chunk by chunk, the rows held are
+        one chunk's, and the states of the chunks are merged by their rules as they come.
+        """
+        parts: list[pl.DataFrame] = []
+        bad: list[pl.DataFrame] = []
+        chunks = lf.select(self._inputs()).collect_batches(
+            chunk_size=_CHUNK_ROWS, maintain_order=False, engine="streaming"
+        )
+        for chunk in chunks:
+            rows = chunk.lazy()
+            if checks:
+                states, counts = pl.collect_all([self._batch_rows(rows), rows.select(checks)])
+                bad.append(counts)
+            else:
+                states = self._batch_rows(rows).collect()
+            parts.append(states)
+            if len(parts) >= _MERGE_EVERY:
+                parts = [self._merge_rows(parts)]
+        if bad:
+            raise_for_checks(pl.concat(bad).sum(), self._checks, per_row=False, source=lf)
+        if not parts:
+            return self._batch_rows(lf.select(self._inputs()).limit(0)).collect()
+        return self._merge_rows(parts) if len(parts) > 1 else parts[0]
 
     def _add(self, rows: pl.DataFrame) -> None:
         if self._rows is None or self._rows.height == 0:
