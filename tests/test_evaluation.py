@@ -410,6 +410,22 @@ REGRESSION_STATE_METRICS = [
     "mean_poisson_deviance",
     "zero_actuals",
 ]
+# binary metrics of one pass (sums): the sort-based ones (AUC, KS ...) keep distinct rows
+BINARY_STATE_METRICS = [
+    "logloss",
+    "brier",
+    "accuracy",
+    "balanced_accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "mcc",
+    "cohen_kappa",
+    "jaccard",
+    "youden_j",
+    "positive_likelihood_ratio",
+    "hinge_loss",
+]
 MULTICLASS_ARGS = {"pred": "pred", "proba": ["pa", "pb", "pc"], "classes": ["a", "b", "c"]}
 
 
@@ -473,10 +489,11 @@ def test_binary_states_partitions_equal_whole(tmp_path, seed, n_parts, tied, wei
     if not tied:
         rng = np.random.default_rng(seed)
         df = df.with_columns(p=pl.Series(rng.random(df.height)))
-    want = df.eval.binary("y", "p", weight=weight, by=by, threshold=0.4)
+    kw = {"weight": weight, "by": by, "threshold": 0.4, "metrics": BINARY_STATE_METRICS}
+    want = df.eval.binary("y", "p", **kw)
 
     def make():
-        return pe.Evaluation("binary", label="y", score="p", weight=weight, by=by, threshold=0.4)
+        return pe.Evaluation("binary", label="y", score="p", **kw)
 
     ev = parquet_merged(make, partitions(df, n_parts, seed=seed + 100), tmp_path)
     assert_states_kept(ev, 3 if by else 1)
@@ -542,8 +559,9 @@ def test_order_statistics_and_baselines_keep_the_distinct_rows():
     for kw in ({"metrics": ["mse", "medae"]}, {"baseline": True}, {}):
         ev = pe.Evaluation("regression", actual="y", pred="p", by="g", **kw).update(df)
         assert set(ev.state[PART].to_list()) == {"def", "rows"}
-    ev = pe.Evaluation("binary", label="y", score="p", baseline=True).update(binary_frame(36))
-    assert set(ev.state[PART].to_list()) == {"def", "rows"}
+    for kw in ({"baseline": True, "metrics": ["logloss"]}, {"metrics": ["logloss", "auc"]}, {}):
+        ev = pe.Evaluation("binary", label="y", score="p", **kw).update(binary_frame(36))
+        assert set(ev.state[PART].to_list()) == {"def", "rows"}
     ev = pe.Evaluation("multiclass", label="y", pred="pred").update(multiclass_frame(50, seed=37))
     assert set(ev.state[PART].to_list()) == {"def", "rows"}
 
@@ -577,7 +595,7 @@ def test_states_without_a_usable_row_raise_as_the_task_method(task):
         ev = pe.Evaluation(task, actual="y", pred="p", weight="w", metrics=["mse", "r2"])
     else:
         method = df.eval.binary
-        ev = pe.Evaluation(task, label="y", score="p", weight="w", metrics=["auc", "logloss"])
+        ev = pe.Evaluation(task, label="y", score="p", weight="w", metrics=["f1", "logloss"])
     with pytest.raises(pe.UndefinedMetricError) as want:
         method("y", "p", weight="w", metrics=["mse", "r2"] if task == "regression" else None)
     with pytest.raises(pe.UndefinedMetricError) as got:
@@ -620,7 +638,8 @@ def test_refusing_to_merge_names_the_difference_of_state_definitions():
 
 
 def test_a_version_1_state_of_a_states_task_is_refused():
-    state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(41)).state
+    ev = pe.Evaluation("binary", label="y", score="p", metrics=["logloss"])
+    state = ev.update(binary_frame(41)).state
     with pytest.raises(pe.InvalidParameterError, match="older polars_eval"):
         pe.Evaluation.from_state(with_version(state, 1))
     # a task that keeps its rows reads a version-1 state as before
@@ -660,17 +679,18 @@ def test_lazy_update_in_chunks_equals_the_whole(monkeypatch, tmp_path):
     df = binary_frame(42)
     df.write_parquet(tmp_path / "lake.parquet")
     lake = pl.scan_parquet(tmp_path / "lake.parquet")
-    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg").update(lake)
+    kw = {"weight": "w", "by": "seg", "metrics": BINARY_STATE_METRICS}
+    ev = pe.Evaluation("binary", label="y", score="p", **kw).update(lake)
     assert len(calls) >= 2 * evaluation._MERGE_EVERY
     assert_states_kept(ev, 3)
-    assert_same(ev.compute(), df.eval.binary("y", "p", weight="w", by="seg"))
+    assert_same(ev.compute(), df.eval.binary("y", "p", **kw))
     # bad rows in several chunks: counted over every chunk, as the task method counts them
     bad = df.with_columns(
         w=pl.when(pl.int_range(pl.len()) % 700 == 5).then(-1.0).otherwise(pl.col("w"))
     )
     with pytest.raises(pe.DataValidationError) as want:
-        bad.eval.binary("y", "p", weight="w", by="seg")
-    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg")
+        bad.eval.binary("y", "p", **kw)
+    ev = pe.Evaluation("binary", label="y", score="p", **kw)
     with pytest.raises(pe.DataValidationError) as got:
         ev.update(bad.lazy())
     assert str(got.value) == str(want.value)

@@ -2,39 +2,46 @@
 
 Two kinds of state, chosen from the definition:
 
-**The metric specs' states** (binary, regression and multiclass tables whose metrics are
-all kept as sums, extrema, co-moments or per-score lists; see
-``polars_eval/_core/spec.py``). :meth:`Evaluation.update` computes, per group, every
-distinct state of the task table's specs once (the planner's layout, column
-``__pe_s<i>``), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each
-column by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
-co-moments, the binary threshold state's union of distinct scores), and
-:meth:`Evaluation.compute` finalizes every metric over the merged states, as the task
-method finalizes its own ``group_by``. Memory is bounded by the groups (and, for the
-sort-based binary metrics, by the distinct scores of a group), not by the rows.
+**The metric specs' states**, where every metric of the task table keeps states of a
+bounded size: sums, minima, maxima and co-moments (see ``polars_eval/_core/spec.py``).
+That is the regression table without its order statistics, the multiclass table with
+``classes=`` (without its AUCs), and binary tables of one-pass metrics (log loss, Brier
+score, the confusion-count metrics at ``threshold``). :meth:`Evaluation.update`
+computes, per group, every distinct state of the table's specs once (the planner's
+layout, columns ``__pe_s<i>``; a LazyFrame chunk by chunk, since co-moments take two
+passes), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each column
+by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
+co-moments), and :meth:`Evaluation.compute` finalizes every metric over the merged
+states, as the task method finalizes its own ``group_by``. Memory is bounded by the
+number of groups, not by the rows.
 
 **The distinct rows** (everything else): one row per distinct (group, input values)
-with the summed weight. Metrics whose state is the rows themselves, order statistics
-(``medae``, ``spearman``, ``kendall_tau``, ``mer``; the multiclass AUCs; a multiclass
-task without ``classes=``), the ``baseline=True`` columns of binary and regression (the
-constant predictor is the group's mean: a function of the whole group), and the keyed
-tasks keep them: memory then grows with the distinct rows. A metric is a function of
-the *weighted empirical distribution* of its inputs within a group, so two such states
-merge by concatenating them and summing the weights per key (the "counts per distinct
-key" merge rule of SPEC §10), and :meth:`Evaluation.compute` runs the task method on
-the state, the summed weight as the weight. A score column stored at 4 decimals has at
-most 10,001 distinct values per (group, label). ``bins=N`` (binary) counts scores in N
-bins instead, with the one-pass metrics (log loss, Brier score and the confusion counts
-at ``threshold``) kept exact as sums; see :func:`score_bin`. The keyed tasks (a
-forecast row by its series and time, a ranked item by its query and item id) keep
-their rows as they are: a series or a query split across partitions still merges
-exactly, and a key seen twice is the task's duplicate-key error at ``compute()``.
+with the summed weight. The states of a size that grows with the data keep them: the
+rows themselves (order statistics: ``medae``, ``spearman``, ``kendall_tau``, ``mer``; the
+multiclass AUCs; a multiclass task without ``classes=``) and the sort-based binary
+metrics' list of one ``{t, tp, fp}`` per distinct score (AUC, PR-AUC, KS, ECE, the
+max-over-threshold metrics: their distinct (group, label, score) rows are the same
+"counts per distinct key" of SPEC §10, counted by a streaming hash aggregation, which
+``benchmarks/RESULTS.md`` ("Lakes") measured 2.3× faster and 40 % smaller than sorting
+chunks and merging their lists); the ``baseline=True`` columns of binary and regression
+(the constant predictor is the group's mean: a function of the whole group); and the
+keyed tasks. A metric is a function of the *weighted empirical distribution* of its
+inputs within a group, so two such states merge by concatenating them and summing the
+weights per key, and :meth:`Evaluation.compute` runs the task method on the state, the
+summed weight as the weight. Memory grows with the distinct rows: a score column
+stored at 4 decimals has at most 10,001 distinct values per (group, label).
+``bins=N`` (binary) counts scores in N bins instead, with the one-pass metrics (log
+loss, Brier score and the confusion counts at ``threshold``) kept exact as sums; see
+:func:`score_bin`. The keyed tasks (a forecast row by its series and time, a ranked
+item by its query and item id) keep their rows as they are: a series or a query split
+across partitions still merges exactly, and a key seen twice is the task's
+duplicate-key error at ``compute()``.
 
 Either way the numbers are those of the task method on all the rows seen (to rounding,
 1e-12). The state is a ``pl.DataFrame`` that carries its own definition (task, columns,
 options, format version) in a first row, so ``ev.state.write_parquet(path)`` and
-``Evaluation.from_state(pl.read_parquet(path))`` round-trip (list and struct states
-included).
+``Evaluation.from_state(pl.read_parquet(path))`` round-trip (the co-moments' struct
+columns included).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -227,6 +234,13 @@ class _Table:
         return [e.meta.output_name() for e in self.finals]
 
 
+def _bounded(specs: Mapping[str, MetricSpec]) -> bool:
+    """Every state of ``specs`` is of a bounded size (no ``rows``, no per-score ``list``)."""
+    return all(
+        s.kind not in ("rows", "list") for spec in specs.values() for s in spec.states.values()
+    )
+
+
 def _layout(specs: Mapping[str, MetricSpec]) -> tuple[dict[str, State], dict[str, pl.Expr]]:
     """Each distinct state of ``specs`` once (the planner's column ``__pe_s<i>``) and each
     spec's value over those columns (specs without a ``rows`` state)."""
@@ -253,7 +267,7 @@ def _regression_table(d: _Definition) -> _Table | None:
     specs = _regression_task.regression_specs(
         infos, actual, pred, weight=d.weight, zero_actuals=o["zero_actuals"]
     )
-    if any(spec.has_rows for spec in specs.values()):
+    if not _bounded(specs):
         return None
     states, values = _layout(specs)
     states["__pe_zero"] = _summed(_regression.zero_actual_count(actual, pred, weight=d.weight))
@@ -281,7 +295,7 @@ def _binary_table(d: _Definition) -> _Table | None:
     specs = _binary_task._summary_specs(
         infos, label, score, d.weight, o["pos_label"], o["threshold"], ""
     )
-    if any(spec.has_rows for spec in specs.values()):
+    if not _bounded(specs):
         return None
     states, values = _layout(specs)
     return _Table(
@@ -310,7 +324,7 @@ def _multiclass_table(d: _Definition) -> _Table | None:
     stages, specs = _multiclass_task.table_specs(
         label, pred, proba, classes, d.weight, k, aucs=False
     )
-    if any(spec.has_rows for spec in specs.values()):
+    if not _bounded(specs):
         return None
     states, values = _layout(specs)
     finals, undefined = _multiclass_task.table_columns(values, k=k, baseline=o["baseline"])
@@ -342,7 +356,7 @@ def _table(d: _Definition) -> _Table | None:
     counts = row_counts(table.args, table.inputs)
     assert counts is not None
     extra = {name: _summed(e.alias(name)) for name, e in zip(COUNTS, counts, strict=True)}
-    return _Table(**{**table.__dict__, "states": {**table.states, **extra}})
+    return replace(table, states={**table.states, **extra})
 
 
 def _jsonable(value: Any) -> Any:
@@ -377,12 +391,21 @@ class Evaluation:
     ``label=, pred=, proba=, classes=`` for multiclass; ``actual=, forecast=, series=,
     time=`` (+ ``train=``, ``season_length=``) for forecasting; ``relevance=, score=,
     query=`` (+ ``item=``, ``k=`` …) for ranking). ``metrics=None`` keeps every metric of
-    the task method.
+    the task method; for binary and regression, ``metrics=`` takes any registered metric
+    of the task, as the task method's ``metrics=`` does.
 
-    :meth:`update` adds rows (a DataFrame, a LazyFrame collected with the streaming
-    engine, or an Arrow table); :meth:`merge` adds another evaluation of the same
-    definition over disjoint rows; :attr:`state` is the merged state as a small
-    ``pl.DataFrame``; :meth:`compute` gives the task method's table on every row seen.
+    :meth:`update` adds rows (a DataFrame, a LazyFrame streamed in chunks, or an Arrow
+    table); :meth:`merge` adds another evaluation of the same definition over disjoint
+    rows; :attr:`state` is the merged state as a small ``pl.DataFrame``; :meth:`compute`
+    gives the task method's table on every row seen.
+
+    Memory: where every metric keeps states of sums, extrema or co-moments, the state is
+    a few numbers per group, whatever the rows: the regression task without ``medae``,
+    ``spearman``, ``kendall_tau`` and ``mer``, the multiclass task with ``classes=``
+    (without the AUCs), the binary task with one-pass metrics only (``logloss``,
+    ``brier``, ``accuracy``, ``f1`` …), none of them with ``baseline=True``. Every other
+    definition keeps the distinct rows (group, inputs, summed weight), and its memory
+    grows with them (exact sort-based binary metrics: with the distinct scores).
 
     Not supported (refused when asked): ``cutoff=``/``lead=`` for forecasting (a lead is
     a rank within a cutoff, not a sum) and ``ties="first"`` for ranking (input order does
@@ -632,9 +655,8 @@ class Evaluation:
     def _streamed_states(self, lf: pl.LazyFrame, checks: list[pl.Expr]) -> pl.DataFrame:
         """The specs' states of a LazyFrame, from its rows in chunks (streaming engine).
 
-        A state such as the co-moments (two passes: the means, then the centred sums) or
-        the binary threshold state (a sort) is not a streaming aggregation: over a whole
-        lake Polars would hold every row of a group. Chunk by chunk, the rows held are
+        The co-moments (two passes: the means, then the centred sums) are not a streaming
+        aggregation: over a whole lake Polars would hold every row of a group. Chunk by chunk, the rows held are
         one chunk's, and the states of the chunks are merged by their rules as they come.
         """
         parts: list[pl.DataFrame] = []
@@ -699,8 +721,7 @@ class Evaluation:
     @property
     def state(self) -> pl.DataFrame:
         """The merged state: a definition row, then one row per group (the specs' states:
-        sums, extrema and co-moments, and for the sort-based binary metrics a list of one
-        ``{t, tp, fp}`` per distinct score) or one row per distinct key (the rows kept).
+        sums, extrema and co-moments) or one row per distinct key (the rows kept).
 
         Write it with ``write_parquet`` and read it back with :meth:`from_state`.
         """
