@@ -2,7 +2,8 @@
 
 Writes a hive-partitioned parquet lake (``seg=<k>/part-<i>.parquet``, 100 segments, file
 by file so the writer never holds the lake) of continuous scores or scores at 4
-decimals, then evaluates the binary task per segment in a fresh process per run:
+decimals, then evaluates the binary task per segment in a fresh process per run
+(``--task binary``):
 
 * ``expr streaming``: ``scan_parquet().group_by("seg").agg(pe.auc, pe.logloss, pe.ks)``
   collected with the streaming engine (the sorted state of every row: memory grows with
@@ -12,9 +13,23 @@ decimals, then evaluates the binary task per segment in a fresh process per run:
 * ``Evaluation bins=1000``: one state row per (segment, label, bin, side of the
   threshold): memory independent of the rows.
 
-    python benchmarks/bench_scale.py --rows 1e7 1e8 --decimals 4 --dir /tmp/lakes
+With ``--task regression`` the lake holds ``actual``/``pred`` columns (continuous, or at
+``--decimals``) and the runs are the regression table per segment without its order
+statistics (``REGRESSION_METRICS``: every metric whose state is sums, extrema or
+co-moments):
 
-Prints seconds, peak resident MiB and the ratio to the exact streaming expression.
+* ``expr streaming``: ``scan_parquet().eval.regression(..., by="seg", metrics=...)``
+  collected with the streaming engine;
+* ``Evaluation rows (old)``: ``pe.Evaluation`` forced onto the distinct-rows state
+  (one row per distinct (segment, actual, pred), finalized by the task method's whole
+  table, as before the specs' states);
+* ``Evaluation states``: ``pe.Evaluation(..., metrics=REGRESSION_METRICS)``: the specs'
+  states, one row per segment.
+
+    python benchmarks/bench_scale.py --rows 1e7 1e8 --decimals 4 --dir /tmp/lakes
+    python benchmarks/bench_scale.py --task regression --rows 1e7 1e8 --decimals none
+
+Prints seconds, peak resident MiB and the ratio to the first run.
 """
 
 from __future__ import annotations
@@ -27,6 +42,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import polars_eval as pe
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _harness import machine_line, run_child  # noqa: E402
 
@@ -34,9 +51,32 @@ SEGMENTS = 100
 ROWS_PER_FILE = 5_000_000
 
 
-def write_lake(root: Path, rows: int, decimals: int | None, seed: int = 0) -> Path:
+def binary_columns(rng: np.random.Generator, n: int, decimals: int | None) -> dict:
+    """0/1 labels ``y`` and logistic scores ``s``."""
+    y = rng.integers(0, 2, n).astype(np.int8)
+    s = 1.0 / (1.0 + np.exp(-(rng.normal(size=n) + 0.8 * y - 0.4)))
+    return {"y": y, "s": s if decimals is None else np.round(s, decimals)}
+
+
+def regression_columns(rng: np.random.Generator, n: int, decimals: int | None) -> dict:
+    """Positive targets ``actual`` (about 5 % zeros) and predictions ``pred``."""
+    actual = rng.gamma(2.0, 10.0, n)
+    actual[rng.random(n) < 0.05] = 0.0
+    pred = np.abs(actual + rng.normal(0.0, 5.0, n))
+    if decimals is not None:
+        actual, pred = np.round(actual, decimals), np.round(pred, decimals)
+    return {"actual": actual, "pred": pred}
+
+
+COLUMNS = {"binary": binary_columns, "regression": regression_columns}
+
+
+def write_lake(
+    root: Path, rows: int, decimals: int | None, seed: int = 0, task: str = "binary"
+) -> Path:
     """A hive lake of ``rows`` rows, written one file at a time (skipped if present)."""
-    tag = f"rows{rows:.0e}_dec{decimals if decimals is not None else 'none'}"
+    prefix = "" if task == "binary" else f"{task}_"
+    tag = f"{prefix}rows{rows:.0e}_dec{decimals if decimals is not None else 'none'}"
     lake = root / tag
     done = lake / "_done"
     if done.exists():
@@ -46,11 +86,7 @@ def write_lake(root: Path, rows: int, decimals: int | None, seed: int = 0) -> Pa
     per_file = rows // n_files
     for i in range(n_files):
         seg = rng.integers(0, SEGMENTS, per_file).astype(np.int16)
-        y = rng.integers(0, 2, per_file).astype(np.int8)
-        s = 1.0 / (1.0 + np.exp(-(rng.normal(size=per_file) + 0.8 * y - 0.4)))
-        if decimals is not None:
-            s = np.round(s, decimals)
-        frame = pl.DataFrame({"seg": seg, "y": y, "s": s})
+        frame = pl.DataFrame({"seg": seg, **COLUMNS[task](rng, per_file, decimals)})
         for (k,), part in frame.partition_by("seg", as_dict=True).items():
             path = lake / f"seg={k}" / f"part-{i:04d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,23 +114,54 @@ RUNS = {
     ),
 }
 
+ORDER_STATISTICS = ("medae", "spearman", "kendall_tau", "mer")  # their state is the rows
+REGRESSION_METRICS = [
+    name
+    for name in pe.metrics().filter(task="regression", in_summary=True, kind="scalar")["name"]
+    if name not in ORDER_STATISTICS
+]
+_REGRESSION_EV = (
+    "import polars as pl, polars_eval as pe\n"
+    "ev = pe.Evaluation('regression', actual='actual', pred='pred', by='seg', "
+    f"metrics={REGRESSION_METRICS!r})\n"
+    "{force}"
+    "ev.update(pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True)).compute()"
+)
+REGRESSION_RUNS = {
+    "expr streaming": (
+        "import polars as pl, polars_eval as pe\n"
+        "pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True).eval.regression("
+        f"'actual', 'pred', by='seg', metrics={REGRESSION_METRICS!r}"
+        ").collect(engine='streaming')"
+    ),
+    # the distinct-rows state and the task method's whole table, as before the specs' states
+    "Evaluation rows (old)": _REGRESSION_EV.replace("{force}", "ev._table_cache = None\n"),
+    "Evaluation states": _REGRESSION_EV.replace("{force}", ""),
+}
+TASK_RUNS = {"binary": RUNS, "regression": REGRESSION_RUNS}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", type=float, default=[1e7])
     parser.add_argument("--decimals", nargs="+", default=["none", "4"])
     parser.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp") + "/pe_lakes")
-    parser.add_argument("--runs", nargs="+", default=list(RUNS))
+    parser.add_argument("--task", choices=list(TASK_RUNS), default="binary")
+    parser.add_argument("--runs", nargs="+", default=None, help="default: every run of --task")
     args = parser.parse_args()
+    runs = TASK_RUNS[args.task]
     print(machine_line())
     for rows in args.rows:
         for dec in args.decimals:
             decimals = None if dec == "none" else int(dec)
-            lake = write_lake(Path(args.dir), int(rows), decimals)
-            print(f"\n{int(rows):.0e} rows, scores at {dec} decimals, {SEGMENTS} segments")
+            lake = write_lake(Path(args.dir), int(rows), decimals, task=args.task)
+            print(
+                f"\n{args.task}: {int(rows):.0e} rows, values at {dec} decimals, "
+                f"{SEGMENTS} segments"
+            )
             base = None
-            for name in args.runs:
-                result = run_child(RUNS[name].format(lake=lake))
+            for name in args.runs or list(runs):
+                result = run_child(runs[name].replace("{lake}", str(lake)))
                 base = base or result["seconds"]
                 print(
                     f"  {name:22s} {result['seconds']:8.2f} s  peak {result['peak_mib']:8.0f} MiB"

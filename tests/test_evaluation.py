@@ -290,13 +290,18 @@ def test_merge_refuses_another_definition_naming_the_difference():
         a.merge(d)
 
 
-def test_state_of_a_newer_version_is_refused():
-    state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(19)).state
+def with_version(state: pl.DataFrame, version: int) -> pl.DataFrame:
+    """``state`` with the format version of its definition row replaced."""
     raw = json.loads(state.filter(pl.col(PART) == "def")[DEF].item())
-    raw["version"] = 99
-    newer = state.with_columns(
+    raw["version"] = version
+    return state.with_columns(
         pl.when(pl.col(PART) == "def").then(pl.lit(json.dumps(raw))).alias(DEF)
     )
+
+
+def test_state_of_a_newer_version_is_refused():
+    state = pe.Evaluation("binary", label="y", score="p").update(binary_frame(19)).state
+    newer = with_version(state, 99)
     with pytest.raises(pe.InvalidParameterError, match="newer polars_eval"):
         pe.Evaluation.from_state(newer)
     with pytest.raises(pe.InvalidParameterError, match="from_state"):
@@ -380,3 +385,314 @@ def test_task_method_bins_equal_the_binned_evaluation_lazy_and_eager(by):
     assert isinstance(lazy, pl.LazyFrame)
     assert lazy.collect_schema() == want.schema
     assert_same(lazy.collect(engine="streaming"), want)
+
+
+# -- the specs' states (binary, regression, multiclass tables) ---------------------------
+
+# the regression table without its order statistics (medae, spearman, kendall_tau, mer:
+# their state is the rows), a deviance with its data check, and the zero-actual count
+REGRESSION_STATE_METRICS = [
+    "mse",
+    "rmse",
+    "mae",
+    "max_error",
+    "bias",
+    "r2",
+    "r2_pearson",
+    "pearson",
+    "explained_variance",
+    "rmsle",
+    "msle",
+    "rmspe",
+    "mape",
+    "smape",
+    "wape",
+    "mean_poisson_deviance",
+    "zero_actuals",
+]
+# binary metrics of one pass (sums): the sort-based ones (AUC, KS ...) keep distinct rows
+BINARY_STATE_METRICS = [
+    "logloss",
+    "brier",
+    "accuracy",
+    "balanced_accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "mcc",
+    "cohen_kappa",
+    "jaccard",
+    "youden_j",
+    "positive_likelihood_ratio",
+    "hinge_loss",
+]
+MULTICLASS_ARGS = {"pred": "pred", "proba": ["pa", "pb", "pc"], "classes": ["a", "b", "c"]}
+
+
+def regression_frame(seed: int, n: int = 1500, *, tied: bool) -> pl.DataFrame:
+    """Positive targets with some zeros, ties when ``tied``, zero weights, 3 groups."""
+    rng = np.random.default_rng(seed)
+    y = rng.gamma(2.0, 3.0, n)
+    p = np.abs(y + rng.normal(0.0, 2.0, n)) + 0.01
+    if tied:
+        y, p = np.round(y), np.round(p) + 1.0
+    y[rng.random(n) < 0.05] = 0.0
+    w = rng.integers(0, 4, n).astype(float) * rng.random(n)
+    return pl.DataFrame({"g": rng.integers(0, 3, n), "y": y, "p": p, "w": w})
+
+
+def parquet_merged(make: callable, parts: list[pl.DataFrame], tmp_path) -> pe.Evaluation:
+    """One evaluation per part, each state written to parquet and read back, merged."""
+    total = make()
+    for i, part in enumerate(parts):
+        path = tmp_path / f"state{i}.parquet"
+        make().update(part).state.write_parquet(path)
+        total.merge(pe.Evaluation.from_state(pl.read_parquet(path)))
+    return total
+
+
+def assert_states_kept(ev: pe.Evaluation, groups: int) -> None:
+    """The state is the specs' states: one row per group, not the rows."""
+    state = ev.state
+    assert set(state[PART].to_list()) == {"def", "states"}
+    assert state.height == 1 + groups
+
+
+SEEDS = [(30, 2, True), (31, 5, False), (32, 7, True)]
+
+
+@pytest.mark.parametrize(("seed", "n_parts", "tied"), SEEDS)
+@pytest.mark.parametrize("weight", [None, "w"])
+@pytest.mark.parametrize("by", [None, "g"])
+def test_regression_states_partitions_equal_whole(tmp_path, seed, n_parts, tied, weight, by):
+    df = regression_frame(seed, tied=tied)
+    metrics = [m for m in REGRESSION_STATE_METRICS if m != "zero_actuals"]
+    want = df.eval.regression("y", "p", weight=weight, by=by, metrics=metrics)
+    want = want.select(*([by] if by else []), *REGRESSION_STATE_METRICS)
+
+    def make():
+        return pe.Evaluation(
+            "regression", actual="y", pred="p", weight=weight, by=by,
+            metrics=REGRESSION_STATE_METRICS,
+        )  # fmt: skip
+
+    ev = parquet_merged(make, partitions(df, n_parts, seed=seed + 100), tmp_path)
+    assert_states_kept(ev, 3 if by else 1)
+    assert_same(ev.compute(), want)
+
+
+@pytest.mark.parametrize(("seed", "n_parts", "tied"), SEEDS)
+@pytest.mark.parametrize("weight", [None, "w"])
+@pytest.mark.parametrize("by", [None, "seg"])
+def test_binary_states_partitions_equal_whole(tmp_path, seed, n_parts, tied, weight, by):
+    df = binary_frame(seed)
+    if not tied:
+        rng = np.random.default_rng(seed)
+        df = df.with_columns(p=pl.Series(rng.random(df.height)))
+    kw = {"weight": weight, "by": by, "threshold": 0.4, "metrics": BINARY_STATE_METRICS}
+    want = df.eval.binary("y", "p", **kw)
+
+    def make():
+        return pe.Evaluation("binary", label="y", score="p", **kw)
+
+    ev = parquet_merged(make, partitions(df, n_parts, seed=seed + 100), tmp_path)
+    assert_states_kept(ev, 3 if by else 1)
+    assert_same(ev.compute(), want)
+
+
+@pytest.mark.parametrize(("seed", "n_parts", "tied"), SEEDS)
+@pytest.mark.parametrize("weight", [None, "w"])
+@pytest.mark.parametrize("baseline", [False, True])
+def test_multiclass_states_partitions_equal_whole(tmp_path, seed, n_parts, tied, weight, baseline):
+    df = multiclass_frame(1200, seed=seed).with_columns(
+        w=pl.when(pl.int_range(pl.len()) % 9 == 0).then(0.0).otherwise(pl.col("w"))
+    )
+    if tied:  # probabilities on a grid of quarters (ties within and across rows)
+        q = pl.col("pa", "pb").round(0) / 4.0
+        df = df.with_columns(q).with_columns(pc=1.0 - pl.col("pa") - pl.col("pb"))
+    want = df.eval.multiclass("y", weight=weight, by="g", baseline=baseline, **MULTICLASS_ARGS)
+    # pred= alone: every column; with proba=: the metrics other than the AUCs (rows)
+    metrics = [c for c in want.columns if c != "g" and not c.startswith("multiclass_auc")]
+
+    def make_pred():
+        args = {"pred": "pred", "classes": ["a", "b", "c"]}
+        return pe.Evaluation(
+            "multiclass", label="y", weight=weight, by="g", baseline=baseline, **args
+        )
+
+    def make_proba():
+        return pe.Evaluation(
+            "multiclass", label="y", weight=weight, by="g", baseline=baseline,
+            metrics=metrics, **MULTICLASS_ARGS,
+        )  # fmt: skip
+
+    parts = partitions(df, n_parts, seed=seed + 100)
+    only_pred = df.eval.multiclass(
+        "y", pred="pred", classes=["a", "b", "c"], weight=weight, by="g", baseline=baseline
+    )
+    for make, expected in ((make_pred, only_pred), (make_proba, want.select("g", *metrics))):
+        ev = parquet_merged(make, parts, tmp_path)
+        assert_states_kept(ev, 2)
+        assert_same(ev.compute(), expected)
+
+
+def test_states_do_not_grow_with_the_rows():
+    rng = np.random.default_rng(33)
+    n = 200_000
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 4, n),
+            "y": rng.normal(size=n),  # continuous: as many distinct rows as rows
+            "p": rng.normal(size=n),
+        }
+    )
+    ev = pe.Evaluation("regression", actual="y", pred="p", by="g", metrics=["rmse", "r2"])
+    for part in partitions(df, 4, seed=34):
+        ev.update(part.lazy())
+    assert ev.state.height == 1 + 4
+    want = df.eval.regression("y", "p", by="g", metrics=["rmse", "r2"])
+    assert_same(ev.compute(), want.select("g", "rmse", "r2"))
+
+
+def test_order_statistics_and_baselines_keep_the_distinct_rows():
+    df = regression_frame(35, n=300, tied=True)
+    for kw in ({"metrics": ["mse", "medae"]}, {"baseline": True}, {}):
+        ev = pe.Evaluation("regression", actual="y", pred="p", by="g", **kw).update(df)
+        assert set(ev.state[PART].to_list()) == {"def", "rows"}
+    for kw in ({"baseline": True, "metrics": ["logloss"]}, {"metrics": ["logloss", "auc"]}, {}):
+        ev = pe.Evaluation("binary", label="y", score="p", **kw).update(binary_frame(36))
+        assert set(ev.state[PART].to_list()) == {"def", "rows"}
+    ev = pe.Evaluation("multiclass", label="y", pred="pred").update(multiclass_frame(50, seed=37))
+    assert set(ev.state[PART].to_list()) == {"def", "rows"}
+
+
+def test_states_report_undefined_values_as_the_task_method():
+    df = regression_frame(38, n=60, tied=False).with_columns(
+        # group 2: one row of weight > 0 (r2 undefined there); a log metric out of domain
+        w=pl.when((pl.col("g") == 2) & (pl.int_range(pl.len()) > 5)).then(0.0).otherwise(1.0),
+        p=pl.when(pl.int_range(pl.len()) == 0).then(-3.0).otherwise(pl.col("p")),
+    )
+    metrics = ["mse", "r2", "msle"]
+    kw = {"weight": "w", "by": "g", "metrics": metrics}
+    with pytest.warns(pe.UndefinedMetricWarning) as want_warnings:
+        want = df.eval.regression("y", "p", **kw)
+    ev = pe.Evaluation("regression", actual="y", pred="p", **kw)
+    with pytest.warns(pe.UndefinedMetricWarning) as got_warnings:
+        got = ev.update(df).compute()
+    assert_same(got, want.select("g", *metrics))
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+
+
+@pytest.mark.parametrize("task", ["regression", "binary"])
+def test_states_without_a_usable_row_raise_as_the_task_method(task):
+    df = regression_frame(39, n=20, tied=True).with_columns(
+        y=pl.when(pl.col("g") == 0).then(None).otherwise((pl.col("y") > 3).cast(pl.Float64)),
+        w=pl.when(pl.col("g") == 0).then(pl.col("w")).otherwise(0.0),
+        p=pl.col("p") / (pl.col("p").max() + 1.0),
+    )
+    if task == "regression":
+        method = df.eval.regression
+        ev = pe.Evaluation(task, actual="y", pred="p", weight="w", metrics=["mse", "r2"])
+    else:
+        method = df.eval.binary
+        ev = pe.Evaluation(task, label="y", score="p", weight="w", metrics=["f1", "logloss"])
+    with pytest.raises(pe.UndefinedMetricError) as want:
+        method("y", "p", weight="w", metrics=["mse", "r2"] if task == "regression" else None)
+    with pytest.raises(pe.UndefinedMetricError) as got:
+        ev.update(df).compute()
+    assert str(got.value) == str(want.value)
+    assert "weight 0" in str(got.value)
+
+
+def test_states_validate_at_update_as_the_task_method():
+    ev = pe.Evaluation("regression", actual="y", pred="p", metrics=["mean_poisson_deviance"])
+    bad = pl.DataFrame({"y": [1.0, 2.0], "p": [0.5, -1.0]})
+    with pytest.raises(pe.DataValidationError) as want:
+        bad.eval.regression("y", "p", metrics=["mean_poisson_deviance"])
+    with pytest.raises(pe.DataValidationError) as got:
+        ev.update(bad)
+    assert str(got.value) == str(want.value)
+    ev = pe.Evaluation("multiclass", label="y", pred="pred", classes=["a", "b"])
+    with pytest.raises(pe.DataValidationError, match='"y"'):
+        ev.update(pl.DataFrame({"y": ["a", "z"], "pred": ["a", "b"]}))
+    assert ev.state.height == 1  # the bad batch left nothing
+
+
+def test_refusing_to_merge_names_the_difference_of_state_definitions():
+    def make(**kw):
+        return pe.Evaluation("regression", actual="y", pred="p", metrics=["mse"], **kw)
+
+    cases = [
+        (make(), pe.Evaluation("regression", actual="y", pred="p", metrics=["mae"]), "metrics"),
+        (make(), make(weight="w"), "weight"),
+        (make(), make(by="g"), "by"),
+        (make(), make(zero_actuals="error"), "zero_actuals"),
+        (make(), pe.Evaluation("regression", actual="y", pred="q", metrics=["mse"]), "pred"),
+    ]
+    df = regression_frame(40, n=50, tied=True).with_columns(q=pl.col("p"))
+    for a, b, what in cases:
+        a.update(df)
+        b = pe.Evaluation.from_state(b.update(df).state)
+        with pytest.raises(pe.InvalidParameterError, match=what):
+            a.merge(b)
+
+
+def test_a_version_1_state_of_a_states_task_is_refused():
+    ev = pe.Evaluation("binary", label="y", score="p", metrics=["logloss"])
+    state = ev.update(binary_frame(41)).state
+    with pytest.raises(pe.InvalidParameterError, match="older polars_eval"):
+        pe.Evaluation.from_state(with_version(state, 1))
+    # a task that keeps its rows reads a version-1 state as before
+    state = pe.Evaluation("binary", label="y", score="p", bins=8).update(binary_frame(41)).state
+    assert pe.Evaluation.from_state(with_version(state, 1)).state.height == state.height
+
+
+def test_states_evaluation_that_saw_no_rows():
+    ev = pe.Evaluation("multiclass", label="y", pred="pred", classes=["a", "b"], by="g")
+    got = ev.compute()
+    want = (
+        pl.DataFrame({"g": [0], "y": ["a"], "pred": ["a"]}, schema_overrides={"g": pl.Float64})
+        .head(0)
+        .eval.multiclass("y", pred="pred", classes=["a", "b"], by="g")
+    )
+    assert got.schema == want.schema and got.height == 0
+    ev = pe.Evaluation("regression", actual="y", pred="p", metrics=["mse"])
+    with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
+        ev.compute()
+    ev.update(pl.DataFrame({"y": [], "p": []}, schema={"y": pl.Float64, "p": pl.Float64}))
+    with pytest.raises(pe.UndefinedMetricError, match="the input has no rows"):
+        ev.compute()
+
+
+def test_lazy_update_in_chunks_equals_the_whole(monkeypatch, tmp_path):
+    from polars_eval.scale import evaluation
+
+    monkeypatch.setattr(evaluation, "_CHUNK_ROWS", 100)  # 3000 rows: many chunks, merged
+    calls = []
+    batch_rows = evaluation.Evaluation._batch_rows
+
+    def counted(self, lf):
+        calls.append(1)
+        return batch_rows(self, lf)
+
+    monkeypatch.setattr(evaluation.Evaluation, "_batch_rows", counted)
+    df = binary_frame(42)
+    df.write_parquet(tmp_path / "lake.parquet")
+    lake = pl.scan_parquet(tmp_path / "lake.parquet")
+    kw = {"weight": "w", "by": "seg", "metrics": BINARY_STATE_METRICS}
+    ev = pe.Evaluation("binary", label="y", score="p", **kw).update(lake)
+    assert len(calls) >= 2 * evaluation._MERGE_EVERY
+    assert_states_kept(ev, 3)
+    assert_same(ev.compute(), df.eval.binary("y", "p", **kw))
+    # bad rows in several chunks: counted over every chunk, as the task method counts them
+    bad = df.with_columns(
+        w=pl.when(pl.int_range(pl.len()) % 700 == 5).then(-1.0).otherwise(pl.col("w"))
+    )
+    with pytest.raises(pe.DataValidationError) as want:
+        bad.eval.binary("y", "p", **kw)
+    ev = pe.Evaluation("binary", label="y", score="p", **kw)
+    with pytest.raises(pe.DataValidationError) as got:
+        ev.update(bad.lazy())
+    assert str(got.value) == str(want.value)
+    assert "found 5 negative rows" in str(got.value)
+    assert ev.state.height == 1

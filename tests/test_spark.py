@@ -170,6 +170,30 @@ def test_regression_equals_one_machine(spark):
     assert_same(got, df.eval.regression("y", "p", weight="w", by="g"))
 
 
+@pytest.mark.parametrize("by", [None, "g"])
+def test_metric_states_equal_one_machine(spark, by):
+    """Definitions kept as the metrics' states (co-moments, sums, extrema) through Spark."""
+    rng = np.random.default_rng(14)
+    n = 1500
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 3, n),
+            "y": rng.gamma(2.0, 3.0, n),
+            "p": rng.gamma(2.0, 3.0, n),
+            "w": rng.random(n),
+        }
+    )
+    metrics = ["mse", "r2", "pearson", "max_error", "mape", "zero_actuals"]
+    kw = {"actual": "y", "pred": "p", "weight": "w", "by": by, "metrics": metrics}
+    got = pe.spark.evaluate(to_spark(spark, df), "regression", **kw)
+    assert_same(got, one_machine(df, "regression", **kw))
+    assert pe.Evaluation("regression", **kw).update(df).state["__pe_part"][-1] == "states"
+    mc = multiclass_frame(1200, seed=15)
+    kw = {"label": "y", "pred": "pred", "classes": ["a", "b", "c"], "weight": "w", "by": by}
+    got = pe.spark.evaluate(to_spark(spark, mc), "multiclass", **kw)
+    assert_same(got, one_machine(mc, "multiclass", **kw))
+
+
 def test_multiclass_equals_one_machine(spark):
     df = multiclass_frame(1200, seed=5)
     kw = {

@@ -175,37 +175,56 @@ def no_rows_reason(
     """Why no row can be evaluated (an empty input, every row null or of weight 0), or None.
 
     A row is used when every column argument is non-null and its weight (if any) is not
-    0. Runs one small query over ``source``; called only once a metric came out null.
+    0. Runs one small query over ``source`` (:func:`row_counts`); called only once a
+    metric came out null.
     """
+    counts = row_counts(args, inputs)
+    if counts is None:
+        return None
+    n, n_complete, n_used = source.select(counts).collect().row(0)
+    return no_rows_text(n, n_complete, n_used, args, inputs)
+
+
+def row_counts(args: Mapping[str, Any], inputs: Mapping[str, Role]) -> list[pl.Expr] | None:
+    """The rows, the complete rows (no null input) and the used rows (complete, weight
+    not 0) as three Int64 aggregations (sums: the counts of disjoint parts add up), or
+    None when there is no column argument."""
     present: list[pl.Expr] = []
     weights: list[pl.Expr] = []
-    names: list[str] = []
     for arg, role in inputs.items():
         if role == "row_id":
             continue
         for item in _column_items(args.get(arg)):
             expr = to_expr(item)
             present.append(expr.is_not_null())
-            names.append(column_name(item))
             if role == "weight":
                 weights.append(expr.cast(pl.Float64) != 0.0)
     if not present:
         return None
     complete = pl.all_horizontal(present)
     used = complete & pl.all_horizontal(weights) if weights else complete
-    n, n_complete, n_used = (
-        source.select(
-            pl.len().cast(pl.Int64),
-            complete.sum().cast(pl.Int64).alias("complete"),
-            used.sum().cast(pl.Int64).alias("used"),
-        )
-        .collect()
-        .row(0)
-    )
+    return [
+        pl.len().cast(pl.Int64).alias("n"),
+        complete.sum().cast(pl.Int64).alias("complete"),
+        used.sum().cast(pl.Int64).alias("used"),
+    ]
+
+
+def no_rows_text(
+    n: int, n_complete: int, n_used: int, args: Mapping[str, Any], inputs: Mapping[str, Role]
+) -> str | None:
+    """Why no row can be evaluated, from the counts of :func:`row_counts`; None when some
+    row is used."""
     if n_used:
         return None
     if n == 0:
         return "the input has no rows"
+    names = [
+        column_name(item)
+        for arg, role in inputs.items()
+        if role != "row_id"
+        for item in _column_items(args.get(arg))
+    ]
     # internal columns (a scale joined from train=) are no column of the caller's
     columns = _either([f'"{c}"' for c in dict.fromkeys(names) if not c.startswith("__pe_")])
     if n_complete == 0:

@@ -257,6 +257,44 @@ class _Table:
             self.undefined[column] = info.undefined or "no defined value"
 
 
+def table_specs(
+    args: Mapping[str, Any],
+    options: Mapping[str, Any],
+    metrics: str | Sequence[str] | None,
+    baseline: bool,
+) -> tuple[list[list[pl.Expr]], _Table]:
+    """The task table's specs and columns (:class:`_Table`) for the column arguments
+    ``args`` (label, pred, proba, classes — checked —, weight) and the metrics' options,
+    with the stages of row columns their states read (the parts many states share,
+    computed once). ``pe.Evaluation`` keeps the same specs' states."""
+    check_options(options["multi_class"], options["weights"], options["adjusted"])
+    infos = summary_infos(metrics, args["proba"] is not None)
+    bound = {info.name: bind(info, args, options) for info in infos}
+    stages, pred_side, proba_side = m.shared_columns(
+        args["label"], args["pred"], args["proba"], args["classes"], args["weight"]
+    )
+    table = _Table(pred_side, proba_side, options)
+    if baseline or any("pred" in info.inputs for info in infos):
+        counts = m.class_counts(pred_side)
+        table.specs[VECTOR] = MetricSpec(counts.states, counts.vector)
+    for info in infos:
+        table.add(info, bound[info.name])
+    return stages, table
+
+
+def table_columns(table: _Table, final: Mapping[str, pl.Expr], baseline: bool) -> list[pl.Expr]:
+    """The table's columns (and ``<metric>_baseline`` ones) over the finalized value of
+    each of its specs (``final``, by spec name)."""
+    finals = [value(final.__getitem__).alias(name) for name, value in table.values.items()]
+    if baseline:
+        finals += [
+            table.constants[name](final.__getitem__).alias(f"{name}_baseline")
+            for name in table.values
+            if name in table.constants
+        ]
+    return finals
+
+
 class MulticlassMethods:
     """``df.eval.multiclass``: every summary metric of the task, one wide row per group."""
 
@@ -355,19 +393,9 @@ class MulticlassMethods:
         if proba is not None:
             cls = m.check_classes(classes, required="with proba= (the class of each probability)")
             check_positive_int("k", k)
-        check_options(multi_class, weights, adjusted)
-        infos = summary_infos(metrics, proba is not None)
-        args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
         options = {"k": k, "multi_class": multi_class, "weights": weights, "adjusted": adjusted}
-        bound = {info.name: bind(info, args, options) for info in infos}
-        # the row-level parts that many states read, computed once (stages of columns)
-        stages, pred_side, proba_side = m.shared_columns(label, pred, proba, cls, weight)
-        table = _Table(pred_side, proba_side, options)
-        if baseline or any("pred" in info.inputs for info in infos):
-            counts = m.class_counts(pred_side)
-            table.specs[VECTOR] = MetricSpec(counts.states, counts.vector)
-        for info in infos:
-            table.add(info, bound[info.name])
+        args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
+        stages, table = table_specs(args, options, metrics, baseline)
         planned = plan_specs(table.specs, columns_first=True)
         # each spec's value over the state columns (the rows specs: their column)
         final = {
@@ -376,13 +404,7 @@ class MulticlassMethods:
             else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
             for name, spec in table.specs.items()
         }
-        finals = [value(final.__getitem__).alias(name) for name, value in table.values.items()]
-        if baseline:
-            finals += [
-                table.constants[name](final.__getitem__).alias(f"{name}_baseline")
-                for name in table.values
-                if name in table.constants
-            ]
+        finals = table_columns(table, final, baseline)
         plan = Plan(
             exprs=planned.aggs,
             finalize=finals,
