@@ -87,6 +87,7 @@ def test_buckets_from_the_row_count_and_oversized_buckets_in_slices(tmp_path, mo
     assert max(f.height for f in frames) < 1000
     seen = pl.concat([f.select("q").unique() for f in frames])
     assert seen["q"].is_unique().all()  # slices of whole queries
+    assert not [p for p in (tmp_path / "spill").iterdir() if p.name.startswith("_slices")]
     assert_same(ev.compute(), table(df, by="mkt", weight="w"))
 
 
@@ -160,7 +161,7 @@ def test_empty_spill_is_undefined_as_the_task_method(tmp_path):
     with pytest.raises(pe.UndefinedMetricError, match="no rows to evaluate"):
         ev.compute()
     ev.update(query_log(17).head(0))
-    assert not ev._spill.files()
+    assert not ev._spill.files() and ev._spill.buckets is None  # K waits for rows
     grouped = pe.Evaluation("ranking", spill=tmp_path / "by", by="mkt", **ranking())
     assert grouped.compute().height == 0
 

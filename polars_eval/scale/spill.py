@@ -204,27 +204,18 @@ class Spill:
         so a refused (or failed) batch leaves the spill as it was."""
         if self.buckets is None:
             n = rows.select(pl.len()).collect(engine="streaming").item()
+            if n == 0:  # K waits for a batch with rows
+                if checks is not None and accept is not None:
+                    accept(checks.collect(engine="streaming"))
+                return
             self.buckets = max(1, math.ceil(n / BUCKET_ROWS))
             self._save()
-        batch = uuid.uuid4().hex
-        staging = self.root / f"_staging-{batch}"
-
-        def file_path(args: Any) -> Path:
-            bucket = int(args.partition_keys.item())
-            return staging / str(bucket) / f"{batch}-{args.index_in_partition}.parquet"
-
-        keyed = rows.with_columns(
-            (key_hash(rows.collect_schema(), query) % self.buckets).alias(_BUCKET)
-        )
-        sink = keyed.sink_parquet(
-            pl.PartitionBy(staging, key=_BUCKET, include_key=False, file_path_provider=file_path),
-            mkdir=True,
-            lazy=True,
-        )
+        staging = self.root / f"_staging-{uuid.uuid4().hex}"
         try:
-            done = pl.collect_all([sink] if checks is None else [sink, checks], engine="streaming")
-            if accept is not None and checks is not None:
-                accept(done[1])
+            hashed = key_hash(rows.collect_schema(), query) % self.buckets
+            done = _sink(rows, hashed, staging, checks)
+            if accept is not None and done is not None:
+                accept(done)
             for file in staging.glob("*/*.parquet"):
                 target = _bucket_dir(self.root, int(file.parent.name))
                 target.mkdir(exist_ok=True)
@@ -260,19 +251,44 @@ class Spill:
     # -- reading -----------------------------------------------------------------------
 
     def frames(self, query: Sequence[str]) -> Iterator[pl.DataFrame]:
-        """The rows, bucket by bucket (each at most about :data:`BUCKET_ROWS` rows: a larger
-        bucket comes in slices of whole queries, by more bits of the same hash)."""
-        for _, files in self.files().items():
+        """The rows, bucket by bucket. A bucket of more than :data:`BUCKET_ROWS` rows (later
+        updates outgrew K) is first split by more bits of the same hash into slices of whole
+        queries, written aside in one streaming pass, and comes slice by slice."""
+        for files in self.files().values():
             scan = _scan(files)
             n = scan.select(pl.len()).collect().item()
-            slices = max(1, math.ceil(n / BUCKET_ROWS))
-            if slices == 1:
+            slices = math.ceil(n / BUCKET_ROWS)
+            if slices <= 1:
                 yield scan.collect(engine="streaming")
                 continue
             assert self.buckets is not None
-            part = key_hash(scan.collect_schema(), query) // self.buckets % slices
-            for i in range(slices):
-                yield scan.filter(part == i).collect(engine="streaming")
+            aside = self.root / f"_slices-{uuid.uuid4().hex}"
+            try:
+                _sink(scan, key_hash(scan.collect_schema(), query) // self.buckets % slices, aside)
+                for folder in sorted(aside.iterdir()):
+                    yield _scan(sorted(folder.glob("*.parquet"))).collect(engine="streaming")
+            finally:
+                shutil.rmtree(aside, ignore_errors=True)
+
+
+def _sink(
+    rows: pl.LazyFrame, part: pl.Expr, directory: Path, checks: pl.LazyFrame | None = None
+) -> pl.DataFrame | None:
+    """Stream ``rows`` into ``directory/<part>/<id>-<i>.parquet`` (never collected); the
+    result of ``checks`` (a query over the same source), collected in the same pass."""
+    batch = uuid.uuid4().hex
+
+    def file_path(args: Any) -> Path:
+        part = int(args.partition_keys.item())
+        return directory / str(part) / f"{batch}-{args.index_in_partition}.parquet"
+
+    sink = rows.with_columns(part.alias(_BUCKET)).sink_parquet(
+        pl.PartitionBy(directory, key=_BUCKET, include_key=False, file_path_provider=file_path),
+        mkdir=True,
+        lazy=True,
+    )
+    done = pl.collect_all([sink] if checks is None else [sink, checks], engine="streaming")
+    return None if checks is None else done[1]
 
 
 # ---------------------------------------------------------------------------------------
