@@ -214,8 +214,9 @@ class Evaluation:
     larger than memory: :meth:`update` streams the rows into parquet buckets of whole
     queries (a hash of the query keys), :meth:`compute` evaluates one bucket at a time, so
     peak memory is one bucket's, not the rows'. ``spill_buckets=`` fixes the number of
-    buckets (default: from the first update's row count, about 2e7 rows a bucket). The
-    directory must be new or empty; :meth:`from_spill` reopens it; :attr:`state` reads
+    buckets (default: from the first update's row count, about 2e7 rows a bucket; give it
+    when many small batches follow: a bucket that outgrew it is split again at compute,
+    one more pass over its rows). The directory must be new or empty; :meth:`from_spill` reopens it; :attr:`state` reads
     every row back (as large as the rows). See :mod:`polars_eval.scale.spill`.
 
     Examples

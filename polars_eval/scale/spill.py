@@ -17,7 +17,10 @@ memory:
   rounding. Peak memory is one bucket's evaluation, not the rows.
 * ``K`` is ``spill_buckets=`` or, when not given, chosen at the first update from its row
   count (cheap on parquet: the files' metadata) so that a bucket holds about
-  :data:`BUCKET_ROWS` rows; it is then fixed, and recorded in the directory.
+  :data:`BUCKET_ROWS` rows; it is then fixed, and recorded in the directory. A bucket
+  that later updates made larger is split at compute (one more streaming pass over it),
+  so memory stays bounded whatever K; ``spill_buckets=`` saves that pass when the first
+  batch is small and many follow.
 * :meth:`~polars_eval.Evaluation.merge` of two spilled evaluations links the other's
   files into this directory (rewritten into this one's buckets when their ``K`` differ);
   a spilled and an in-memory evaluation merge too.
