@@ -47,6 +47,7 @@ columns included).
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -79,6 +80,7 @@ from polars_eval.metrics import binary as _binary
 from polars_eval.metrics import multiclass as _multiclass
 from polars_eval.metrics import regression as _regression
 from polars_eval.metrics._curve import score_bin
+from polars_eval.scale import spill as _spill
 from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task
 from polars_eval.tasks import regression as _regression_task
@@ -434,6 +436,15 @@ class Evaluation:
     a rank within a cutoff, not a sum) and ``ties="first"`` for ranking (input order does
     not survive a merge).
 
+    ``spill=<directory>`` (ranking): the state lives on disk, not in memory, for query logs
+    larger than memory: :meth:`update` streams the rows into parquet buckets of whole
+    queries (a hash of the query keys), :meth:`compute` evaluates one bucket at a time, so
+    peak memory is one bucket's, not the rows'. ``spill_buckets=`` fixes the number of
+    buckets (default: from the first update's row count, about 2e7 rows a bucket; give it
+    when many small batches follow: a bucket that outgrew it is split again at compute,
+    one more pass over its rows). The directory must be new or empty; :meth:`from_spill` reopens it; :attr:`state` reads
+    every row back (as large as the rows). See :mod:`polars_eval.scale.spill`.
+
     Examples
     --------
     >>> import polars as pl
@@ -459,6 +470,8 @@ class Evaluation:
         weight: str | None = None,
         bins: int | None = None,
         train: pl.DataFrame | pl.LazyFrame | None = None,
+        spill: str | os.PathLike[str] | None = None,
+        spill_buckets: int | None = None,
         **columns: Any,
     ) -> None:
         if task not in TASKS:
@@ -515,6 +528,16 @@ class Evaluation:
         self._train: pl.DataFrame | None = train  # type: ignore[assignment]
         self._rows: pl.DataFrame | None = None
         self._table_cache = _table(self._def)  # option and metric errors now, not at compute
+        self._spill: _spill.Spill | None = None
+        if spill is not None and task != "ranking":
+            raise InvalidParameterError(
+                f"spill= is available for the ranking task; the {task} task keeps its state "
+                "in memory"
+            )
+        if spill is not None:
+            self._spill = _spill.Spill.create(spill, self._def.to_json(), spill_buckets)
+        elif spill_buckets is not None:
+            raise InvalidParameterError("spill_buckets= needs spill= (a directory)")
 
     def __getstate__(self) -> dict[str, Any]:
         # sent to Spark's executors: the table (expressions and closures) is built again there
@@ -651,19 +674,15 @@ class Evaluation:
         here in binned mode); a bad batch raises and leaves the state unchanged.
         Returns ``self``.
         """
-        self._add(self._state_rows(data))
+        if self._spill is not None:
+            _spill.update(self, _lazy(data))
+        else:
+            self._add(self._state_rows(data))
         return self
 
     def _state_rows(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.DataFrame:
         """The validated state rows of one batch (what :meth:`update` adds)."""
-        if isinstance(data, pa.Table):
-            data = pl.from_arrow(data)  # type: ignore[assignment]
-        if not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
-            raise InvalidParameterError(
-                "update() takes a polars DataFrame or LazyFrame or a pyarrow Table; "
-                f"got {type(data).__name__}"
-            )
-        lf = data.lazy()
+        lf = _lazy(data)
         checks = self._check(lf)
         if self._table is not None and isinstance(data, pl.LazyFrame):
             return self._streamed_states(lf, checks)
@@ -737,7 +756,9 @@ class Evaluation:
             raise InvalidParameterError(
                 "cannot merge evaluations of different definitions: " + "; ".join(diff)
             )
-        if other._rows is not None:
+        if self._spill is not None or other._spill is not None:
+            _spill.merge(self, other)
+        elif other._rows is not None:
             self._add(other._rows)
         return self
 
@@ -750,8 +771,9 @@ class Evaluation:
         """
         head = pl.DataFrame({PART: ["def"], DEF: [self._def.to_json()]})
         parts = [head]
-        if self._rows is not None:
-            parts.append(self._rows.with_columns(pl.lit(self._part).alias(PART)))
+        rows = _spill.rows(self) if self._spill is not None else self._rows
+        if rows is not None:
+            parts.append(rows.with_columns(pl.lit(self._part).alias(PART)))
         if self._train is not None:
             parts.append(self._train.with_columns(pl.lit("train").alias(PART)))
         return pl.concat(parts, how="diagonal_relaxed")
@@ -787,9 +809,21 @@ class Evaluation:
             )
         ev._rows = rows.select(columns) if rows.height else None
         ev._train = None
+        ev._spill = None
         if definition.task == "forecast" and train.height:
             names = [definition.columns[k] for k in ("series", "time", "actual")]
             ev._train = train.select(_names(definition.columns["series"]) + names[1:])
+        return ev
+
+    @classmethod
+    def from_spill(cls, path: str | os.PathLike[str]) -> Evaluation:
+        """The spilled evaluation written in the directory ``path`` (``spill=``), e.g. in
+        another process: :meth:`update` adds to it, :meth:`merge` merges it."""
+        store = _spill.Spill.open(path)
+        ev = cls.__new__(cls)
+        ev._def = _Definition.from_json(store.definition)
+        ev._rows = ev._train = None
+        ev._spill = store
         return ev
 
     # -- finalize ----------------------------------------------------------------------
@@ -801,13 +835,14 @@ class Evaluation:
         method does on an empty frame.
         """
         d = self._def
-        if self._rows is None and not d.by:
+        spilled = self._spill is not None and bool(self._spill.files())
+        if self._rows is None and not spilled and not d.by:
             raise UndefinedMetricError(f"no rows to evaluate: this {d.task} evaluation saw none")
         rows = self._rows if self._rows is not None else self._empty_rows()
         chosen = self._method_metrics()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = self._finalize(rows, chosen)
+            out = _spill.compute(self) if spilled else self._finalize(rows, chosen)
         _rewarn(caught, d.metrics if chosen is None else None)
         if d.metrics is not None and chosen is None:
             missing = [m for m in d.metrics if m not in out.columns]
@@ -870,15 +905,7 @@ class Evaluation:
             if not self._keyed:
                 values = [c for c in rows.columns if c != N]
                 rows = rows.with_columns(pl.col(values).repeat_by(N)).explode(values)
-            out = rows.eval.ranking(
-                cols["relevance"],
-                cols["score"],
-                query=cols["query"],
-                item=cols.get("item"),
-                weight=d.weight,
-                by=by,
-                **opts,
-            )
+            out = rows.eval.ranking(**_spill.table_request(d))
         return out
 
     def _finalize_states(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -960,6 +987,18 @@ class Evaluation:
         else:
             out = out.drop(replaced).with_columns(sums)
         return out.select(order)
+
+
+def _lazy(data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.LazyFrame:
+    """A batch given to :meth:`Evaluation.update` as a LazyFrame."""
+    if isinstance(data, pa.Table):
+        data = pl.from_arrow(data)  # type: ignore[assignment]
+    if not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
+        raise InvalidParameterError(
+            "update() takes a polars DataFrame or LazyFrame or a pyarrow Table; "
+            f"got {type(data).__name__}"
+        )
+    return data.lazy()
 
 
 def _rewarn(caught: list[warnings.WarningMessage], metrics: Sequence[str] | None) -> None:

@@ -23,7 +23,14 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, _deferred, build, normalize_by
+from polars_eval._core.planner import (
+    Plan,
+    _deferred,
+    build,
+    no_rows_reason,
+    normalize_by,
+    report_undefined,
+)
 from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check
@@ -93,11 +100,14 @@ def run_ranking(
     counts: bool = False,
     weight: IntoExpr | None = None,
     unjudged: str = "ignore",
+    partial: bool = False,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
     Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
+    ``partial=True`` stops the second stage at its sums per ``by`` group, which add up over
+    disjoint sets of whole queries (:func:`combine_partials` finishes them).
     """
     names = [spec.out for spec in [*specs, *(baseline or [])]]
     # a row with a null weight is ignored, as one with a null relevance and score (BAD_INPUTS
@@ -143,6 +153,7 @@ def run_ranking(
             zero_counts=counts and no_relevant is not None,
             weighted=weight is not None,
             reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
+            partial=partial,
         )
     except DataValidationError as error:
         if isinstance(frame, pl.LazyFrame):
@@ -156,6 +167,80 @@ def _reason(metric: str) -> str:
     that are no public metric share the rule of every ranking metric)."""
     info = _registry.REGISTRY.get(metric)
     return info.undefined if info is not None and info.undefined else rk.NO_RELEVANT_ITEM
+
+
+INPUTS: dict[str, Any] = {
+    "relevance": "relevance",
+    "score": "score",
+    # the item column only names rows for the duplicate check: a null item drops no row
+    "item": "row_id",
+    "weight": "weight",
+}
+"""The input roles of the ranking plan."""
+
+NUM, DEN = "__pe_num_", "__pe_den_"
+COUNTS = ("n_queries", "n_excluded")
+
+
+def _partial_sums(
+    names: Sequence[str], *, weighted: bool, counts: bool, zero_counts: bool
+) -> list[pl.Expr]:
+    """The second stage's sums over the queries of a group: for each metric the (query
+    weighted) sum of its values and the (weight of the) queries where it is defined; the
+    number of queries and of those without a relevant item. Sums of disjoint sets of
+    queries add up to the sums of their union."""
+    aggs: list[pl.Expr] = []
+    for name in names:
+        value = pl.col(name)
+        if weighted:
+            w = pl.col(WEIGHT)
+            aggs += [(value * w).sum().alias(NUM + name), w.filter(value.is_not_null()).sum()]
+        else:
+            aggs += [value.sum().alias(NUM + name), value.count().cast(F64)]
+        aggs[-1] = aggs[-1].cast(F64).alias(DEN + name)
+    if counts or zero_counts:
+        excluded = (pl.col(rk.NREL) == 0.0).sum() if counts else pl.lit(0)
+        aggs = [
+            pl.len().cast(pl.Int64).alias(COUNTS[0]),
+            excluded.cast(pl.Int64).alias(COUNTS[1]),
+            *aggs,
+        ]
+    return aggs
+
+
+def _means(names: Sequence[str], counts: bool) -> list[pl.Expr]:
+    """The (query-weighted) mean over queries from the sums of :func:`_partial_sums`;
+    null where no query has a value."""
+    means = [
+        safe_div(pl.col(NUM + name), pl.col(DEN + name)).cast(F64).alias(name) for name in names
+    ]
+    return [*(pl.col(c) for c in COUNTS if counts), *means]
+
+
+def combine_partials(
+    parts: Sequence[pl.DataFrame], arguments: Mapping[str, Any], source: pl.LazyFrame
+) -> pl.DataFrame:
+    """What :func:`run_ranking` gives on all rows, from its ``partial=True`` results on
+    disjoint sets of whole queries (``arguments``: those of run_ranking). Null values are
+    reported as run_ranking reports them; ``source`` (every row, lazy) is read only to say
+    why nothing could be evaluated."""
+    specs = [*arguments["specs"], *(arguments.get("baseline") or [])]
+    by: list[str] = arguments["by"]
+    merged = pl.concat(parts, how="vertical_relaxed")
+    sums = pl.col([c for c in merged.columns if c not in by]).sum()
+    merged = merged.group_by(by).agg(sums) if by else merged.select(sums)
+    out = merged.select(*by, *_means([s.out for s in specs], bool(arguments.get("counts"))))
+    if by:
+        out = out.sort(by, nulls_last=True)
+    args = {key: arguments.get(key) for key in INPUTS}
+    report_undefined(
+        out,
+        {spec.out: _reason(spec.metric) for spec in specs},
+        grouped=bool(by),
+        strict=arguments.get("strict", True),
+        no_rows=lambda: no_rows_reason(source, args, INPUTS),
+    )
+    return out
 
 
 PARTITION_ROWS = 2_500_000
@@ -180,6 +265,7 @@ def _build(
     zero_counts: bool,
     weighted: bool = False,
     reasons: Mapping[str, str] | None = None,
+    partial: bool = False,
 ) -> pl.LazyFrame:
     """The plan of the ranking metrics: the engine per query (``by`` + ``query`` groups),
     then the second stage: one row per query, or the (query-weighted) mean per ``by``
@@ -205,29 +291,13 @@ def _build(
         per_key = middle(per_key)
         if per_query:
             return per_key.select(keys + names)
-        if weighted:
-            w = pl.col(WEIGHT)
-            aggs = [
-                safe_div((pl.col(name) * w).sum(), w.filter(pl.col(name).is_not_null()).sum())
-                .cast(F64)
-                .alias(name)
-                for name in names
-            ]
-        else:
-            aggs = [pl.col(name).mean().cast(F64) for name in names]
-        if counts or zero_counts:
-            excluded = (pl.col(rk.NREL) == 0.0).sum() if counts else pl.lit(0)
-            aggs = [
-                pl.len().cast(pl.Int64).alias("n_queries"),
-                excluded.cast(pl.Int64).alias("n_excluded"),
-                *aggs,
-            ]
-        return per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
+        aggs = _partial_sums(names, weighted=weighted, counts=counts, zero_counts=zero_counts)
+        sums = per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
+        return sums if partial else sums.select(*by, *_means(names, counts or zero_counts))
 
     plan = Plan(
         exprs=first,
-        # the item column only names rows for the duplicate check: a null item drops no row
-        inputs={"relevance": "relevance", "score": "score", "item": "row_id", "weight": "weight"},
+        inputs=INPUTS,
         args=args,
         by=by,
         keys=query,
@@ -508,6 +578,22 @@ def _ranking(
     │ 2         ┆ 0.75  ┆ 0.5         │
     └───────────┴───────┴─────────────┘
     """
+    arguments = dict(locals())  # every argument by name (the first statement: nothing else)
+    del arguments["self"]
+    return run_ranking(self._frame, **table_arguments(**arguments))
+
+
+def table_arguments(**arguments: Any) -> dict[str, Any]:
+    """The :func:`run_ranking` arguments of ``df.eval.ranking(**arguments)`` (with its
+    defaults; the options checked), without a frame: the spilled evaluation runs them on
+    parts of its rows (:mod:`polars_eval.scale.spill`)."""
+    bound = inspect.signature(_ranking).bind(None, **arguments)
+    bound.apply_defaults()
+    a = bound.arguments
+    k, ties, metrics = a["k"], a["ties"], a["metrics"]
+    gain, max_relevance, log_base, p = a["gain"], a["max_relevance"], a["log_base"], a["p"]
+    min_relevance, no_relevant, unscored = a["min_relevance"], a["no_relevant"], a["unscored"]
+    unjudged, per_query = a["unjudged"], a["per_query"]
     cutoffs: list[int | None] = list(k) if isinstance(k, (list, tuple)) else [k]  # type: ignore[list-item]
     if not cutoffs:
         raise InvalidParameterError("k must name at least one cutoff")
@@ -543,30 +629,29 @@ def _ranking(
 
     specs = specs_for(chosen, "")
     base = None
-    if baseline:
+    if a["baseline"]:
         base = specs_for(
             [(m, cut) for m, cut in chosen if m not in ("err", "ap_11pt")], "_baseline"
         )
-    return run_ranking(
-        self._frame,
-        relevance=relevance,
-        score=score,
-        specs=specs,
-        query=_keys(query, "query"),
-        by=_keys(by, "by"),
-        item=item,
-        weight=weight,
-        ties=ties,
-        min_relevance=min_relevance,
-        no_relevant=no_relevant,
-        unscored=unscored,
-        per_query=per_query,
-        validate=validate,
-        strict=False,
-        baseline=base,
-        counts=not per_query,
-        unjudged=unjudged,
-    )
+    return {
+        "relevance": a["relevance"],
+        "score": a["score"],
+        "specs": specs,
+        "query": _keys(a["query"], "query"),
+        "by": _keys(a["by"], "by"),
+        "item": a["item"],
+        "weight": a["weight"],
+        "ties": ties,
+        "min_relevance": min_relevance,
+        "no_relevant": no_relevant,
+        "unscored": unscored,
+        "per_query": per_query,
+        "validate": a["validate"],
+        "strict": False,
+        "baseline": base,
+        "counts": not per_query,
+        "unjudged": unjudged,
+    }
 
 
 class RankingMethods:
