@@ -263,6 +263,99 @@ def test_duplicate_keys_error() -> None:  # BAD_INPUTS 29
     two.eval.forecast("y", "f", series="unique_id", time="ds", cutoff="c")
 
 
+ORDERS = {
+    "sorted": lambda df: df,
+    "shuffled": lambda df: df.sample(fraction=1.0, shuffle=True, seed=7),
+    "time-major": lambda df: df.sort("ds", "unique_id"),
+    "series descending": lambda df: df.sort("unique_id", "ds", descending=[True, False]),
+}
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+@pytest.mark.parametrize("lazy", [False, True])
+def test_row_order_of_test_and_train_frames(order: str, lazy: bool) -> None:
+    # the table takes fast paths on frames sorted by (series, time); any other row order
+    # gives the same values: utilsforecast's, computed on the sorted frames
+    train, test = make_data(n_series=6, seed=21)
+    shuffle = ORDERS[order]
+    t, tr = shuffle(test), shuffle(train)
+    ours = per_series(t.lazy() if lazy else t, tr.lazy() if lazy else tr)
+    if lazy:
+        ours = ours.collect()
+    got = {m: dict(zip(ours["unique_id"], ours[m], strict=True)) for m in ("mae", "mase", "rmsse")}
+    expected = {
+        "mae": uf(ufl.mae, test, models=["f"]),
+        "mase": uf(ufl.mase, test, models=["f"], seasonality=4, train_df=train),
+        "rmsse": uf(ufl.rmsse, test, models=["f"], seasonality=4, train_df=train),
+    }
+    for name, values in expected.items():
+        for sid, value in values.items():
+            assert got[name][sid] == pytest.approx(value, rel=1e-10), (name, sid)
+    assert ours["unique_id"].to_list() == sorted(expected["mae"])
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_duplicate_keys_found_in_any_row_order(order: str) -> None:  # BAD_INPUTS 29
+    train, test = make_data(n_series=4, seed=22)
+    repeated = test.filter((pl.col("unique_id") == "s2") & (pl.col("ds") == 26))
+    dup = ORDERS[order](pl.concat([test, repeated]).sort("unique_id", "ds"))
+    message = (
+        r"duplicate \(unique_id, ds\) rows: .*found 1 row.*e\.g\. \[\(unique_id='s2', ds=26\)\]"
+    )
+    for frame in (dup, dup.lazy()):
+        with pytest.raises(DataValidationError, match=message):
+            frame.eval.forecast("y", "f", series="unique_id", time="ds").lazy().collect()
+    # the same key twice in the training frame, sorted or not
+    bad_train = pl.concat([train, train.filter(pl.col("ds") == 5)]).sort("unique_id", "ds")
+    train_message = r"train= frame has duplicate \(unique_id, ds\) rows: .*found 4 row"
+    for tr in (bad_train, ORDERS[order](bad_train), bad_train.lazy()):
+        with pytest.raises(DataValidationError, match=train_message):
+            test.eval.forecast(
+                "y", "f", series="unique_id", time="ds", train=tr, season_length=4
+            ).lazy().collect()
+
+
+def test_null_series_and_time_keys_in_the_duplicate_check() -> None:
+    # a null key is a key as any other (as group_by takes it): distinct times are fine,
+    # the same (null series, time) twice or the same (series, null time) twice is not
+    _, test = make_data(n_series=3, seed=23)
+    nulled = test.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(None).otherwise(pl.col("unique_id")).alias("unique_id")
+    )  # fmt: skip
+    out = nulled.eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)
+    assert out["n"].to_list() == [6, 6, 6]
+    twice = pl.concat([nulled, nulled.head(1)])
+    with pytest.raises(DataValidationError, match=r"found 1 row.*\(unique_id=None, ds=24\)"):
+        twice.eval.forecast("y", "f", series="unique_id", time="ds")
+    no_time = test.with_columns(
+        pl.when(pl.col("ds") >= 28).then(None).otherwise(pl.col("ds")).alias("ds")
+    )
+    with pytest.raises(DataValidationError, match=r"found 3 row.*\(unique_id='s0', ds=None\)"):
+        no_time.eval.forecast("y", "f", series="unique_id", time="ds")
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_seasonal_scale_in_any_row_order(order: str) -> None:
+    # brute force: per series, the mean |y_t - y_(t-m)| and (y_t - y_(t-m))^2 over time
+    train, _ = make_data(n_series=4, seed=24)
+    train = train.with_columns(pl.col("ds") * 3)  # gaps in time: only the order counts
+    expected = {}
+    for (sid,), part in train.sort("ds").group_by("unique_id", maintain_order=True):
+        y = part["y"].to_numpy()
+        d = y[4:] - y[:-4]
+        expected[sid] = (np.mean(np.abs(d)), np.mean(d**2), np.mean(y))
+    for frame in (ORDERS[order](train), ORDERS[order](train).lazy()):
+        out = pe.seasonal_scale(frame, series="unique_id", time="ds", actual="y", season_length=4)
+        out = out.lazy().collect()
+        got = {
+            r["unique_id"]: (r["mase_scale"], r["rmsse_scale"], r["spis_scale"])
+            for r in out.to_dicts()
+        }
+        assert got.keys() == expected.keys()
+        for sid, values in expected.items():
+            assert got[sid] == pytest.approx(values, rel=1e-12), sid
+
+
 def test_zero_scale_and_short_training_series() -> None:  # BAD_INPUTS 27, 28
     train, test = make_data(n_series=3, seed=11)
     train = train.with_columns(

@@ -37,7 +37,7 @@ from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._exprs import not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
 from polars_eval._typing import IntoExpr, ZeroActuals
-from polars_eval._validate import column_problems
+from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics import forecast as fc
 from polars_eval.metrics import regression as reg
@@ -56,6 +56,7 @@ UNDEFINED = {
 }
 DUP = "__pe_dup"
 TRAIN_DUP = "__pe_train_dup"
+BAD = "__pe_bad_"
 N_KEY_EXAMPLES = 3
 
 
@@ -170,6 +171,42 @@ def _is_order_statistic(name: str, columns: Any) -> bool:
         return _registry.bind(REGISTRY[name], available).has_rows
     except InvalidParameterError:  # it needs more than the table gives: said when it runs
         return False
+
+
+def _sorted_group(frame: pl.DataFrame | pl.LazyFrame, groups: list[str]) -> str | None:
+    """The one group column of an eager frame when its values are sorted (ascending, no
+    null, not float), which Polars then groups by slices; None otherwise."""
+    if not isinstance(frame, pl.DataFrame) or len(groups) != 1:
+        return None
+    column = frame.get_column(groups[0])
+    if column.dtype.is_float() or column.null_count() or not column.is_sorted():
+        return None
+    return groups[0]
+
+
+def _strictly_sorted(
+    frame: pl.DataFrame | pl.LazyFrame, groups: list[str], order: list[str], cutoff: str | None
+) -> bool:
+    """Whether an eager frame is strictly sorted by its keys, so that no key repeats (the
+    lead, a function of the other keys, left out)."""
+    if not isinstance(frame, pl.DataFrame):
+        return False
+    keys = [g for g in groups if not (cutoff is not None and g == "lead")]
+    return fc.sorted_by(frame, [*keys, *order[:-1]], order[-1], strict=True)
+
+
+def _maybe_repeated(groups: list[str], order: list[str]) -> pl.Expr:
+    """Per row: whether it may start a run of its group in the frame, or not come strictly
+    after the row before it in ``order`` (lexicographic; a null compares as neither).
+    Summed per group, a group counts 1 when its rows are adjacent and in strictly increasing
+    order: then no key repeats in it, and only the other groups need the exact (costlier)
+    count of repeated keys."""
+    after = pl.col(order[-1]) > pl.col(order[-1]).shift(1)
+    for c in reversed(order[:-1]):
+        prev = pl.col(c).shift(1)
+        after = (pl.col(c) > prev) | ((pl.col(c) == prev) & after)
+    same = pl.all_horizontal([pl.col(g) == pl.col(g).shift(1) for g in groups])
+    return (~(same & after).fill_null(False)).alias(DUP)
 
 
 class ForecastMethods:
@@ -327,6 +364,11 @@ class ForecastMethods:
             inputs.update({"lower": "numeric", "upper": "numeric"})
             args.update({"lower": interval[0], "upper": interval[1]})
         problems = column_problems(schema, args, inputs)
+        problems += [
+            f'column "{b}" (argument by=) not found'
+            for b in by_cols
+            if b not in schema and not (cutoff is not None and b == "lead")
+        ]
         if problems:
             raise DataValidationError(problems[0])
         if cutoff is not None:
@@ -334,7 +376,19 @@ class ForecastMethods:
             if lead is not None:
                 lf = lf.filter(pl.col("lead") == lead)
         keyed = lf  # the rows whose keys must be unique
-        train_rows = None
+        groups = [*by_cols, *keys]
+        # an eager frame already sorted by its one group column: flag it, so that the
+        # group_by takes the slices of each group instead of hashing every row
+        sorted_key = _sorted_group(self._frame, groups)
+        if sorted_key is not None:
+            lf = lf.with_columns(pl.col(sorted_key).set_sorted())
+        # duplicate keys: none when an eager frame is strictly sorted by them (one cheap
+        # pass); otherwise a flag per row, summed per group in the metric query
+        order = [*([cutoff] if cutoff else []), time]
+        flag = validate and not _strictly_sorted(self._frame, groups, order, cutoff)
+        if flag:  # in the frame's order, before the join
+            lf = lf.with_columns(_maybe_repeated(groups, order))
+        train_rows = scale = None
         if train is not None:
             train_rows = train.lazy().filter(to_float(actual).is_not_null())
             tschema = train.lazy().collect_schema()
@@ -346,8 +400,14 @@ class ForecastMethods:
                 actual,
                 season_length,
                 duplicates=TRAIN_DUP if validate else None,
+                presorted=isinstance(train, pl.DataFrame) and fc.sorted_by(train, keys, time),
             )
-            lf = lf.join(scale, on=keys, how="left")
+            scales = scale.drop(TRAIN_DUP, strict=False)
+            if sorted_key is None:
+                lf = lf.join(scales, on=keys, how="left")
+            else:  # the frame's order, and so its sorted group column, kept
+                lf = lf.join(scales, on=keys, how="left", maintain_order="left")
+                lf = lf.with_columns(pl.col(sorted_key).set_sorted())
 
         y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
         used = not_null(y, f) if weight is None else not_null(y, f, w)
@@ -364,47 +424,58 @@ class ForecastMethods:
         planned = plan_specs(specs, columns_first=True)
 
         # row terms first (plain element-wise columns), then plain sums per group: the
-        # fastest path of a Polars group_by
+        # fastest path of a Polars group_by. Validation rides in the same pass: the bad
+        # rows of each input check and a flag for the duplicate keys, summed per group.
         counted = used & (w > 0.0)
-        lf = lf.with_columns(
+        rows = [
             *planned.row_columns,
             counted.alias(STATE + "n"),
             (counted & (y == 0.0)).alias(STATE + "zero"),
-        )
+        ]
         first = list(planned.aggs)
-        if validate:
-            # duplicate keys, counted per (by groups, series): the rows of a group must have
-            # distinct (cutoff,) time (the lead is a dense rank, so duplicates share a lead)
-            key = pl.struct(cutoff, time) if cutoff is not None else pl.col(time)
-            first.append((pl.len() - key.n_unique()).cast(pl.Int64).alias(DUP))
-            if train is not None:
-                first.append(pl.col(TRAIN_DUP).first().fill_null(0).alias(TRAIN_DUP))
+        checks = row_checks(schema, args, inputs) if validate else []
+        if flag:
+            first.append((pl.col(DUP).sum().cast(pl.Int64) - 1).alias(DUP))
+        lf = lf.with_columns(rows)
         first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
         first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
         names = list(specs)
+        checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
-        def check_duplicates(df: pl.DataFrame) -> pl.DataFrame:
-            if DUP in df.columns and (df.get_column(DUP) > 0).any():
-                error = duplicate_error(keyed, [*by_cols, *row_keys], row_keys, "")
-                if error is not None:
-                    raise error
+        def check_rows(df: pl.DataFrame) -> pl.DataFrame:
+            """Raise for a repeated key, then for a bad input value (SPEC §2, §6)."""
+            if DUP in df.columns:
+                maybe = df.filter(pl.col(DUP) > 0)
+                if maybe.height:  # a group not in strictly increasing key order: count
+                    source = keyed
+                    if maybe.height < df.height:  # only those groups
+                        suspects = maybe.select(groups).lazy()
+                        source = keyed.join(suspects, on=groups, how="semi", nulls_equal=True)
+                    error = duplicate_error(source, [*by_cols, *row_keys], row_keys, "")
+                    if error is not None:
+                        raise error
             if (
                 train_rows is not None
                 and TRAIN_DUP in df.columns
-                and (df.get_column(TRAIN_DUP) > 0).any()
+                and (df.get_column(TRAIN_DUP).fill_null(0) > 0).any()
             ):
                 error = duplicate_error(
                     train_rows, [*keys, time], [*keys, time], "the train= frame"
                 )
                 if error is not None:
                     raise error
-            return df.drop([c for c in (DUP, TRAIN_DUP) if c in df.columns])
+            raise_for_checks(df, checks, per_row=False, source=keyed)
+            return df.drop([c for c in checked if c in df.columns])
 
         def second(q: pl.LazyFrame) -> pl.LazyFrame:
+            if checks:  # counted over the input rows apart: cheaper than per group
+                q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
+            if validate and scale is not None:  # the training keys of the series evaluated
+                q = q.join(scale.select(*keys, TRAIN_DUP), on=keys, how="left")
             if validate:
                 schema = q.collect_schema()
-                kept = {k: v for k, v in schema.items() if k not in (DUP, TRAIN_DUP)}
-                q = q.map_batches(check_duplicates, schema=pl.Schema(kept))
+                kept = {k: v for k, v in schema.items() if k not in checked}
+                q = q.map_batches(check_rows, schema=pl.Schema(kept))
             q = q.with_columns(planned.finals)
             if per_series:
                 return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
@@ -438,8 +509,8 @@ class ForecastMethods:
             exprs=first,
             inputs=inputs,
             args=args,
-            by=[*by_cols, *keys],
-            validate=validate,
+            by=groups,
+            validate=False,  # the row checks ride in the first stage (check_rows)
             undefined={} if single else undefined,
             strict=False,
             then=second,
