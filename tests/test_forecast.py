@@ -292,6 +292,13 @@ def test_row_order_of_test_and_train_frames(order: str, lazy: bool) -> None:
         for sid, value in values.items():
             assert got[name][sid] == pytest.approx(value, rel=1e-10), (name, sid)
     assert ours["unique_id"].to_list() == sorted(expected["mae"])
+    # the single metric methods take the same keys
+    keyed = (t.lazy() if lazy else t).eval.mase(
+        "y", "f", train=tr, season_length=4, series="unique_id", time="ds", by="unique_id"
+    )
+    keyed = keyed.lazy().collect()
+    for sid, value in zip(keyed["unique_id"], keyed["mase"], strict=True):
+        assert value == pytest.approx(expected["mase"][sid], rel=1e-10), sid
 
 
 @pytest.mark.parametrize("order", list(ORDERS))
@@ -305,12 +312,18 @@ def test_duplicate_keys_found_in_any_row_order(order: str) -> None:  # BAD_INPUT
     for frame in (dup, dup.lazy()):
         with pytest.raises(DataValidationError, match=message):
             frame.eval.forecast("y", "f", series="unique_id", time="ds").lazy().collect()
+        with pytest.raises(DataValidationError, match=message):
+            frame.eval.mae("y", "f", series="unique_id", time="ds").lazy().collect()
     # the same key twice in the training frame, sorted or not
     bad_train = pl.concat([train, train.filter(pl.col("ds") == 5)]).sort("unique_id", "ds")
     train_message = r"train= frame has duplicate \(unique_id, ds\) rows: .*found 4 row"
     for tr in (bad_train, ORDERS[order](bad_train), bad_train.lazy()):
         with pytest.raises(DataValidationError, match=train_message):
             test.eval.forecast(
+                "y", "f", series="unique_id", time="ds", train=tr, season_length=4
+            ).lazy().collect()
+        with pytest.raises(DataValidationError, match=train_message):
+            test.eval.mase(
                 "y", "f", series="unique_id", time="ds", train=tr, season_length=4
             ).lazy().collect()
 

@@ -189,10 +189,8 @@ def _strictly_sorted(
 ) -> bool:
     """Whether an eager frame is strictly sorted by its keys, so that no key repeats (the
     lead, a function of the other keys, left out)."""
-    if not isinstance(frame, pl.DataFrame):
-        return False
     keys = [g for g in groups if not (cutoff is not None and g == "lead")]
-    return fc.sorted_by(frame, [*keys, *order[:-1]], order[-1], strict=True)
+    return _sorted(frame, [*keys, *order], strict=True)
 
 
 def _maybe_repeated(groups: list[str], order: list[str]) -> pl.Expr:
@@ -400,7 +398,7 @@ class ForecastMethods:
                 actual,
                 season_length,
                 duplicates=TRAIN_DUP if validate else None,
-                presorted=isinstance(train, pl.DataFrame) and fc.sorted_by(train, keys, time),
+                presorted=_sorted(train, [*keys, time], strict=False),
             )
             scales = scale.drop(TRAIN_DUP, strict=False)
             if sorted_key is None:
@@ -649,14 +647,16 @@ def _keyed_frame(
             lf = lf.filter(pl.col("lead") == lead)
     named = [*keys, *([cutoff] if cutoff else []), time]
     checks: list[tuple[pl.LazyFrame, list[str], list[str], str]] = []
-    if validate:
+    # a frame strictly sorted by its keys (one cheap pass on eager data) repeats none
+    if validate and not _sorted(frame, row_keys, strict=True):
         checks.append((lf, row_keys, named, ""))
     if train is not None and tschema is not None:
         _missing(tschema, [*keys, time, actual], "in the train= frame")
         rows = train.lazy().filter(pl.col(actual).is_not_null())
-        if validate:
+        if validate and not _sorted(train, [*keys, time], strict=True):
             checks.append((rows, [*keys, time], [*keys, time], "the train= frame"))
-        scale = scale_frame(rows, keys, time, actual, season_length, validate)
+        presorted = _sorted(train, [*keys, time], strict=False)
+        scale = scale_frame(rows, keys, time, actual, season_length, validate, presorted)
         scale = scale.select(*keys, pl.col(scale_col or "mase_scale").alias(SCALE))
         lf = lf.join(scale, on=keys, how="left") if keys else lf.join(scale, how="cross")
 
@@ -672,12 +672,26 @@ def _keyed_frame(
     return lf, check if checks else None
 
 
+def _sorted(frame: pl.DataFrame | pl.LazyFrame, columns: list[str], *, strict: bool) -> bool:
+    """Whether an eager frame is sorted by ``columns`` (see :func:`fc.sorted_by`)."""
+    if not isinstance(frame, pl.DataFrame):
+        return False
+    return fc.sorted_by(frame, columns[:-1], columns[-1], strict=strict)
+
+
 def scale_frame(
-    train: pl.LazyFrame, keys: list[str], time: str, actual: str, season_length: int, validate: bool
+    train: pl.LazyFrame,
+    keys: list[str],
+    time: str,
+    actual: str,
+    season_length: int,
+    validate: bool,
+    presorted: bool = False,
 ) -> pl.LazyFrame:
     """The in-sample scales per series (``mase_scale``, ``rmsse_scale``, ``spis_scale``);
-    NaN/inf in the training actuals is an error naming the column (at collect on lazy data)."""
-    scale = fc.scale_query(train, keys, time, actual, season_length)
+    NaN/inf in the training actuals is an error naming the column (at collect on lazy data).
+    ``presorted``: the rows are sorted by (``keys``, ``time``) (no sort needed)."""
+    scale = fc.scale_query(train, keys, time, actual, season_length, presorted=presorted)
     if not validate:
         return scale
     y = to_float(actual)
