@@ -262,6 +262,10 @@ class ForecastMethods:
         columns or options than the table takes is an error that says so); ``quantiles=``
         and ``interval=`` still add theirs.
 
+        Rows may come in any order. A DataFrame (and ``train``) sorted by (series, time)
+        is the fast case: one cheap pass finds it sorted, which rules out duplicate keys and
+        spares the sort of the training rows; other orders give the same result.
+
         Examples
         --------
         Series a: errors (1, −1), b: errors (2, 2) against actuals 10, 10, 4, 4.
