@@ -152,6 +152,34 @@ def test_across_series_mean_and_pooled() -> None:
     assert summary["n_series"].item() == 5 and summary["n"].item() == test.height
 
 
+def test_pooled_scaled_errors_weighted_with_undefined_scales() -> None:
+    # brute force per row: the scale of its series (numpy naive errors on train), rows of a
+    # series with no positive scale (constant, or absent from train) left out
+    train, test = make_data(n_series=4, seed=25)
+    train = train.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(3.0).otherwise(pl.col("y")).alias("y")
+    ).filter(pl.col("unique_id") != "s3")
+    test = test.with_columns(w=pl.int_range(pl.len()).mod(3).cast(pl.Float64) + 0.5)
+    mase_s, rmsse_s = {}, {}
+    for (sid,), part in train.sort("ds").group_by("unique_id"):
+        d = part["y"].to_numpy()[4:] - part["y"].to_numpy()[:-4]
+        mase_s[sid], rmsse_s[sid] = np.mean(np.abs(d)), np.mean(d**2)
+    rows = test.to_dicts()
+    ok = [r for r in rows if mase_s.get(r["unique_id"], 0.0) > 0.0]
+    assert {r["unique_id"] for r in ok} == {"s1", "s2"}
+    w = np.array([r["w"] for r in ok])
+    e = np.array([r["y"] - r["f"] for r in ok])
+    ms = np.array([mase_s[r["unique_id"]] for r in ok])
+    rs = np.array([rmsse_s[r["unique_id"]] for r in ok])
+    out = test.eval.forecast(
+        "y", "f", series="unique_id", time="ds", train=train, season_length=4, weight="w",
+        metrics=["mase", "rmsse", "msse"],
+    )  # fmt: skip
+    assert out["mase_pooled"].item() == pytest.approx(np.sum(w * np.abs(e) / ms) / w.sum())
+    assert out["msse_pooled"].item() == pytest.approx(np.sum(w * e**2 / rs) / w.sum())
+    assert out["rmsse_pooled"].item() == pytest.approx(math.sqrt(np.sum(w * e**2 / rs) / w.sum()))
+
+
 def test_per_series_equals_regression_expressions(collect) -> None:
     train, test = make_data(seed=6)
     lazy = test.lazy().eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)

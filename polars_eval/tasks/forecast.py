@@ -26,6 +26,7 @@ import polars as pl
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import (
     Plan,
+    Planned,
     _deferred,
     build,
     no_rows_reason,
@@ -54,6 +55,12 @@ UNDEFINED = {
     "mase": fc.NO_SCALE,
     "rmsse": fc.NO_SCALE,
 }
+SCALED_LATE = {"mase": "mae", "rmsse": "mse", "msse": "mse"}
+"""Scaled metrics whose states are those of an unscaled one (Σ w, Σ w·term) with each term
+divided by the scale, and the weight 0 where the scale is not positive: with one scale per
+series, the table sums the unscaled states per series and scales the sums, and so joins the
+scales onto the series, not onto every row."""
+LATE = "__pe_unscaled_"
 DUP = "__pe_dup"
 TRAIN_DUP = "__pe_train_dup"
 BAD = "__pe_bad_"
@@ -182,6 +189,45 @@ def _sorted_group(frame: pl.DataFrame | pl.LazyFrame, groups: list[str]) -> str 
     if column.dtype.is_float() or column.null_count() or not column.is_sorted():
         return None
     return groups[0]
+
+
+def _late_columns(name: str) -> dict[str, str]:
+    return {"w": f"{LATE}{name}_w", "sum": f"{LATE}{name}_sum"}
+
+
+def _late_states(planned: Planned, late: Mapping[str, Any]) -> list[pl.Expr]:
+    """The states of each metric of ``late`` (see ``SCALED_LATE``) from the summed states
+    of its unscaled metric and the series' scale column: the weight where the scale is
+    positive (else 0), the weighted sum of terms divided by the scale (else 0)."""
+    out = []
+    for name in late:
+        unscaled = planned.columns[LATE + name]
+        scale = fc._valid_scale(TRAIN_SCALED[name])
+        valid = scale.is_not_null()
+        columns = _late_columns(name)
+        out.append(pl.when(valid).then(pl.col(unscaled["w"])).otherwise(0.0).alias(columns["w"]))
+        total = pl.when(valid).then(pl.col(unscaled["sum"]) / scale).otherwise(0.0)
+        out.append(total.alias(columns["sum"]))
+    return out
+
+
+def _late_finals(planned: Planned, late: Mapping[str, Any], names: Sequence[str]) -> list[pl.Expr]:
+    """The finalizers of ``names`` per series, those of ``late`` over their late states (the
+    unscaled helper metrics left out)."""
+    return [
+        *[e for e in planned.finals if e.meta.output_name() in names],
+        *[spec.finalize({k: pl.col(c) for k, c in _late_columns(n).items()}).alias(n)
+          for n, spec in late.items()],
+    ]  # fmt: skip
+
+
+def _late_merged(planned: Planned, late: Mapping[str, Any], names: Sequence[str]) -> list[pl.Expr]:
+    """The pooled values of ``names`` (``<name>_pooled``): each metric over the states of
+    every series, merged (those of ``late`` from their late states)."""
+    rescaled = Planned([], [], dict(late), {n: _late_columns(n) for n in late})
+    pooled = planned.merged("_pooled")
+    kept = [e for e in pooled if e.meta.output_name().removesuffix("_pooled") in names]
+    return [*kept, *rescaled.merged("_pooled")]
 
 
 def _strictly_sorted(
@@ -404,19 +450,28 @@ class ForecastMethods:
                 duplicates=TRAIN_DUP if validate else None,
                 presorted=_sorted(train, [*keys, time], strict=False),
             )
+
+        y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
+        used = not_null(y, f) if weight is None else not_null(y, f, w)
+        available = _point_arguments(actual, forecast, weight, zero_actuals)
+        specs: dict[str, Any] = {}
+        late: dict[str, Any] = {}  # scaled per series after the aggregation
+        for name in point:
+            spec = _registry.bind(REGISTRY[name], _with_scale(name, available))
+            if train is not None and name in SCALED_LATE:
+                unscaled = _registry.bind(REGISTRY[SCALED_LATE[name]], available)
+                if set(spec.states) == set(unscaled.states) == {"w", "sum"}:
+                    late[name] = spec
+                    specs[LATE + name] = unscaled
+                    continue
+            specs[name] = spec
+        if scale is not None and any(n in TRAIN_SCALED for n in specs):  # scales per row
             scales = scale.drop(TRAIN_DUP, strict=False)
             if sorted_key is None:
                 lf = lf.join(scales, on=keys, how="left")
             else:  # the frame's order, and so its sorted group column, kept
                 lf = lf.join(scales, on=keys, how="left", maintain_order="left")
                 lf = lf.with_columns(pl.col(sorted_key).set_sorted())
-
-        y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
-        used = not_null(y, f) if weight is None else not_null(y, f, w)
-        available = _point_arguments(actual, forecast, weight, zero_actuals)
-        specs = {
-            name: _registry.bind(REGISTRY[name], _with_scale(name, available)) for name in point
-        }
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
                 actual, col, quantile=q, weight=weight
@@ -441,7 +496,7 @@ class ForecastMethods:
         lf = lf.with_columns(rows)
         first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
         first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
-        names = list(specs)
+        names = [*point, *(n for n in specs if n not in point and not n.startswith(LATE))]
         checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
         def check_rows(df: pl.DataFrame) -> pl.DataFrame:
@@ -472,20 +527,25 @@ class ForecastMethods:
         def second(q: pl.LazyFrame) -> pl.LazyFrame:
             if checks:  # counted over the input rows apart: cheaper than per group
                 q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
-            if validate and scale is not None:  # the training keys of the series evaluated
-                q = q.join(scale.select(*keys, TRAIN_DUP), on=keys, how="left")
+            # the scales of the series evaluated (and the count of their repeated training
+            # keys): one row per series
+            wanted = [*{TRAIN_SCALED[n]: None for n in late}, *([TRAIN_DUP] if validate else [])]
+            if scale is not None and wanted:
+                q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
             if validate:
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in checked}
                 q = q.map_batches(check_rows, schema=pl.Schema(kept))
-            q = q.with_columns(planned.finals)
+            if late:
+                q = q.with_columns(_late_states(planned, late))
+            q = q.with_columns(_late_finals(planned, late, names))
             if per_series:
                 return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
             aggs = [
                 pl.len().cast(pl.Int64).alias("n_series"),
                 pl.col("n").sum().cast(pl.Int64),
                 *[pl.col(n).mean().alias(n) for n in names],
-                *planned.merged("_pooled"),  # the states of every series, merged
+                *_late_merged(planned, late, names),  # the states of every series, merged
                 pl.col("zero_actuals").sum().cast(pl.Int64),
             ]
             q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
