@@ -79,7 +79,7 @@ SCALES = ("mase_scale", "rmsse_scale", "spis_scale")
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
-def _valid_scale(scale: IntoExpr) -> pl.Expr:
+def valid_scale(scale: IntoExpr) -> pl.Expr:
     """The scale, null where it is 0 (or negative): such rows are left out (SPEC §6)."""
     s = to_float(scale)
     return pl.when(s > 0.0).then(s).otherwise(None)
@@ -91,7 +91,7 @@ def _masked(
     """Inputs without filtering (cheaper inside ``group_by``): the weight is 0 on rows with a
     null input or a scale that is not positive, null where the weight is null, so weighted
     sums skip those rows (the scaled error of such a row is null, never x / 0)."""
-    y, f, s = to_float(actual), to_float(forecast), _valid_scale(scale)
+    y, f, s = to_float(actual), to_float(forecast), valid_scale(scale)
     return y, f, s, _row_weight(weight, y, f, s)
 
 
@@ -711,7 +711,7 @@ def scaled_mqloss(
     0.2
     """
     preds, qs = _quantile_columns(quantile_preds, quantiles)
-    y, s = to_float(actual), _valid_scale(scale)
+    y, s = to_float(actual), valid_scale(scale)
     return weighted_mean(_mean_pinball(y, preds, qs) / s, _row_weight(weight, y, s, *preds))
 
 

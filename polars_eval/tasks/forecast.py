@@ -202,7 +202,7 @@ def _late_states(planned: Planned, late: Mapping[str, Any]) -> list[pl.Expr]:
     out = []
     for name in late:
         unscaled = planned.columns[LATE + name]
-        scale = fc._valid_scale(TRAIN_SCALED[name])
+        scale = fc.valid_scale(TRAIN_SCALED[name])
         valid = scale.is_not_null()
         columns = _late_columns(name)
         out.append(pl.when(valid).then(pl.col(unscaled["w"])).otherwise(0.0).alias(columns["w"]))
@@ -481,8 +481,8 @@ class ForecastMethods:
         planned = plan_specs(specs, columns_first=True)
 
         # row terms first (plain element-wise columns), then plain sums per group: the
-        # fastest path of a Polars group_by. Validation rides in the same pass: the bad
-        # rows of each input check and a flag for the duplicate keys, summed per group.
+        # fastest path of a Polars group_by. The duplicate-key flag (if any) is summed per
+        # group there; the row checks are counted over the input apart (second stage).
         counted = used & (w > 0.0)
         rows = [
             *planned.row_columns,
@@ -529,7 +529,8 @@ class ForecastMethods:
                 q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
             # the scales of the series evaluated (and the count of their repeated training
             # keys): one row per series
-            wanted = [*{TRAIN_SCALED[n]: None for n in late}, *([TRAIN_DUP] if validate else [])]
+            wanted = list(dict.fromkeys(TRAIN_SCALED[n] for n in late))
+            wanted += [TRAIN_DUP] if validate else []
             if scale is not None and wanted:
                 q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
             if validate:
@@ -572,7 +573,7 @@ class ForecastMethods:
             inputs=inputs,
             args=args,
             by=groups,
-            validate=False,  # the row checks ride in the first stage (check_rows)
+            validate=False,  # the checks are counted and raised in ``second`` (check_rows)
             undefined={} if single else undefined,
             strict=False,
             then=second,
