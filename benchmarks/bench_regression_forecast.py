@@ -1,4 +1,4 @@
-"""Benchmark: forecast metrics per series, and Kendall's tau (issue 4).
+"""Benchmark: forecast metrics per series, and Kendall's tau (issues 4, 11).
 
 1. MAE + RMSE + MAPE + SMAPE + MASE per series on long data (default 10,000 series x
    1,000 points = 1e7 rows; a training frame of 200 points per series for the MASE scale),
@@ -10,8 +10,8 @@
    * the plain-Polars floor: one hand-written ``group_by`` (scale join included).
 2. ``kendall_tau`` on 1e6 rows vs ``scipy.stats.kendalltau``; floor: one Polars sort.
 
-Usage: ``python benchmarks/bench_regression_forecast.py --rows 1e6 --kendall-rows 1e6``.
-Prints the median of ``--repeat`` runs and the ratio to ours.
+Usage: ``python benchmarks/bench_regression_forecast.py --rows 1e7 --kendall-rows 1e6``.
+Prints the median of ``--repeat`` interleaved rounds and the ratio to ours.
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ SEASON = 7
 TRAIN_POINTS = 200
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
+def timed(cases: list[tuple[str, Callable[[], Any]]], repeat: int) -> list[tuple[str, float]]:
+    """The median seconds of each case over ``repeat`` rounds, the cases interleaved in each
+    round (a shared machine's load drifts: every tool sees the same drift)."""
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in cases:
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return [(name, statistics.median(t)) for name, t in times.items()]
 
 
 def forecast_data(rows: int, points: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -141,18 +144,15 @@ def bench_forecast(rows: int, points: int, repeat: int) -> list[tuple[str, float
     )
     check_agreement(test.head(points * 20), train.filter(pl.col("unique_id") < 20))
     test_pd, train_pd = test.to_pandas(), train.to_pandas()
-    results = [
-        ("polars_eval df.eval.forecast", timed(lambda: ours_table(test, train, True), repeat)),
-        (
-            "polars_eval df.eval.forecast validate=False",
-            timed(lambda: ours_table(test, train, False), repeat),
-        ),
-        ("polars_eval expressions", timed(lambda: ours_exprs(test, train), repeat)),
-        ("utilsforecast (pandas)", timed(lambda: utilsforecast_eval(test_pd, train_pd), repeat)),
-        ("utilsforecast (polars)", timed(lambda: utilsforecast_eval(test, train), repeat)),
-        ("plain-Polars floor", timed(lambda: floor(test, train), repeat)),
+    cases: list[tuple[str, Callable[[], Any]]] = [
+        ("polars_eval df.eval.forecast", lambda: ours_table(test, train, True)),
+        ("polars_eval df.eval.forecast validate=False", lambda: ours_table(test, train, False)),
+        ("polars_eval expressions", lambda: ours_exprs(test, train)),
+        ("utilsforecast (pandas)", lambda: utilsforecast_eval(test_pd, train_pd)),
+        ("utilsforecast (polars)", lambda: utilsforecast_eval(test, train)),
+        ("plain-Polars floor", lambda: floor(test, train)),
     ]
-    return results
+    return timed(cases, repeat)
 
 
 def bench_kendall(rows: int, repeat: int) -> list[tuple[str, float]]:
@@ -166,11 +166,12 @@ def bench_kendall(rows: int, repeat: int) -> list[tuple[str, float]]:
     ref = ss.kendalltau(x, y).statistic
     assert abs(ours - ref) < 1e-9, (ours, ref)
     print(f"kendall_tau: {rows:,} rows")
-    return [
-        ("polars_eval kendall_tau", timed(lambda: df.select(pe.kendall_tau("x", "y")), repeat)),
-        ("scipy.stats.kendalltau", timed(lambda: ss.kendalltau(x, y), repeat)),
-        ("plain-Polars floor (one sort)", timed(lambda: df.select(pl.col("x").sort()), repeat)),
+    cases: list[tuple[str, Callable[[], Any]]] = [
+        ("polars_eval kendall_tau", lambda: df.select(pe.kendall_tau("x", "y"))),
+        ("scipy.stats.kendalltau", lambda: ss.kendalltau(x, y)),
+        ("plain-Polars floor (one sort)", lambda: df.select(pl.col("x").sort())),
     ]
+    return timed(cases, repeat)
 
 
 def report(results: list[tuple[str, float]]) -> None:

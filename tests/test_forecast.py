@@ -152,6 +152,34 @@ def test_across_series_mean_and_pooled() -> None:
     assert summary["n_series"].item() == 5 and summary["n"].item() == test.height
 
 
+def test_pooled_scaled_errors_weighted_with_undefined_scales() -> None:
+    # brute force per row: the scale of its series (numpy naive errors on train), rows of a
+    # series with no positive scale (constant, or absent from train) left out
+    train, test = make_data(n_series=4, seed=25)
+    train = train.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(3.0).otherwise(pl.col("y")).alias("y")
+    ).filter(pl.col("unique_id") != "s3")
+    test = test.with_columns(w=pl.int_range(pl.len()).mod(3).cast(pl.Float64) + 0.5)
+    mase_s, rmsse_s = {}, {}
+    for (sid,), part in train.sort("ds").group_by("unique_id"):
+        d = part["y"].to_numpy()[4:] - part["y"].to_numpy()[:-4]
+        mase_s[sid], rmsse_s[sid] = np.mean(np.abs(d)), np.mean(d**2)
+    rows = test.to_dicts()
+    ok = [r for r in rows if mase_s.get(r["unique_id"], 0.0) > 0.0]
+    assert {r["unique_id"] for r in ok} == {"s1", "s2"}
+    w = np.array([r["w"] for r in ok])
+    e = np.array([r["y"] - r["f"] for r in ok])
+    ms = np.array([mase_s[r["unique_id"]] for r in ok])
+    rs = np.array([rmsse_s[r["unique_id"]] for r in ok])
+    out = test.eval.forecast(
+        "y", "f", series="unique_id", time="ds", train=train, season_length=4, weight="w",
+        metrics=["mase", "rmsse", "msse"],
+    )  # fmt: skip
+    assert out["mase_pooled"].item() == pytest.approx(np.sum(w * np.abs(e) / ms) / w.sum())
+    assert out["msse_pooled"].item() == pytest.approx(np.sum(w * e**2 / rs) / w.sum())
+    assert out["rmsse_pooled"].item() == pytest.approx(math.sqrt(np.sum(w * e**2 / rs) / w.sum()))
+
+
 def test_per_series_equals_regression_expressions(collect) -> None:
     train, test = make_data(seed=6)
     lazy = test.lazy().eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)
@@ -261,6 +289,112 @@ def test_duplicate_keys_error() -> None:  # BAD_INPUTS 29
         [test.with_columns(pl.lit(0).alias("c")), test.with_columns(pl.lit(1).alias("c"))]
     )
     two.eval.forecast("y", "f", series="unique_id", time="ds", cutoff="c")
+
+
+ORDERS = {
+    "sorted": lambda df: df,
+    "shuffled": lambda df: df.sample(fraction=1.0, shuffle=True, seed=7),
+    "time-major": lambda df: df.sort("ds", "unique_id"),
+    "series descending": lambda df: df.sort("unique_id", "ds", descending=[True, False]),
+}
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+@pytest.mark.parametrize("lazy", [False, True])
+def test_row_order_of_test_and_train_frames(order: str, lazy: bool) -> None:
+    # the table takes fast paths on frames sorted by (series, time); any other row order
+    # gives the same values: utilsforecast's, computed on the sorted frames
+    train, test = make_data(n_series=6, seed=21)
+    shuffle = ORDERS[order]
+    t, tr = shuffle(test), shuffle(train)
+    ours = per_series(t.lazy() if lazy else t, tr.lazy() if lazy else tr)
+    if lazy:
+        ours = ours.collect()
+    got = {m: dict(zip(ours["unique_id"], ours[m], strict=True)) for m in ("mae", "mase", "rmsse")}
+    expected = {
+        "mae": uf(ufl.mae, test, models=["f"]),
+        "mase": uf(ufl.mase, test, models=["f"], seasonality=4, train_df=train),
+        "rmsse": uf(ufl.rmsse, test, models=["f"], seasonality=4, train_df=train),
+    }
+    for name, values in expected.items():
+        for sid, value in values.items():
+            assert got[name][sid] == pytest.approx(value, rel=1e-10), (name, sid)
+    assert ours["unique_id"].to_list() == sorted(expected["mae"])
+    # the single metric methods take the same keys
+    keyed = (t.lazy() if lazy else t).eval.mase(
+        "y", "f", train=tr, season_length=4, series="unique_id", time="ds", by="unique_id"
+    )
+    keyed = keyed.lazy().collect()
+    for sid, value in zip(keyed["unique_id"], keyed["mase"], strict=True):
+        assert value == pytest.approx(expected["mase"][sid], rel=1e-10), sid
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_duplicate_keys_found_in_any_row_order(order: str) -> None:  # BAD_INPUTS 29
+    train, test = make_data(n_series=4, seed=22)
+    repeated = test.filter((pl.col("unique_id") == "s2") & (pl.col("ds") == 26))
+    dup = ORDERS[order](pl.concat([test, repeated]).sort("unique_id", "ds"))
+    message = (
+        r"duplicate \(unique_id, ds\) rows: .*found 1 row.*e\.g\. \[\(unique_id='s2', ds=26\)\]"
+    )
+    for frame in (dup, dup.lazy()):
+        with pytest.raises(DataValidationError, match=message):
+            frame.eval.forecast("y", "f", series="unique_id", time="ds").lazy().collect()
+        with pytest.raises(DataValidationError, match=message):
+            frame.eval.mae("y", "f", series="unique_id", time="ds").lazy().collect()
+    # the same key twice in the training frame, sorted or not
+    bad_train = pl.concat([train, train.filter(pl.col("ds") == 5)]).sort("unique_id", "ds")
+    train_message = r"train= frame has duplicate \(unique_id, ds\) rows: .*found 4 row"
+    for tr in (bad_train, ORDERS[order](bad_train), bad_train.lazy()):
+        with pytest.raises(DataValidationError, match=train_message):
+            test.eval.forecast(
+                "y", "f", series="unique_id", time="ds", train=tr, season_length=4
+            ).lazy().collect()
+        with pytest.raises(DataValidationError, match=train_message):
+            test.eval.mase(
+                "y", "f", series="unique_id", time="ds", train=tr, season_length=4
+            ).lazy().collect()
+
+
+def test_null_series_and_time_keys_in_the_duplicate_check() -> None:
+    # a null key is a key as any other (as group_by takes it): distinct times are fine,
+    # the same (null series, time) twice or the same (series, null time) twice is not
+    _, test = make_data(n_series=3, seed=23)
+    nulled = test.with_columns(
+        pl.when(pl.col("unique_id") == "s0").then(None).otherwise(pl.col("unique_id")).alias("unique_id")
+    )  # fmt: skip
+    out = nulled.eval.forecast("y", "f", series="unique_id", time="ds", per_series=True)
+    assert out["n"].to_list() == [6, 6, 6]
+    twice = pl.concat([nulled, nulled.head(1)])
+    with pytest.raises(DataValidationError, match=r"found 1 row.*\(unique_id=None, ds=24\)"):
+        twice.eval.forecast("y", "f", series="unique_id", time="ds")
+    no_time = test.with_columns(
+        pl.when(pl.col("ds") >= 28).then(None).otherwise(pl.col("ds")).alias("ds")
+    )
+    with pytest.raises(DataValidationError, match=r"found 3 row.*\(unique_id='s0', ds=None\)"):
+        no_time.eval.forecast("y", "f", series="unique_id", time="ds")
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_seasonal_scale_in_any_row_order(order: str) -> None:
+    # brute force: per series, the mean |y_t - y_(t-m)| and (y_t - y_(t-m))^2 over time
+    train, _ = make_data(n_series=4, seed=24)
+    train = train.with_columns(pl.col("ds") * 3)  # gaps in time: only the order counts
+    expected = {}
+    for (sid,), part in train.sort("ds").group_by("unique_id", maintain_order=True):
+        y = part["y"].to_numpy()
+        d = y[4:] - y[:-4]
+        expected[sid] = (np.mean(np.abs(d)), np.mean(d**2), np.mean(y))
+    for frame in (ORDERS[order](train), ORDERS[order](train).lazy()):
+        out = pe.seasonal_scale(frame, series="unique_id", time="ds", actual="y", season_length=4)
+        out = out.lazy().collect()
+        got = {
+            r["unique_id"]: (r["mase_scale"], r["rmsse_scale"], r["spis_scale"])
+            for r in out.to_dicts()
+        }
+        assert got.keys() == expected.keys()
+        for sid, values in expected.items():
+            assert got[sid] == pytest.approx(values, rel=1e-12), sid
 
 
 def test_zero_scale_and_short_training_series() -> None:  # BAD_INPUTS 27, 28

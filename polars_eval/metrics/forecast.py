@@ -79,7 +79,7 @@ SCALES = ("mase_scale", "rmsse_scale", "spis_scale")
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
-def _valid_scale(scale: IntoExpr) -> pl.Expr:
+def valid_scale(scale: IntoExpr) -> pl.Expr:
     """The scale, null where it is 0 (or negative): such rows are left out (SPEC §6)."""
     s = to_float(scale)
     return pl.when(s > 0.0).then(s).otherwise(None)
@@ -91,7 +91,7 @@ def _masked(
     """Inputs without filtering (cheaper inside ``group_by``): the weight is 0 on rows with a
     null input or a scale that is not positive, null where the weight is null, so weighted
     sums skip those rows (the scaled error of such a row is null, never x / 0)."""
-    y, f, s = to_float(actual), to_float(forecast), _valid_scale(scale)
+    y, f, s = to_float(actual), to_float(forecast), valid_scale(scale)
     return y, f, s, _row_weight(weight, y, f, s)
 
 
@@ -711,7 +711,7 @@ def scaled_mqloss(
     0.2
     """
     preds, qs = _quantile_columns(quantile_preds, quantiles)
-    y, s = to_float(actual), _valid_scale(scale)
+    y, s = to_float(actual), valid_scale(scale)
     return weighted_mean(_mean_pinball(y, preds, qs) / s, _row_weight(weight, y, s, *preds))
 
 
@@ -921,7 +921,8 @@ def seasonal_scale(
         raise InvalidParameterError(
             f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
         )
-    out = scale_query(train.lazy(), keys, time, actual, season_length)
+    presorted = isinstance(train, pl.DataFrame) and sorted_by(train, keys, time)
+    out = scale_query(train.lazy(), keys, time, actual, season_length, presorted=presorted)
     if isinstance(train, pl.DataFrame):
         return out.collect()  # type: ignore[return-value]
     return out  # type: ignore[return-value]
@@ -935,23 +936,87 @@ def scale_query(
     season_length: int,
     *,
     duplicates: str | None = None,
+    presorted: bool = False,
 ) -> pl.LazyFrame:
     """The lazy query of :func:`seasonal_scale`; ``duplicates=`` names an extra column
-    counting the rows that repeat a (series, time) key."""
+    counting the rows that repeat a (series, time) key.
+
+    ``presorted``: the caller found the rows sorted by (``keys``, ``time``) with no null
+    there (:func:`sorted_by`); then the lagged differences are plain row-wise shifts (valid
+    where the row ``season_length`` back is of the same series), the duplicates are
+    neighbours, and the aggregation is of plain columns: no sort, no per-group shift.
+    """
     y = to_float(actual)
-    # one global sort by time: group_by keeps the order of rows within each group
-    lf = lf.filter(y.is_not_null()).sort(time)
-    d = y - y.shift(season_length)
+    lf = lf.filter(y.is_not_null())
+    if presorted:
+        scale = _sorted_scale(lf, keys, time, y, season_length, duplicates)
+    else:
+        # one global sort by time: group_by keeps the order of rows within each group
+        lf = lf.sort(time)
+        d = y - y.shift(season_length)
+        aggs = [
+            d.abs().mean().alias("mase_scale"),
+            (d * d).mean().alias("rmsse_scale"),
+            y.mean().alias("spis_scale"),
+            pl.len().cast(pl.Int64).alias("n_train"),
+        ]
+        if duplicates is not None:
+            aggs.append((pl.len() - pl.col(time).n_unique()).cast(pl.Int64).alias(duplicates))
+        scale = lf.group_by(keys).agg(aggs)
+    positive = [pl.when(pl.col(c) > 0.0).then(pl.col(c)).otherwise(None).alias(c) for c in SCALES]
+    return scale.with_columns(positive)
+
+
+def _sorted_scale(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    time: str,
+    y: pl.Expr,
+    season_length: int,
+    duplicates: str | None,
+) -> pl.LazyFrame:
+    """:func:`scale_query` on rows sorted by (keys, time), without null keys or times."""
+
+    def same_series(lag: int) -> pl.Expr:  # the row ``lag`` back is of the same series
+        if not keys:
+            return pl.int_range(pl.len()) >= lag
+        return pl.all_horizontal([pl.col(k) == pl.col(k).shift(lag) for k in keys])
+
+    d = pl.when(same_series(season_length)).then(y - y.shift(season_length))
+    columns = [y.alias("__pe_y"), d.abs().alias("__pe_ad"), (d * d).alias("__pe_d2")]
     aggs = [
-        d.abs().mean().alias("mase_scale"),
-        (d * d).mean().alias("rmsse_scale"),
-        y.mean().alias("spis_scale"),
+        pl.col("__pe_ad").mean().alias("mase_scale"),
+        pl.col("__pe_d2").mean().alias("rmsse_scale"),
+        pl.col("__pe_y").mean().alias("spis_scale"),
         pl.len().cast(pl.Int64).alias("n_train"),
     ]
     if duplicates is not None:
-        aggs.append((pl.len() - pl.col(time).n_unique()).cast(pl.Int64).alias(duplicates))
-    positive = [pl.when(pl.col(c) > 0.0).then(pl.col(c)).otherwise(None).alias(c) for c in SCALES]
-    return lf.group_by(keys).agg(aggs).with_columns(positive)
+        repeat = same_series(1) & (pl.col(time) == pl.col(time).shift(1))
+        columns.append(repeat.alias("__pe_rep"))
+        aggs.append(pl.col("__pe_rep").sum().cast(pl.Int64).alias(duplicates))
+    if len(keys) == 1:  # a sorted key: the group_by takes its slices instead of hashing
+        lf = lf.with_columns(pl.col(keys[0]).set_sorted())
+    return lf.with_columns(columns).group_by(keys).agg(aggs)
+
+
+def sorted_by(frame: pl.DataFrame, keys: Sequence[str], time: str, *, strict: bool = False) -> bool:
+    """Whether the rows of ``frame`` are sorted by (``keys``, ``time``), ascending, with no
+    null (nor float: NaN and signed zeros compare apart from how they group) in them;
+    ``strict``: and no (``keys``, ``time``) repeats.
+
+    One cheap row-wise pass; what lets :func:`scale_query` skip its sort (``presorted``).
+    """
+    columns = [*keys, time]
+    if any(frame.schema[c].is_float() or frame.get_column(c).null_count() > 0 for c in columns):
+        return False
+    if frame.height < 2:
+        return True
+    last = pl.col(time).shift(1)
+    after = pl.col(time) > last if strict else pl.col(time) >= last
+    for k in reversed(keys):
+        prev = pl.col(k).shift(1)
+        after = (pl.col(k) > prev) | ((pl.col(k) == prev) & after)
+    return bool(frame.select(after.slice(1).all()).item())
 
 
 def with_lead(

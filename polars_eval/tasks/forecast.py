@@ -26,6 +26,7 @@ import polars as pl
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import (
     Plan,
+    Planned,
     _deferred,
     build,
     no_rows_reason,
@@ -38,7 +39,7 @@ from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
 from polars_eval._typing import IntoExpr, ZeroActuals
-from polars_eval._validate import column_problems
+from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics import forecast as fc
 from polars_eval.metrics import regression as reg
@@ -55,8 +56,15 @@ UNDEFINED = {
     "mase": fc.NO_SCALE,
     "rmsse": fc.NO_SCALE,
 }
+SCALED_LATE = {"mase": "mae", "rmsse": "mse", "msse": "mse"}
+"""Scaled metrics whose states are those of an unscaled one (Σ w, Σ w·term) with each term
+divided by the scale, and the weight 0 where the scale is not positive: with one scale per
+series, the table sums the unscaled states per series and scales the sums, and so joins the
+scales onto the series, not onto every row."""
+LATE = "__pe_unscaled_"
 DUP = "__pe_dup"
 TRAIN_DUP = "__pe_train_dup"
+BAD = "__pe_bad_"
 N_KEY_EXAMPLES = 3
 
 
@@ -173,6 +181,79 @@ def _is_order_statistic(name: str, columns: Any) -> bool:
         return False
 
 
+def _sorted_group(frame: pl.DataFrame | pl.LazyFrame, groups: list[str]) -> str | None:
+    """The one group column of an eager frame when its values are sorted (ascending, no
+    null, not float), which Polars then groups by slices; None otherwise."""
+    if not isinstance(frame, pl.DataFrame) or len(groups) != 1:
+        return None
+    column = frame.get_column(groups[0])
+    if column.dtype.is_float() or column.null_count() or not column.is_sorted():
+        return None
+    return groups[0]
+
+
+def _late_columns(name: str) -> dict[str, str]:
+    return {"w": f"{LATE}{name}_w", "sum": f"{LATE}{name}_sum"}
+
+
+def _late_states(planned: Planned, late: Mapping[str, Any]) -> list[pl.Expr]:
+    """The states of each metric of ``late`` (see ``SCALED_LATE``) from the summed states
+    of its unscaled metric and the series' scale column: the weight where the scale is
+    positive (else 0), the weighted sum of terms divided by the scale (else 0)."""
+    out = []
+    for name in late:
+        unscaled = planned.columns[LATE + name]
+        scale = fc.valid_scale(TRAIN_SCALED[name])
+        valid = scale.is_not_null()
+        columns = _late_columns(name)
+        out.append(pl.when(valid).then(pl.col(unscaled["w"])).otherwise(0.0).alias(columns["w"]))
+        total = pl.when(valid).then(pl.col(unscaled["sum"]) / scale).otherwise(0.0)
+        out.append(total.alias(columns["sum"]))
+    return out
+
+
+def _late_finals(planned: Planned, late: Mapping[str, Any], names: Sequence[str]) -> list[pl.Expr]:
+    """The finalizers of ``names`` per series, those of ``late`` over their late states (the
+    unscaled helper metrics left out)."""
+    return [
+        *[e for e in planned.finals if e.meta.output_name() in names],
+        *[spec.finalize({k: pl.col(c) for k, c in _late_columns(n).items()}).alias(n)
+          for n, spec in late.items()],
+    ]  # fmt: skip
+
+
+def _late_merged(planned: Planned, late: Mapping[str, Any], names: Sequence[str]) -> list[pl.Expr]:
+    """The pooled values of ``names`` (``<name>_pooled``): each metric over the states of
+    every series, merged (those of ``late`` from their late states)."""
+    rescaled = Planned([], [], dict(late), {n: _late_columns(n) for n in late})
+    pooled = planned.merged("_pooled")
+    kept = [e for e in pooled if e.meta.output_name().removesuffix("_pooled") in names]
+    return [*kept, *rescaled.merged("_pooled")]
+
+
+def _strictly_sorted(
+    frame: pl.DataFrame | pl.LazyFrame, groups: list[str], order: list[str], cutoff: str | None
+) -> bool:
+    """Whether an eager frame is strictly sorted by its keys, so that no key repeats (the
+    lead, a function of the other keys, left out)."""
+    keys = [g for g in groups if not (cutoff is not None and g == "lead")]
+    return _sorted(frame, [*keys, *order], strict=True)
+
+
+def _maybe_repeated(groups: list[str], order: list[str]) -> pl.Expr:
+    """Per row: whether it may start a run of its group in the frame, or not come strictly
+    after the row before it in ``order`` (lexicographic; a null compares as neither).
+    Summed per group, a group counts 1 when its rows are adjacent and in strictly increasing
+    order: then no key repeats in it, and only the other groups need the exact (costlier)
+    count of repeated keys."""
+    after = pl.col(order[-1]) > pl.col(order[-1]).shift(1)
+    for c in reversed(order[:-1]):
+        prev = pl.col(c).shift(1)
+        after = (pl.col(c) > prev) | ((pl.col(c) == prev) & after)
+    same = pl.all_horizontal([pl.col(g) == pl.col(g).shift(1) for g in groups])
+    return (~(same & after).fill_null(False)).alias(DUP)
+
+
 class ForecastMethods:
     """``df.eval.forecast``: every forecast metric per series, across series and pooled."""
 
@@ -227,6 +308,10 @@ class ForecastMethods:
         (``["mae", "msse", "linex"]``; a scaled one needs ``train=``, one that needs more
         columns or options than the table takes is an error that says so); ``quantiles=``
         and ``interval=`` still add theirs.
+
+        Rows may come in any order. A DataFrame (and ``train``) sorted by (series, time)
+        is the fast case: one cheap pass finds it sorted, which rules out duplicate keys and
+        spares the sort of the training rows; other orders give the same result.
 
         Examples
         --------
@@ -328,6 +413,11 @@ class ForecastMethods:
             inputs.update({"lower": "numeric", "upper": "numeric"})
             args.update({"lower": interval[0], "upper": interval[1]})
         problems = column_problems(schema, args, inputs)
+        problems += [
+            f'column "{b}" (argument by=) not found'
+            for b in by_cols
+            if b not in schema and not (cutoff is not None and b == "lead")
+        ]
         if problems:
             raise DataValidationError(problems[0])
         if cutoff is not None:
@@ -335,7 +425,19 @@ class ForecastMethods:
             if lead is not None:
                 lf = lf.filter(pl.col("lead") == lead)
         keyed = lf  # the rows whose keys must be unique
-        train_rows = None
+        groups = [*by_cols, *keys]
+        # an eager frame already sorted by its one group column: flag it, so that the
+        # group_by takes the slices of each group instead of hashing every row
+        sorted_key = _sorted_group(self._frame, groups)
+        if sorted_key is not None:
+            lf = lf.with_columns(pl.col(sorted_key).set_sorted())
+        # duplicate keys: none when an eager frame is strictly sorted by them (one cheap
+        # pass); otherwise a flag per row, summed per group in the metric query
+        order = [*([cutoff] if cutoff else []), time]
+        flag = validate and not _strictly_sorted(self._frame, groups, order, cutoff)
+        if flag:  # in the frame's order, before the join
+            lf = lf.with_columns(_maybe_repeated(groups, order))
+        train_rows = scale = None
         if train is not None:
             train_rows = train.lazy().filter(to_float(actual).is_not_null())
             tschema = train.lazy().collect_schema()
@@ -347,15 +449,30 @@ class ForecastMethods:
                 actual,
                 season_length,
                 duplicates=TRAIN_DUP if validate else None,
+                presorted=_sorted(train, [*keys, time], strict=False),
             )
-            lf = lf.join(scale, on=keys, how="left")
 
         y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
         used = not_null(y, f) if weight is None else not_null(y, f, w)
         available = _point_arguments(actual, forecast, weight, zero_actuals)
-        specs = {
-            name: _registry.bind(REGISTRY[name], _with_scale(name, available)) for name in point
-        }
+        specs: dict[str, Any] = {}
+        late: dict[str, Any] = {}  # scaled per series after the aggregation
+        for name in point:
+            spec = _registry.bind(REGISTRY[name], _with_scale(name, available))
+            if train is not None and name in SCALED_LATE:
+                unscaled = _registry.bind(REGISTRY[SCALED_LATE[name]], available)
+                if set(spec.states) == set(unscaled.states) == {"w", "sum"}:
+                    late[name] = spec
+                    specs[LATE + name] = unscaled
+                    continue
+            specs[name] = spec
+        if scale is not None and any(n in TRAIN_SCALED for n in specs):  # scales per row
+            scales = scale.drop(TRAIN_DUP, strict=False)
+            if sorted_key is None:
+                lf = lf.join(scales, on=keys, how="left")
+            else:  # the frame's order, and so its sorted group column, kept
+                lf = lf.join(scales, on=keys, how="left", maintain_order="left")
+                lf = lf.with_columns(pl.col(sorted_key).set_sorted())
         for q, col in sorted(quantiles.items()):
             specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
                 actual, col, quantile=q, weight=weight
@@ -365,55 +482,72 @@ class ForecastMethods:
         planned = plan_specs(specs, columns_first=True)
 
         # row terms first (plain element-wise columns), then plain sums per group: the
-        # fastest path of a Polars group_by
+        # fastest path of a Polars group_by. The duplicate-key flag (if any) is summed per
+        # group there; the row checks are counted over the input apart (second stage).
         counted = used & (w > 0.0)
-        lf = lf.with_columns(
+        rows = [
             *planned.row_columns,
             counted.alias(STATE + "n"),
             (counted & (y == 0.0)).alias(STATE + "zero"),
-        )
+        ]
         first = list(planned.aggs)
-        if validate:
-            # duplicate keys, counted per (by groups, series): the rows of a group must have
-            # distinct (cutoff,) time (the lead is a dense rank, so duplicates share a lead)
-            key = pl.struct(cutoff, time) if cutoff is not None else pl.col(time)
-            first.append((pl.len() - key.n_unique()).cast(pl.Int64).alias(DUP))
-            if train is not None:
-                first.append(pl.col(TRAIN_DUP).first().fill_null(0).alias(TRAIN_DUP))
+        checks = row_checks(schema, args, inputs) if validate else []
+        if flag:
+            first.append((pl.col(DUP).sum().cast(pl.Int64) - 1).alias(DUP))
+        lf = lf.with_columns(rows)
         first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
         first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
-        names = list(specs)
+        names = [*point, *(n for n in specs if n not in point and not n.startswith(LATE))]
+        checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
-        def check_duplicates(df: pl.DataFrame) -> pl.DataFrame:
-            if DUP in df.columns and (df.get_column(DUP) > 0).any():
-                error = duplicate_error(keyed, [*by_cols, *row_keys], row_keys, "")
-                if error is not None:
-                    raise error
+        def check_rows(df: pl.DataFrame) -> pl.DataFrame:
+            """Raise for a repeated key, then for a bad input value (SPEC §2, §6)."""
+            if DUP in df.columns:
+                maybe = df.filter(pl.col(DUP) > 0)
+                if maybe.height:  # a group not in strictly increasing key order: count
+                    source = keyed
+                    if maybe.height < df.height:  # only those groups
+                        suspects = maybe.select(groups).lazy()
+                        source = keyed.join(suspects, on=groups, how="semi", nulls_equal=True)
+                    error = duplicate_error(source, [*by_cols, *row_keys], row_keys, "")
+                    if error is not None:
+                        raise error
             if (
                 train_rows is not None
                 and TRAIN_DUP in df.columns
-                and (df.get_column(TRAIN_DUP) > 0).any()
+                and (df.get_column(TRAIN_DUP).fill_null(0) > 0).any()
             ):
                 error = duplicate_error(
                     train_rows, [*keys, time], [*keys, time], "the train= frame"
                 )
                 if error is not None:
                     raise error
-            return df.drop([c for c in (DUP, TRAIN_DUP) if c in df.columns])
+            raise_for_checks(df, checks, per_row=False, source=keyed)
+            return df.drop([c for c in checked if c in df.columns])
 
         def second(q: pl.LazyFrame) -> pl.LazyFrame:
+            if checks:  # counted over the input rows apart: cheaper than per group
+                q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
+            # the scales of the series evaluated (and the count of their repeated training
+            # keys): one row per series
+            wanted = list(dict.fromkeys(TRAIN_SCALED[n] for n in late))
+            wanted += [TRAIN_DUP] if validate else []
+            if scale is not None and wanted:
+                q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
             if validate:
                 schema = q.collect_schema()
-                kept = {k: v for k, v in schema.items() if k not in (DUP, TRAIN_DUP)}
-                q = q.map_batches(check_duplicates, schema=pl.Schema(kept))
-            q = q.with_columns(planned.finals)
+                kept = {k: v for k, v in schema.items() if k not in checked}
+                q = q.map_batches(check_rows, schema=pl.Schema(kept))
+            if late:
+                q = q.with_columns(_late_states(planned, late))
+            q = q.with_columns(_late_finals(planned, late, names))
             if per_series:
                 return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
             aggs = [
                 pl.len().cast(pl.Int64).alias("n_series"),
                 pl.col("n").sum().cast(pl.Int64),
                 *[pl.col(n).mean().alias(n) for n in names],
-                *planned.merged("_pooled"),  # the states of every series, merged
+                *_late_merged(planned, late, names),  # the states of every series, merged
                 pl.col("zero_actuals").sum().cast(pl.Int64),
             ]
             q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
@@ -439,8 +573,8 @@ class ForecastMethods:
             exprs=first,
             inputs=inputs,
             args=args,
-            by=[*by_cols, *keys],
-            validate=validate,
+            by=groups,
+            validate=False,  # the checks are counted and raised in ``second`` (check_rows)
             undefined={} if single else undefined,
             strict=False,
             then=second,
@@ -579,14 +713,16 @@ def _keyed_frame(
             lf = lf.filter(pl.col("lead") == lead)
     named = [*keys, *([cutoff] if cutoff else []), time]
     checks: list[tuple[pl.LazyFrame, list[str], list[str], str]] = []
-    if validate:
+    # a frame strictly sorted by its keys (one cheap pass on eager data) repeats none
+    if validate and not _sorted(frame, row_keys, strict=True):
         checks.append((lf, row_keys, named, ""))
     if train is not None and tschema is not None:
         _missing(tschema, [*keys, time, actual], "in the train= frame")
         rows = train.lazy().filter(pl.col(actual).is_not_null())
-        if validate:
+        if validate and not _sorted(train, [*keys, time], strict=True):
             checks.append((rows, [*keys, time], [*keys, time], "the train= frame"))
-        scale = scale_frame(rows, keys, time, actual, season_length, validate)
+        presorted = _sorted(train, [*keys, time], strict=False)
+        scale = scale_frame(rows, keys, time, actual, season_length, validate, presorted)
         scale = scale.select(*keys, pl.col(scale_col or "mase_scale").alias(SCALE))
         lf = lf.join(scale, on=keys, how="left") if keys else lf.join(scale, how="cross")
 
@@ -602,12 +738,26 @@ def _keyed_frame(
     return lf, check if checks else None
 
 
+def _sorted(frame: pl.DataFrame | pl.LazyFrame, columns: list[str], *, strict: bool) -> bool:
+    """Whether an eager frame is sorted by ``columns`` (see :func:`fc.sorted_by`)."""
+    if not isinstance(frame, pl.DataFrame):
+        return False
+    return fc.sorted_by(frame, columns[:-1], columns[-1], strict=strict)
+
+
 def scale_frame(
-    train: pl.LazyFrame, keys: list[str], time: str, actual: str, season_length: int, validate: bool
+    train: pl.LazyFrame,
+    keys: list[str],
+    time: str,
+    actual: str,
+    season_length: int,
+    validate: bool,
+    presorted: bool = False,
 ) -> pl.LazyFrame:
     """The in-sample scales per series (``mase_scale``, ``rmsse_scale``, ``spis_scale``);
-    NaN/inf in the training actuals is an error naming the column (at collect on lazy data)."""
-    scale = fc.scale_query(train, keys, time, actual, season_length)
+    NaN/inf in the training actuals is an error naming the column (at collect on lazy data).
+    ``presorted``: the rows are sorted by (``keys``, ``time``) (no sort needed)."""
+    scale = fc.scale_query(train, keys, time, actual, season_length, presorted=presorted)
     if not validate:
         return scale
     y = to_float(actual)
