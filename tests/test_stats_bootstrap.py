@@ -250,6 +250,62 @@ def test_state_kernel_equals_expression_path(method: str, by: list[str], group: 
         )
 
 
+CURVE_METRICS = [
+    pe.average_precision("y", "score"),
+    pe.pr_auc("y", "score", weight="fw"),
+    pe.ks("y", "score", weight="w"),
+    pe.max_f1("y", "score"),
+    pe.max_mcc("y", "score", weight="fw"),
+    pe.max_accuracy("y", "score"),
+    pe.ece("y", "score"),
+]
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
+@pytest.mark.parametrize("scores", ["tied", "distinct"])
+def test_curve_kernel_equals_expression_path(
+    method: str, by: list[str], group: list[str], scores: str
+) -> None:
+    df = state_data()
+    if scores == "distinct":
+        df = df.with_columns(pl.col("score") + pl.Series(np.arange(300) * 1e-6))
+    items = B.named_items(CURVE_METRICS)
+    _, kernels, _, _ = B.resampling(df, items, by=by, group=group, method=method, seed=3)
+    assert all(isinstance(kernels.get(name), B.CurveKernel) for name, _ in items)
+    assert all(k.singletons == (scores == "distinct") for k in kernels.values())  # type: ignore[union-attr]
+    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
+    slow, _ = B.replicates(
+        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
+    )
+    for name, _ in items:
+        np.testing.assert_allclose(
+            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14, err_msg=name
+        )
+
+
+def test_curve_kernel_resamples_match_sklearn_with_count_weights() -> None:
+    # average precision of resample r = scikit-learn's with sample_weight = the counts
+    from sklearn.metrics import average_precision_score
+
+    df = data(240, seed=6)
+    items = B.named_items([pe.average_precision("y", "score", weight="fw")])
+    design, _, stratum, _ = B.resampling(
+        df, items, by=["g"], group=[], method="multinomial", seed=2
+    )
+    reps, _ = B.replicates(
+        df, items, by=["g"], group=[], n_resamples=6, method="multinomial", seed=2
+    )
+    y, s, fw = (df[c].to_numpy() for c in ("y", "score", "fw"))
+    for r in range(6):
+        w = design.counts(r) * fw
+        for g in range(design.n_strata):
+            at = (stratum == g) & (w > 0)
+            expected = average_precision_score(y[at], s[at], sample_weight=w[at])
+            got = reps.filter(pl.col(B.R_COL) == r).row(g, named=True)["average_precision"]
+            assert got == pytest.approx(expected, rel=1e-12)
+
+
 def test_state_kernel_on_strata_left_empty() -> None:
     # Poisson counts can leave a one-row stratum out of a resample: no value there, as on
     # the repeated rows (where the group is absent)
@@ -298,10 +354,17 @@ def test_state_kernel_resamples_match_sklearn_with_count_weights(
 
 
 def test_state_kernel_falls_back_where_it_cannot_be_exact() -> None:
-    # a NaN score (validate=False): 0 × NaN would be NaN, so the expression path runs; a
-    # metric over the rows (median) has no summed state
+    # a NaN score (validate=False): 0 × NaN would be NaN, and NaN scores sort apart, so the
+    # expression path runs; a metric over the rows (median) has no summed state
     df = state_data().with_columns(pl.col("score").fill_null(float("nan")))
-    items = B.named_items([pe.logloss("y", "score"), pe.medae("a", "b"), pe.mse("a", "b")])
+    items = B.named_items(
+        [
+            pe.logloss("y", "score"),
+            pe.ks("y", "score"),
+            pe.medae("a", "b"),
+            pe.mse("a", "b"),
+        ]
+    )
     _, kernels, _, _ = B.resampling(df, items, by=[], group=[], method="multinomial", seed=0)
     assert set(kernels) == {"mse"}
     out = df.eval.bootstrap([pe.logloss("y", "score")], n_resamples=10, validate=False)

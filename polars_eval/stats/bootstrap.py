@@ -26,14 +26,19 @@ Design
     a resample costs one gather of its counts into that order (or one bincount into tie
     bins when scores are heavily tied), one cumulative sum and one weighted sum. Its
     values equal scikit-learn's weighted AUC with the counts as sample weights.
+  - The other metrics of the sorted threshold state — average precision, PR-AUC, KS,
+    max_f1, max_mcc, max_accuracy, ECE (:class:`CurveKernel`): the same sort once; a
+    resample's points (distinct scores drawn, with their cumulative counts) come from
+    two cumulative sums, and the metric's own finalize runs on them in Polars.
   - Metrics whose states are sums, minima and maxima of row values — log loss, Brier,
     the confusion-count metrics, MSE, MAE ... (:class:`StateKernel`): every row's share
     of every state is computed once; a resample's summed states are one sparse product
     of its counts, and the metric's own finalize runs once on the table of states.
 
   Kernel values equal the expression path's to rounding (tested per resample, and
-  against scikit-learn with the counts as sample weights). Other metrics (average
-  precision, KS, the rank correlations ...) take the expression path.
+  against scikit-learn with the counts as sample weights). Other expressions (the rank
+  correlations, a metric given options beyond its columns such as ``threshold=`` or
+  ``bins=``, your own) take the expression path.
 * **The counts** (:func:`poisson_counts`, :func:`to_multinomial`): Poisson(1) counts by
   inversion of the CDF through a 16-bit table (exact to a double's resolution, about
   1 ns a count); the multinomial counts are those Poisson counts, given their total T,
@@ -747,31 +752,147 @@ class StateKernel:
         return value.reshape(r, self.n_strata)
 
 
-Kernel = AucKernel | StateKernel
-"""A kernel: called on a (resamples, units) count block, then ``finish`` on the stacked
-outputs gives the (resample, stratum) values."""
+# ---------------------------------------------------------------------------------------
+# The curve kernel (a metric of the sorted threshold state: AP, PR-AUC, KS ...)
+# ---------------------------------------------------------------------------------------
 
 
-def _kernel_for(
-    item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
-) -> Kernel | None:
-    """A kernel for a recognised metric: :class:`AucKernel` for ``auc``/``gini`` on plain
-    numeric columns, :class:`StateKernel` for a spec of sums, minima and maxima."""
-    if item.info.name not in KERNEL_METRICS:
-        if item.info.spec is None:
+class CurveKernel:
+    """A registered metric finalized from the threshold state of :mod:`polars_eval.metrics.
+    _curve` — one ``{t, tp, fp}`` point per distinct score, descending, with the weighted
+    counts at or above it — for a block of resamples: average precision, PR-AUC, KS,
+    max_f1, max_mcc, max_accuracy, ECE.
+
+    The shared state, built once: the kept rows (no null, non-zero weight) sorted by
+    (stratum, score descending), every row's positive and negative weight (``w·y`` and
+    ``w·(1 − y)``, as the state's signed weight) and the tie blocks. A resample's state
+    is then its counts gathered into that order, two cumulative sums read at the block
+    ends, and the blocks where a row was drawn (a distinct score no drawn row has is no
+    point, as on the repeated rows): no sort. The metric's own finalize then runs on
+    those points in Polars, one list per (resample, stratum), so every such metric is
+    exact to the definition it has in the package (to the rounding of the sums). Scores
+    with a NaN leave the metric to the expression path.
+    """
+
+    def __init__(
+        self,
+        spec: MetricSpec,
+        label: np.ndarray,
+        score: np.ndarray,
+        weight: np.ndarray,
+        stratum: np.ndarray,
+        n_strata: int,
+    ) -> None:
+        self.spec = spec
+        self.n_strata = n_strata
+        keep = ~(np.isnan(label) | np.isnan(score) | np.isnan(weight)) & (weight != 0.0)
+        rows = np.flatnonzero(keep)
+        order = _sort_order(stratum[rows], -score[rows], n_strata)
+        rows = rows[order]
+        self.order = rows
+        self.index: np.ndarray | None = rows
+        signed = weight[rows] * (2.0 * label[rows] - 1.0)
+        self.w_pos = np.clip(signed, 0.0, None)
+        self.w_neg = np.clip(-signed, 0.0, None)
+        # no weights: integer sums (exact), the negatives as all rows minus the positives
+        self.is_pos = (label[rows] == 1.0).astype(np.uint8) if np.all(weight == 1.0) else None
+        s = score[rows]
+        g = stratum[rows] if n_strata > 1 else np.zeros(len(rows), dtype=np.int64)
+        m = len(rows)
+        new = np.ones(m, dtype=bool)
+        new[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+        self.block_start = np.flatnonzero(new)
+        self.block_end = np.append(self.block_start[1:], m) - 1
+        self.singletons = len(self.block_start) == m
+        self.t = s[self.block_start]
+        self.block_stratum = g[self.block_start]
+        # the cumulative sums run over all strata: subtract those before the stratum
+        first = np.searchsorted(g, np.arange(n_strata), side="left")
+        self.before = first[self.block_stratum] - 1  # -1: the first stratum, nothing before
+
+    @staticmethod
+    def build(
+        item: Recognized, spec: MetricSpec, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
+    ) -> CurveKernel | None:
+        """The kernel of a recognised metric whose one state is the threshold state of its
+        own column arguments (no ``bins=``, no ``pos_label``), or None."""
+        from polars_eval.metrics._curve import threshold_state
+
+        if len(spec.states) != 1 or "pos_label" in item.args:
             return None
-        try:
-            spec = item.info.spec(**item.args)
-        except Exception:  # noqa: BLE001 - let the expression path report it
+        (state,) = spec.states.values()
+        label, score, weight = (item.args.get(k) for k in ("label", "score", "weight"))
+        if state.kind != "list" or not all(
+            isinstance(c, str) for c in (label, score, weight) if c is not None
+        ):
             return None
-        return StateKernel.build(spec, df, stratum, n_strata)
-    if item.args.get("pos_label") is not None:
-        return None
-    label, score = item.args.get("label"), item.args.get("score")
-    weight = item.args.get("weight")
-    cols = [c for c in (label, score, weight) if c is not None]
-    if not all(isinstance(c, str) for c in cols):
-        return None
+        if not state.value.meta.eq(threshold_state(label, score, weight)):
+            return None
+        columns = _numeric_columns(df, label, score, weight)
+        if columns is None or np.isnan(columns[1][~np.isnan(columns[2])]).any():
+            return None
+        return CurveKernel(spec, *columns, stratum, n_strata)
+
+    def bind(self, unit_of_row: np.ndarray | None, n_units: int) -> None:
+        """Read the counts of ``Design`` units (``unit_of_row``: see :class:`Design`)."""
+        self.index = self.order if unit_of_row is None else unit_of_row[self.order]
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        """The metric of every (resample, stratum) for a (resamples, units) count array."""
+        import pyarrow as pa
+
+        b, k = counts.shape[0], len(self.t)
+        mass = np.take(counts, self.index, axis=1)
+        rows = np.zeros((b, mass.shape[1] + 1), dtype=np.int64)  # cumulative counts
+        np.cumsum(mass, axis=1, out=rows[:, 1:])
+        ends = rows[:, 1:] if self.singletons else np.take(rows, self.block_end + 1, axis=1)
+        # a point where a row of its tie block was drawn (no ties: every row is a point)
+        drawn = mass > 0 if self.singletons else ends > np.take(rows, self.block_start, axis=1)
+        if self.is_pos is not None:
+            masses = [mass * self.is_pos]
+        else:
+            masses = [mass * self.w_pos, mass * self.w_neg]
+        cum = []
+        for x in masses:
+            c = np.zeros((b, mass.shape[1] + 1), dtype=x.dtype if x.dtype.kind == "f" else np.int64)
+            np.cumsum(x, axis=1, out=c[:, 1:])
+            cum.append(c)
+        if self.is_pos is not None:
+            cum.append(rows - cum[0])
+        for i, c in enumerate(cum):
+            at_end = c[:, 1:] if self.singletons else np.take(c, self.block_end + 1, axis=1)
+            if self.n_strata > 1:  # the sums of the strata before
+                at_end = at_end - np.take(c, self.before + 1, axis=1)
+            cum[i] = at_end
+        tp, fp = cum
+        at = np.flatnonzero(drawn)  # the drawn points, (resample, point) flattened
+        cells = b * self.n_strata
+        offsets = np.zeros(cells + 1, dtype=np.int64)
+        if cells == 1:
+            offsets[1] = len(at)
+        else:  # the lists of (resample, stratum) in order: points sorted by stratum
+            key = (at // k) * self.n_strata + np.take(self.block_stratum, at % k)
+            np.cumsum(np.bincount(key, minlength=cells), out=offsets[1:])
+        t = np.take(self.t, at % k) if b > 1 else np.take(self.t, at)
+        columns = [t, np.take(tp, at).astype(np.float64), np.take(fp, at).astype(np.float64)]
+        points = pa.StructArray.from_arrays(columns, ["t", "tp", "fp"])
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), points)
+        frame = pl.from_arrow(pa.table({"c": lists}))
+        final = self.spec.finalize({"c": pl.col("c")}).cast(F64).fill_null(float("nan"))
+        value = frame.select(final).to_series().to_numpy()
+        value = np.where(np.diff(offsets) > 0, value, np.nan)
+        return value.reshape(b, self.n_strata)
+
+    def finish(self, values: np.ndarray) -> np.ndarray:
+        """The values of every (resample, stratum): the kernel's output already."""
+        return values
+
+
+def _numeric_columns(
+    df: pl.DataFrame, label: str, score: str, weight: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Label, score and weight as float64 arrays (NaN: null), or None when the columns are
+    not numeric or the labels not 0/1 (the expression path then reports or handles it)."""
     try:
         y = df.get_column(label).cast(F64).fill_null(float("nan")).to_numpy()
         s_col = df.get_column(score).cast(F64)
@@ -786,8 +907,39 @@ def _kernel_for(
         return None
     if s_col.null_count():
         w = np.where(s_col.is_null().to_numpy(), np.nan, w)
-    s = s_col.fill_null(0.0).to_numpy()
-    return AucKernel(y, s, w, stratum, n_strata, gini=item.info.name == "gini")
+    return y, s_col.fill_null(0.0).to_numpy(), w
+
+
+Kernel = AucKernel | StateKernel | CurveKernel
+"""A kernel: called on a (resamples, units) count block, then ``finish`` on the stacked
+outputs gives the (resample, stratum) values."""
+
+
+def _kernel_for(
+    item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
+) -> Kernel | None:
+    """A kernel for a recognised metric: :class:`AucKernel` for ``auc``/``gini`` on plain
+    numeric columns, :class:`CurveKernel` for the other metrics of the threshold state,
+    :class:`StateKernel` for a spec of sums, minima and maxima; None: the expression path."""
+    if item.info.name in KERNEL_METRICS:
+        label, score, weight = (item.args.get(k) for k in ("label", "score", "weight"))
+        if "pos_label" in item.args or not all(
+            isinstance(c, str) for c in (label, score, weight) if c is not None
+        ):
+            return None
+        columns = _numeric_columns(df, label, score, weight)
+        if columns is None:
+            return None
+        return AucKernel(*columns, stratum, n_strata, gini=item.info.name == "gini")
+    if item.info.spec is None:
+        return None
+    try:
+        spec = item.info.spec(**item.args)
+    except Exception:  # noqa: BLE001 - let the expression path report it
+        return None
+    if any(state.kind == "list" for state in spec.states.values()):
+        return CurveKernel.build(item, spec, df, stratum, n_strata)
+    return StateKernel.build(spec, df, stratum, n_strata)
 
 
 # ---------------------------------------------------------------------------------------

@@ -72,9 +72,9 @@ class StatsMethods:
         result is identical for the same seed on any number of threads, and all metrics
         share the same resamples. Expressions are evaluated unchanged on the repeated rows,
         a chunk of resamples per Polars query; registered metrics recognised structurally
-        — ``pe.auc`` / ``pe.gini`` over rows sorted once, and the metrics made of sums
-        (``pe.logloss``, ``pe.brier``, ``pe.accuracy``, ``pe.mse`` ...) — use O(n)-per-resample
-        kernels of the counts instead. The counts of a seed are Poisson(1) draws made
+        — ``pe.auc``, ``pe.average_precision``, ``pe.ks`` ... over rows sorted once, and
+        the metrics made of sums (``pe.logloss``, ``pe.brier``, ``pe.accuracy``,
+        ``pe.mse`` ...) — use O(n)-per-resample kernels of the counts instead. The counts of a seed are Poisson(1) draws made
         exactly multinomial (see ``polars_eval.stats.bootstrap``).
 
         Result, one row per metric (and ``by`` group): ``metric``, ``estimate`` (on the
