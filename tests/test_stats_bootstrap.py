@@ -60,6 +60,19 @@ def test_independent_of_threads_chunks_and_partitioning(monkeypatch: pytest.Monk
     assert lazy.collect(engine="streaming").equals(base)
 
 
+def assert_kernels_equal_expression_path(
+    df: pl.DataFrame, items: list[tuple[str, pl.Expr]], by: list[str], group: list[str], method: str
+) -> None:
+    """Every resample's values by the kernels = by the expressions on the repeated rows."""
+    args = {"by": by, "group": group, "n_resamples": 25, "method": method, "seed": 3}
+    fast, _ = B.replicates(df, items, **args)
+    slow, _ = B.replicates(df, items, **args, fast=False)
+    for name, _ in items:
+        np.testing.assert_allclose(
+            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14, err_msg=name
+        )
+
+
 @pytest.mark.parametrize("method", ["multinomial", "poisson"])
 @pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
 def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: list[str]) -> None:
@@ -72,14 +85,7 @@ def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: li
         ]
     )
     assert all(B.recognize(e) is not None for _, e in items)  # an alias is still an AUC
-    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
-    slow, _ = B.replicates(
-        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
-    )
-    for name in ("auc", "gini", "auc_w"):
-        np.testing.assert_allclose(
-            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14
-        )
+    assert_kernels_equal_expression_path(df, items, by, group, method)
 
 
 def chi2_pvalue(observed: dict[tuple[int, ...], int], pmf: dict[tuple[int, ...], float]) -> float:
@@ -240,14 +246,7 @@ def test_state_kernel_equals_expression_path(method: str, by: list[str], group: 
     assert {name for name, k in kernels.items() if isinstance(k, B.StateKernel)} == {
         name for name, _ in items
     }
-    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
-    slow, _ = B.replicates(
-        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
-    )
-    for name, _ in items:
-        np.testing.assert_allclose(
-            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14, err_msg=name
-        )
+    assert_kernels_equal_expression_path(df, items, by, group, method)
 
 
 CURVE_METRICS = [
@@ -274,14 +273,7 @@ def test_curve_kernel_equals_expression_path(
     _, kernels, _, _ = B.resampling(df, items, by=by, group=group, method=method, seed=3)
     assert all(isinstance(kernels.get(name), B.CurveKernel) for name, _ in items)
     assert all(k.singletons == (scores == "distinct") for k in kernels.values())  # type: ignore[union-attr]
-    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
-    slow, _ = B.replicates(
-        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
-    )
-    for name, _ in items:
-        np.testing.assert_allclose(
-            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14, err_msg=name
-        )
+    assert_kernels_equal_expression_path(df, items, by, group, method)
 
 
 def test_curve_kernel_resamples_match_sklearn_with_count_weights() -> None:
