@@ -661,6 +661,9 @@ class StateKernel:
         self.row_matrix = sparse.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n_strata * k))
         self.k = k
         self.stratum = stratum
+        # the rows by stratum, where every stratum starts (every stratum has rows)
+        order = np.argsort(stratum, kind="stable")
+        self.by_stratum = order, np.searchsorted(stratum[order], np.arange(n_strata))
         self.matrix_t = self.row_matrix.T.tocsr()
         self.unit_of_row: np.ndarray | None = None
 
@@ -709,15 +712,19 @@ class StateKernel:
         """The minima and maxima with several distinct values over the drawn rows."""
         rows = counts if self.unit_of_row is None else counts[:, self.unit_of_row]
         out = np.empty((rows.shape[0], self.n_strata, len(self.general)))
+        order, starts = self.by_stratum
+        if self.n_strata > 1:
+            rows = rows[:, order]
         for j, (name, (values, valid, _)) in enumerate(self.general.items()):
             is_max = self.kinds[name] == "max"
-            fill = -np.inf if is_max else np.inf
             reduce = np.maximum if is_max else np.minimum
-            for i, c in enumerate(rows):
-                v = np.where(valid & (c > 0), values, fill)
-                at = np.full(self.n_strata, fill)
-                reduce.at(at, self.stratum, v)
-                out[i, :, j] = at
+            if self.n_strata > 1:
+                values, valid = values[order], valid[order]
+            v = np.where(valid & (rows > 0), values, -np.inf if is_max else np.inf)
+            if self.n_strata > 1:
+                out[:, :, j] = reduce.reduceat(v, starts, axis=1)
+            else:
+                out[:, 0, j] = reduce.reduce(v, axis=1)
         return out
 
     def finish(self, states: np.ndarray) -> np.ndarray:
