@@ -89,10 +89,11 @@ ROW_COL = "__pe_row"
 CHUNK_ROWS = 4_000_000
 """About how many repeated rows one chunk of the expression path materialises."""
 BLOCK_CELLS = 1 << 17
-"""About how many unit counts (resamples × units) one block of the kernels holds: 1 MiB of
-int64, so that a block's arrays stay in a core's cache (at 1e5 rows and more a block is
-one resample; at 1e3 rows, 131). Measured (CPU s per 1000 resamples, 1e4 rows): 0.11 with
-one resample per block, 0.065 with 13, 0.15 with 104."""
+"""About how many unit counts (resamples × units) one block of the kernels holds: 1 MiB for
+the int64 cumulative sums of a block, so that its arrays stay in a core's cache (at 1e5
+rows and more a block is one resample; at 1e3 rows, 131). Measured with int64 counts (CPU s
+per 1000 resamples, 1e4 rows): 0.11 with one resample per block, 0.065 with 13, 0.15 with
+104."""
 
 KERNEL_METRICS = ("auc", "gini")
 """The registered metrics evaluated by :class:`AucKernel` instead of their expression."""
