@@ -10,7 +10,9 @@ Scenarios, each timed in the same run on the same data (median seconds):
   sort of the score column per resample, i.e. a sort timed once × n_resamples);
 * DeLong's test on two scores vs one ``df.eval.auc`` (target: < 3×) and a numpy
   Sun & Xu implementation (midranks with ``scipy.stats.rankdata``, the usual "fast DeLong");
-* the closed-form intervals (Hanley–McNeil, Wilson) vs the bare metric.
+* the closed-form intervals (Hanley–McNeil, Wilson) vs the bare metric;
+* the bootstrap of other metrics (``--others``: the sum-state and curve kernels), each
+  timed once, wall and CPU seconds.
 
 Prints one table per scenario: median seconds and the ratio to our time (> 1: we are faster);
 the bootstrap scenario also prints CPU seconds and the load average.
@@ -94,6 +96,11 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--loop", type=int, default=50, help="sklearn loop resamples (scaled)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--others",
+        default="logloss,brier,accuracy,average_precision,ks",
+        help="other metrics to bootstrap, timed once each (empty: none)",
+    )
     args = parser.parse_args()
     n = int(args.rows)
     R = args.resamples
@@ -146,6 +153,19 @@ def main() -> None:
         "polars_eval df.eval.delong",
     )
     print(f"delong / one auc = {ours / one_auc:.2f}")
+
+    # -- bootstrap of other metrics -----------------------------------------------------
+    others = [m for m in args.others.split(",") if m]
+    if others:
+        print(f"\n## bootstrap of other metrics, {R} resamples (each timed once)")
+        print(f"| {'metric':20s} | wall s | CPU s | load |")
+        print(f"|{'-' * 22}|--------|-------|------|")
+    for name in others:
+        expr = getattr(pe, name)("y", "p1")
+        start, cpu = time.perf_counter(), time.process_time()
+        df.eval.bootstrap(expr, n_resamples=R)
+        wall, used = time.perf_counter() - start, time.process_time() - cpu
+        print(f"| {name:20s} | {wall:6.2f} | {used:5.2f} | {os.getloadavg()[0]:4.1f} |")
 
     # -- closed forms -------------------------------------------------------------------
     hm = median_time(lambda: df.select(pe.hanley_mcneil("y", "p1")), args.repeat)

@@ -20,6 +20,7 @@ from sklearn import metrics as skm
 
 import polars_eval as pe
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.stats.bootstrap import make_design
 
 # ---------------------------------------------------------------------------------------
 # §6: the forecast keys on the single metric methods
@@ -312,11 +313,15 @@ def test_wilson_of_a_hit_column(collect: Callable) -> None:
 def manual_bootstrap(
     arrays: dict[str, np.ndarray], metric: Callable, n_resamples: int, seed: int
 ) -> np.ndarray:
-    """The classical bootstrap: n rows drawn with replacement from default_rng([seed, r])."""
+    """The classical bootstrap on the rows the package draws: resample r repeats row i as
+    many times as the count generator of (seed, r) says (n draws with replacement; the
+    counts' multinomial distribution is tested in test_stats_bootstrap.py)."""
     n = len(next(iter(arrays.values())))
+    rows = pl.DataFrame({"i": np.arange(n)})
+    design, _, _ = make_design(rows, [], [], "multinomial", seed)
     out = []
     for r in range(n_resamples):
-        idx = np.random.default_rng([seed, r]).integers(0, n, n)
+        idx = np.repeat(np.arange(n), design.counts(r))
         out.append(metric(**{k: v[idx] for k, v in arrays.items()}))
     return np.asarray(out)
 

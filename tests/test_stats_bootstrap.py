@@ -5,6 +5,7 @@ undefined resamples, coverage. Oracles: numpy percentiles of the replicates, sci
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,19 @@ def test_independent_of_threads_chunks_and_partitioning(monkeypatch: pytest.Monk
     assert lazy.collect(engine="streaming").equals(base)
 
 
+def assert_kernels_equal_expression_path(
+    df: pl.DataFrame, items: list[tuple[str, pl.Expr]], by: list[str], group: list[str], method: str
+) -> None:
+    """Every resample's values by the kernels = by the expressions on the repeated rows."""
+    args = {"by": by, "group": group, "n_resamples": 25, "method": method, "seed": 3}
+    fast, _ = B.replicates(df, items, **args)
+    slow, _ = B.replicates(df, items, **args, fast=False)
+    for name, _ in items:
+        np.testing.assert_allclose(
+            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14, err_msg=name
+        )
+
+
 @pytest.mark.parametrize("method", ["multinomial", "poisson"])
 @pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
 def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: list[str]) -> None:
@@ -71,32 +85,89 @@ def test_auc_kernel_equals_expression_path(method: str, by: list[str], group: li
         ]
     )
     assert all(B.recognize(e) is not None for _, e in items)  # an alias is still an AUC
-    fast, _ = B.replicates(df, items, by=by, group=group, n_resamples=25, method=method, seed=3)
-    slow, _ = B.replicates(
-        df, items, by=by, group=group, n_resamples=25, method=method, seed=3, fast=False
-    )
-    for name in ("auc", "gini", "auc_w"):
-        np.testing.assert_allclose(
-            fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12, atol=1e-14
-        )
+    assert_kernels_equal_expression_path(df, items, by, group, method)
 
 
-def test_count_generator_is_the_classical_bootstrap() -> None:
-    # resample r = n row indices drawn with replacement by default_rng([seed, r])
+def chi2_pvalue(observed: dict[tuple[int, ...], int], pmf: dict[tuple[int, ...], float]) -> float:
+    """Pearson's chi-square p-value of the observed outcome counts against a pmf."""
+    keys = sorted(pmf)
+    assert set(observed) <= set(keys)
+    freq = np.array([observed.get(k, 0) for k in keys], dtype=float)
+    expected = np.array([pmf[k] for k in keys]) * freq.sum()
+    return float(stats.chisquare(freq, expected * freq.sum() / expected.sum()).pvalue)
+
+
+def outcomes(total: int, units: int) -> list[tuple[int, ...]]:
+    """Every count vector of ``units`` non-negative counts summing to ``total``."""
+    if units == 1:
+        return [(total,)]
+    return [(k, *rest) for k in range(total + 1) for rest in outcomes(total - k, units - 1)]
+
+
+def test_multinomial_counts_have_the_multinomial_distribution() -> None:
+    # the classical bootstrap: n draws with replacement = multinomial(n, 1/n each); oracle:
+    # scipy's multinomial pmf over every possible count vector
+    df = pl.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]})
+    design, _, _ = B.make_design(df, [], [], "multinomial", 9)
+    seen = Counter(tuple(int(c) for c in design.counts(r)) for r in range(6000))
+    pmf = {k: stats.multinomial.pmf(k, 4, [0.25] * 4) for k in outcomes(4, 4)}
+    assert chi2_pvalue(seen, pmf) > 0.001
+    # by=: n_g draws within every stratum, independently (strata of 2 and 3 rows, mixed)
+    df = pl.DataFrame({"g": [1, 0, 1, 0, 1]})
+    design, stratum, _ = B.make_design(df, ["g"], [], "multinomial", 9)
+    draws = np.stack([design.counts(r) for r in range(6000)])
+    for g, size in ((0, 2), (1, 3)):
+        part = Counter(tuple(int(c) for c in row) for row in draws[:, stratum == g])
+        pmf = {k: stats.multinomial.pmf(k, size, [1 / size] * size) for k in outcomes(size, size)}
+        assert chi2_pvalue(part, pmf) > 0.001
+    # n = 60: every count is Binomial(60, 1/60)
+    design, _, _ = B.make_design(pl.DataFrame({"x": np.zeros(60)}), [], [], "multinomial", 3)
+    values = np.concatenate([design.counts(r) for r in range(400)]).astype(int)
+    observed = Counter((min(int(v), 5),) for v in values)
+    binom = stats.binom(60, 1 / 60)
+    pmf = {(k,): binom.pmf(k) for k in range(5)} | {(5,): binom.sf(4)}
+    assert chi2_pvalue(observed, pmf) > 0.001
+
+
+def test_count_generator_is_seeded_per_resample() -> None:
     df = data(200, seed=4)
     design, _, _ = B.make_design(df, [], [], "multinomial", 9)
+    again, _, _ = B.make_design(df, [], [], "multinomial", 9)
+    other, _, _ = B.make_design(df, [], [], "multinomial", 10)
     for r in range(4):
-        draws = np.random.default_rng([9, r]).integers(0, 200, 200)
-        np.testing.assert_array_equal(design.counts(r), np.bincount(draws, minlength=200))
+        np.testing.assert_array_equal(design.counts(r), again.counts(r))
+        assert design.counts(r).sum() == 200
+        assert not np.array_equal(design.counts(r), other.counts(r))
     block = design.unit_counts_block(range(2, 5))
     np.testing.assert_array_equal(block, np.stack([design.counts(r) for r in range(2, 5)]))
     # by=: n_g draws within every stratum g; poisson: counts of mean one
     design, stratum, _ = B.make_design(df, ["g"], [], "multinomial", 9)
     sizes = np.bincount(stratum)
-    for r in range(4):
+    for r in range(40):
         np.testing.assert_array_equal(np.bincount(stratum, weights=design.counts(r)), sizes)
     design, _, _ = B.make_design(df, [], [], "poisson", 9)
     assert design.unit_counts_block(range(50)).mean() == pytest.approx(1.0, abs=0.02)
+
+
+def test_to_multinomial_removes_a_uniform_subset_and_adds_uniform_draws() -> None:
+    # counts (255, 255) cut to 2 draws: the 2 kept of the 510 are a uniform subset, so the
+    # first unit keeps a hypergeometric number of them
+    rng = np.random.default_rng(0)
+    kept = Counter()
+    for _ in range(3000):
+        counts = np.array([255, 255], dtype=np.uint8)
+        out = B.to_multinomial(rng, counts, np.array([0]), np.array([2]))
+        assert out.sum() == 2
+        kept[(int(out[0]),)] += 1
+    hyper = stats.hypergeom(510, 255, 2)
+    assert chi2_pvalue(kept, {(k,): hyper.pmf(k) for k in range(3)}) > 0.001
+    # two strata at once: one too many draws (remove 7), one too few (add 2)
+    counts = np.array([5, 4, 0, 0, 1], dtype=np.uint8)
+    out = B.to_multinomial(rng, counts, np.array([0, 2]), np.array([2, 3]))
+    assert out[:2].sum() == 2 and out[2:].sum() == 3 and out[4] >= 1
+    # a count past 255 (possible, if never seen) leaves uint8
+    out = B._add_at(np.array([250, 3], dtype=np.uint8), np.zeros(10, dtype=np.int64))
+    assert out.tolist() == [260, 3] and out.dtype == np.int64
 
 
 def sklearn_auc_per_stratum(
@@ -146,6 +217,189 @@ def test_every_resample_matches_sklearn_with_count_weights(
             counts = design.counts(r)
             expected = sklearn_auc_per_stratum(y, score, weights * counts, stratum, len(got[r]))
             np.testing.assert_allclose(got[r], expected, rtol=1e-12)
+
+
+def state_data(n: int = 300, seed: int = 2) -> pl.DataFrame:
+    """``data`` with a regression pair and a null score every 17th row."""
+    df = data(n, seed=seed).with_columns(a=pl.col("score") * 3, b=pl.col("fw"))
+    every_17th = pl.int_range(pl.len()) % 17 == 0
+    return df.with_columns(pl.when(every_17th).then(None).otherwise(pl.col("score")).alias("score"))
+
+
+STATE_METRICS = [
+    pe.logloss("y", "score"),
+    pe.brier("y", "score", weight="fw"),
+    pe.accuracy("y", "score"),
+    pe.mcc("y", "score", weight="w"),
+    pe.f1("y", "score"),
+    pe.max_error("a", "b"),  # a maximum with many values
+    pe.mse("a", "b", weight="fw"),
+]
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
+def test_state_kernel_equals_expression_path(method: str, by: list[str], group: list[str]) -> None:
+    df = state_data()
+    items = B.named_items(STATE_METRICS)
+    _, kernels, _, _ = B.resampling(df, items, by=by, group=group, method=method, seed=3)
+    assert {name for name, k in kernels.items() if isinstance(k, B.StateKernel)} == {
+        name for name, _ in items
+    }
+    assert_kernels_equal_expression_path(df, items, by, group, method)
+
+
+CURVE_METRICS = [
+    pe.average_precision("y", "score"),
+    pe.pr_auc("y", "score", weight="fw"),
+    pe.ks("y", "score", weight="w"),
+    pe.max_f1("y", "score"),
+    pe.max_mcc("y", "score", weight="fw"),
+    pe.max_accuracy("y", "score"),
+    pe.ece("y", "score"),
+]
+
+
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), ([], ["q"]), (["g"], ["q"])])
+@pytest.mark.parametrize("scores", ["tied", "distinct"])
+def test_curve_kernel_equals_expression_path(
+    method: str, by: list[str], group: list[str], scores: str
+) -> None:
+    df = state_data()
+    if scores == "distinct":
+        df = df.with_columns(pl.col("score") + pl.Series(np.arange(300) * 1e-6))
+    items = B.named_items(CURVE_METRICS)
+    _, kernels, _, _ = B.resampling(df, items, by=by, group=group, method=method, seed=3)
+    assert all(isinstance(kernels.get(name), B.CurveKernel) for name, _ in items)
+    assert all(k.singletons == (scores == "distinct") for k in kernels.values())  # type: ignore[union-attr]
+    assert_kernels_equal_expression_path(df, items, by, group, method)
+
+
+def test_curve_kernel_resamples_match_sklearn_with_count_weights() -> None:
+    # average precision of resample r = scikit-learn's with sample_weight = the counts
+    from sklearn.metrics import average_precision_score
+
+    df = data(240, seed=6)
+    items = B.named_items([pe.average_precision("y", "score", weight="fw")])
+    design, _, stratum, _ = B.resampling(
+        df, items, by=["g"], group=[], method="multinomial", seed=2
+    )
+    reps, _ = B.replicates(
+        df, items, by=["g"], group=[], n_resamples=6, method="multinomial", seed=2
+    )
+    y, s, fw = (df[c].to_numpy() for c in ("y", "score", "fw"))
+    for r in range(6):
+        w = design.counts(r) * fw
+        for g in range(design.n_strata):
+            at = (stratum == g) & (w > 0)
+            expected = average_precision_score(y[at], s[at], sample_weight=w[at])
+            got = reps.filter(pl.col(B.R_COL) == r).row(g, named=True)["average_precision"]
+            assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_state_kernel_on_strata_left_empty() -> None:
+    # Poisson counts can leave a one-row stratum out of a resample: no value there, as on
+    # the repeated rows (where the group is absent)
+    df = pl.DataFrame({"g": [0, 1, 2, 2], "y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.6, 0.4]})
+    items = B.named_items([pe.brier("y", "p"), pe.accuracy("y", "p")])
+    args = {"by": ["g"], "group": [], "n_resamples": 40, "method": "poisson", "seed": 1}
+    fast, _ = B.replicates(df, items, **args)
+    slow, _ = B.replicates(df, items, **args, fast=False)
+    for name in ("brier", "accuracy"):
+        np.testing.assert_allclose(fast[name].to_numpy(), slow[name].to_numpy(), rtol=1e-12)
+    assert fast["brier"].is_nan().sum() > 5
+
+
+@pytest.mark.parametrize(("by", "group"), [([], []), (["g"], []), (["g"], ["q"])])
+def test_state_kernel_resamples_match_sklearn_with_count_weights(
+    by: list[str], group: list[str]
+) -> None:
+    # resample r of log loss, Brier and accuracy = scikit-learn's with sample_weight = the
+    # counts the count generator draws for r (times the row weights)
+    from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+
+    df = state_data(240, seed=5).with_columns(pl.col("score").fill_null(0.5))
+    items = B.named_items(
+        [pe.logloss("y", "score", weight="fw"), pe.brier("y", "score"), pe.accuracy("y", "score")]
+    )
+    design, _, stratum, _ = B.resampling(
+        df, items, by=by, group=group, method="multinomial", seed=8
+    )
+    reps, _ = B.replicates(
+        df, items, by=by, group=group, n_resamples=6, method="multinomial", seed=8
+    )
+    y, p, fw = (df[c].to_numpy() for c in ("y", "score", "fw"))
+    for r in range(6):
+        counts = design.counts(r).astype(float)
+        for g in range(design.n_strata):
+            at = (stratum == g) & (counts > 0)
+            row = reps.filter(pl.col(B.R_COL) == r).row(g, named=True)
+            w = counts[at]
+            expected = {
+                "logloss": log_loss(y[at], p[at], sample_weight=w * fw[at], labels=[0, 1]),
+                "brier": brier_score_loss(y[at], p[at], sample_weight=w),
+                "accuracy": accuracy_score(y[at], p[at] >= 0.5, sample_weight=w),
+            }
+            for name, value in expected.items():
+                assert row[name] == pytest.approx(value, rel=1e-12), (name, r, g)
+
+
+def test_state_kernel_falls_back_where_it_cannot_be_exact() -> None:
+    # a NaN score (validate=False): 0 × NaN would be NaN, and NaN scores sort apart, so the
+    # expression path runs; a metric over the rows (median) has no summed state
+    df = state_data().with_columns(pl.col("score").fill_null(float("nan")))
+    items = B.named_items(
+        [
+            pe.logloss("y", "score"),
+            pe.ks("y", "score"),
+            pe.medae("a", "b"),
+            pe.mse("a", "b"),
+        ]
+    )
+    _, kernels, _, _ = B.resampling(df, items, by=[], group=[], method="multinomial", seed=0)
+    assert set(kernels) == {"mse"}
+    out = df.eval.bootstrap([pe.logloss("y", "score")], n_resamples=10, validate=False)
+    assert out["n_undefined"].item() == 10
+
+
+def test_intervals_match_scipy_bootstrap_percentile() -> None:
+    # scipy.stats.bootstrap(method="percentile", paired rows) with a brute-force statistic:
+    # AUC as the Mann-Whitney U of midranks (ties: half credit), Brier as a mean; the two
+    # bootstraps use different random draws, so the bounds agree within Monte-Carlo error
+    rng = np.random.default_rng(7)
+    n = 400
+    y = rng.integers(0, 2, n)
+    p = np.clip(np.round(rng.normal(0.4 + 0.2 * y, 0.2), 2), 0.0, 1.0)
+    df = pl.DataFrame({"y": y, "p": p})
+
+    def auc(y: np.ndarray, s: np.ndarray, axis: int = -1) -> np.ndarray:
+        ranks = stats.rankdata(s, axis=axis)
+        n1 = y.sum(axis=axis)
+        u = (ranks * y).sum(axis=axis) - n1 * (n1 + 1) / 2.0
+        return u / (n1 * (y.shape[axis] - n1))
+
+    def brier(y: np.ndarray, s: np.ndarray, axis: int = -1) -> np.ndarray:
+        return ((s - y) ** 2).mean(axis=axis)
+
+    ours = df.eval.bootstrap([pe.auc("y", "p"), pe.brier("y", "p")], n_resamples=4000, seed=3)
+    for name, statistic in (("auc", auc), ("brier", brier)):
+        ref = stats.bootstrap(
+            (y, p),
+            statistic,
+            paired=True,
+            vectorized=True,
+            n_resamples=4000,
+            method="percentile",
+            rng=np.random.default_rng(11),
+        )
+        row = ours.filter(pl.col("metric") == name).row(0, named=True)
+        assert row["estimate"] == pytest.approx(statistic(y, p), rel=1e-12)
+        # the difference of the two bounds has a Monte-Carlo standard error of about 0.06 std: 0.3 std is 5 of it
+        tol = 0.3 * row["std"]
+        assert row["lower"] == pytest.approx(ref.confidence_interval.low, abs=tol)
+        assert row["upper"] == pytest.approx(ref.confidence_interval.high, abs=tol)
+        assert row["std"] == pytest.approx(ref.standard_error, rel=0.1)
 
 
 def test_kernel_blocks_of_resamples() -> None:
@@ -244,8 +498,8 @@ def test_group_resampling_matches_manual_cluster_bootstrap() -> None:
         seed=4,
     )
     for r in range(5):
-        rng = np.random.default_rng([4, r])
-        unit_counts = np.bincount(rng.integers(0, len(keys), len(keys)), minlength=len(keys))
+        unit_counts = design.unit_counts(r)  # one count per query, in sorted key order
+        assert unit_counts.sum() == len(keys)
         per_row = unit_counts[np.searchsorted(keys, df["q"].to_numpy())]
         expected = roc_auc_score(df["y"], df["score"], sample_weight=per_row)
         assert reps["auc"][r] == pytest.approx(expected, rel=1e-12)
@@ -440,11 +694,14 @@ def test_validation_of_recognised_metrics_and_generic_path() -> None:
 
 
 def test_poisson_sampler_distribution() -> None:
-    counts = B.poisson_one(np.random.default_rng(0), 200_000)
-    values, freq = np.unique(counts, return_counts=True)
-    expected = stats.poisson.pmf(values[:6], 1.0) * len(counts)
-    assert stats.chisquare(freq[:6], expected * freq[:6].sum() / expected.sum()).pvalue > 0.001
+    counts = B.poisson_counts(np.random.default_rng(0), 400_000)
+    assert counts.dtype == np.uint8
+    observed = Counter((min(int(c), 6),) for c in counts)
+    pmf = {(k,): stats.poisson.pmf(k, 1.0) for k in range(6)} | {(6,): stats.poisson.sf(5, 1.0)}
+    assert chi2_pvalue(observed, pmf) > 0.001
     assert counts.mean() == pytest.approx(1.0, abs=0.01)
+    # the buckets that straddle a CDF value take the fine path: counts on both sides
+    assert set(np.unique(counts)) >= {0, 1, 2, 3, 4, 5, 6}
 
 
 def test_null_by_and_group_keys() -> None:

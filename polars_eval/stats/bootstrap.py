@@ -15,17 +15,39 @@ Design
   ``pl.col("x").mean()``): rows are repeated by their count for a chunk of resamples and
   the expressions are evaluated unchanged in one ``group_by(resample, *by).agg(...)``
   query per chunk — Polars runs the resamples of a chunk in parallel.
-* **Fast path for ROC AUC and Gini.** An expression recognised as exactly
-  ``pe.auc(label, score[, weight=])`` (or ``pe.gini``) — checked structurally with
-  ``Expr.meta.eq`` — is evaluated by a numpy kernel instead (:class:`AucKernel`): the
-  rows are sorted by (stratum, score) once; a resample is then only its counts — one
-  gather of them into that fixed order (or one bincount into tie bins when scores are
-  heavily tied), one cumulative sum and one weighted sum, vectorised over a block of
-  resamples (a (resamples, rows) count array of about ``BLOCK_CELLS`` cells): O(n) per
-  resample, never a sort. Its values equal scikit-learn's weighted AUC with the counts
-  as sample weights (tested per resample) and those of the expression path to rounding.
-* Poisson(1) counts are drawn by inverting the CDF (exact, several times faster than
-  ``Generator.poisson``).
+* **Kernels for registered metrics.** An expression recognised as exactly a registered
+  metric (``pe.auc(label, score[, weight=])``, ``pe.logloss(...)`` ..., checked
+  structurally with ``Expr.meta.eq``) is evaluated by a numpy kernel over state built
+  once; a resample is then only its counts, vectorised over a block of resamples (a
+  (resamples, units) count array of about ``BLOCK_CELLS`` cells): O(n) per resample,
+  never a sort and never a repeated row.
+
+  - ROC AUC and Gini (:class:`AucKernel`): the rows are sorted by (stratum, score) once;
+    a resample costs one gather of its counts into that order (or one bincount into tie
+    bins when scores are heavily tied), one cumulative sum and one weighted sum. Its
+    values equal scikit-learn's weighted AUC with the counts as sample weights.
+  - The other metrics of the sorted threshold state — average precision, PR-AUC, KS,
+    max_f1, max_mcc, max_accuracy, ECE (:class:`CurveKernel`): the same sort once; a
+    resample's points (distinct scores drawn, with their cumulative counts) come from
+    two cumulative sums, and the metric's own finalize runs on them in Polars.
+  - Metrics whose states are sums, minima and maxima of row values — log loss, Brier,
+    the confusion-count metrics, MSE, MAE ... (:class:`StateKernel`): every row's share
+    of every state is computed once; a resample's summed states are one sparse product
+    of its counts, and the metric's own finalize runs once on the table of states.
+
+  Kernel values equal the expression path's to rounding (tested per resample, and
+  against scikit-learn with the counts as sample weights). Other expressions (the rank
+  correlations, a metric given options beyond its columns such as ``threshold=`` or
+  ``bins=``, your own) take the expression path.
+* **The counts** (:func:`poisson_counts`, :func:`to_multinomial`): Poisson(1) counts by
+  inversion of the CDF through a 16-bit table (exact to a double's resolution, about
+  1 ns a count); the multinomial counts are those Poisson counts, given their total T,
+  cut or topped up to n draws per stratum by removing a uniform random subset of the
+  draws or adding uniform draws — exactly multinomial, without drawing and counting n
+  row indices (a scattered ``bincount``, the bulk of the cost before). The counts of a
+  given seed changed with this generator (2026-11); the tests check their distribution
+  against scipy's multinomial, binomial, hypergeometric and Poisson laws, and the
+  metric of each resample against scikit-learn on the same counts.
 * The estimate is the expression on the original data. Resamples where a metric is
   undefined (null or NaN) are dropped from the percentiles and counted in
   ``n_undefined``.
@@ -49,6 +71,7 @@ import polars as pl
 
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
+from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import F64
 from polars_eval._params import check_choice, check_level, check_positive_int
 from polars_eval._validate import (
@@ -66,10 +89,11 @@ ROW_COL = "__pe_row"
 CHUNK_ROWS = 4_000_000
 """About how many repeated rows one chunk of the expression path materialises."""
 BLOCK_CELLS = 1 << 17
-"""About how many unit counts (resamples × units) one block of the kernels holds: 1 MiB of
-int64, so that a block's arrays stay in a core's cache (at 1e5 rows and more a block is
-one resample; at 1e3 rows, 131). Measured (CPU s per 1000 resamples, 1e4 rows): 0.11 with
-one resample per block, 0.065 with 13, 0.15 with 104."""
+"""About how many unit counts (resamples × units) one block of the kernels holds: 1 MiB for
+the int64 cumulative sums of a block, so that its arrays stay in a core's cache (at 1e5
+rows and more a block is one resample; at 1e3 rows, 131). Measured with int64 counts (CPU s
+per 1000 resamples, 1e4 rows): 0.11 with one resample per block, 0.065 with 13, 0.15 with
+104."""
 
 KERNEL_METRICS = ("auc", "gini")
 """The registered metrics evaluated by :class:`AucKernel` instead of their expression."""
@@ -160,41 +184,42 @@ class Design:
     unit_of_row: np.ndarray | None  # None: every row is a unit
     n_units: int
     perm: np.ndarray  # units sorted by stratum (stable)
-    start: np.ndarray  # for each sorted unit: the first sorted position of its stratum
-    size: np.ndarray  # for each sorted unit: the number of units in its stratum
+    stratum_starts: np.ndarray  # the first position of every stratum in ``perm`` order
+    stratum_sizes: np.ndarray  # the number of units of every stratum
     n_strata: int
     method: str
     seed: int
 
     def unit_counts(self, r: int) -> np.ndarray:
-        """The int64 count of every resampling unit in resample ``r``."""
+        """The count of every resampling unit in resample ``r`` (uint8, or int64 in the
+        rare resample where a count exceeds 255)."""
         rng = np.random.default_rng([self.seed, r])
+        counts = poisson_counts(rng, self.n_units)
         if self.method == "poisson":
-            return poisson_one(rng, self.n_units)
+            return counts
         if self.n_strata <= 1:
-            # int64 draws (the same stream as int32 ones): np.bincount casts anything else
-            # to intp first, which costs more than the count itself
-            draws = rng.integers(0, self.n_units, self.n_units, dtype=np.int64)
-            return np.bincount(draws, minlength=self.n_units)
-        u = rng.random(self.n_units)
-        target = self.start + np.floor(u * self.size).astype(np.int64)
-        sorted_counts = np.bincount(target, minlength=self.n_units)
-        units = np.empty(self.n_units, dtype=np.int64)
-        units[self.perm] = sorted_counts
+            sizes = np.array([self.n_units], dtype=np.int64)
+            return to_multinomial(rng, counts, np.zeros(1, dtype=np.int64), sizes)
+        # the Poisson counts are i.i.d., so they may as well be the units in stratum order
+        counts = to_multinomial(rng, counts, self.stratum_starts, self.stratum_sizes)
+        units = np.empty_like(counts)
+        units[self.perm] = counts
         return units
 
     def counts(self, r: int) -> np.ndarray:
-        """The int64 count of every row in resample ``r`` (a row's unit's count)."""
+        """The count of every row in resample ``r`` (its unit's count), in frame order."""
         units = self.unit_counts(r)
         return units if self.unit_of_row is None else units[self.unit_of_row]
 
     def unit_counts_block(self, resamples: range) -> np.ndarray:
-        """The unit counts of several resamples: an int64 array (resample, unit)."""
+        """The unit counts of several resamples: an array (resample, unit)."""
         if len(resamples) == 1:
             return self.unit_counts(resamples[0])[None, :]
-        out = np.empty((len(resamples), self.n_units), dtype=np.int64)
-        for i, r in enumerate(resamples):
-            out[i] = self.unit_counts(r)
+        rows = [self.unit_counts(r) for r in resamples]
+        dtype = np.result_type(*rows)
+        out = np.empty((len(resamples), self.n_units), dtype=dtype)
+        for i, row in enumerate(rows):
+            out[i] = row
         return out
 
     def row_counts(self, unit_counts: np.ndarray) -> np.ndarray:
@@ -205,20 +230,118 @@ class Design:
 POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(40)])
 """P(X <= k) for X ~ Poisson(1), k = 0..39 (the rest has probability < 1e-47)."""
 
+TABLE_BITS = 16
 
-def poisson_one(rng: np.random.Generator, n: int) -> np.ndarray:
-    """n Poisson(1) draws by inversion of the CDF: X = #{k : u >= P(X <= k)}.
 
-    Exact, and several times faster than ``Generator.poisson`` for λ = 1: three vectorised
-    comparisons decide 98 % of the draws, a binary search the rest.
+def _poisson_table() -> np.ndarray:
+    """The Poisson(1) count of every 16-bit bucket [b, b + 1) / 2^16 of a uniform U, where
+    the count #{k : U >= P(X <= k)} is the same over the whole bucket; 255 where a CDF
+    value falls inside the bucket (about 10 of the 65,536: those draw more bits)."""
+    size = 1 << TABLE_BITS
+    edges = np.arange(size + 1, dtype=np.float64) / size
+    low = np.searchsorted(POISSON_CDF, edges[:-1], side="right")  # k with CDF_k <= b/2^16
+    high = np.searchsorted(POISSON_CDF, edges[1:], side="left")  # k with CDF_k < (b+1)/2^16
+    return np.where(low == high, low, 255).astype(np.uint8)
+
+
+POISSON_TABLE = _poisson_table()
+
+
+def poisson_counts(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n Poisson(1) draws (uint8) by inversion of the CDF, X = #{k : U >= P(X <= k)}.
+
+    The leading 16 bits of U index a table that holds X for all but about 10 of the
+    65,536 buckets; a draw in one of those (1.5e-4 of them) takes 53 bits: U = (bucket +
+    V) / 2^16 with V a fresh uniform double, and X by a binary search of the CDF. Exact to
+    the resolution of a double (as inverting a ``Generator.random`` draw), and 16 random
+    bits per draw instead of 53: about 1 ns per count.
     """
-    u = rng.random(n)
-    k = (u >= POISSON_CDF[0]).astype(np.int64)
-    k += u >= POISSON_CDF[1]
-    k += u >= POISSON_CDF[2]
-    tail = np.flatnonzero(u >= POISSON_CDF[3])
-    k[tail] = np.searchsorted(POISSON_CDF, u[tail], side="right")
-    return k
+    raw = rng.bit_generator.random_raw((n + 3) // 4)
+    buckets = raw.view(np.uint16)[:n]
+    counts = np.take(POISSON_TABLE, buckets)
+    fine = np.flatnonzero(counts == 255)
+    if len(fine):
+        u = (buckets[fine] + rng.random(len(fine))) / float(1 << TABLE_BITS)
+        counts[fine] = np.searchsorted(POISSON_CDF, u, side="right")
+    return counts
+
+
+def to_multinomial(
+    rng: np.random.Generator, counts: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+) -> np.ndarray:
+    """Poisson(1) counts made multinomial: n_g draws with replacement over the n_g units of
+    every stratum g (the units of stratum g are ``counts[starts[g]:starts[g] + sizes[g]]``).
+
+    Given their total T_g, i.i.d. Poisson counts are multinomial(T_g) over the units of the
+    stratum; removing T_g − n_g of those T_g draws chosen uniformly at random without
+    replacement (when T_g > n_g), or adding n_g − T_g draws uniformly over the units
+    (when T_g < n_g), leaves n_g i.i.d. uniform draws: multinomial(n_g), exactly. The
+    difference is about √n_g, so the adjustment costs little beside the counts.
+    """
+    totals = np.add.reduceat(counts, starts, dtype=np.int64) if len(counts) else sizes * 0
+    excess = totals - sizes
+    if np.any(excess > 0):
+        _remove_draws(rng, counts, starts, sizes, excess)
+    if np.any(excess < 0):
+        missing = np.maximum(-excess, 0)
+        stratum = np.repeat(np.arange(len(sizes)), missing)
+        units = starts[stratum] + rng.integers(0, sizes[stratum])
+        counts = _add_at(counts, units)
+    return counts
+
+
+def _remove_draws(
+    rng: np.random.Generator,
+    counts: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    excess: np.ndarray,
+) -> None:
+    """Remove ``excess[g]`` draws of stratum g, a uniform random subset of its draws.
+
+    A draw is a (unit, slot) pair with slot < the unit's count. Candidates (a uniform unit
+    of the stratum, a uniform slot below the largest count) are accepted when the slot
+    holds a draw: the accepted ones are i.i.d. uniform over the stratum's draws, and the
+    first ``excess[g]`` distinct ones a uniform subset of that size (sampling without
+    replacement). Vectorised over the strata; rounds repeat for the strata still short.
+    """
+    cap = int(counts.max())
+    units: list[np.ndarray] = []
+    slots: list[np.ndarray] = []
+    have = np.zeros(len(sizes), dtype=np.int64)
+    need = np.maximum(excess, 0)
+    while np.any(have < need):
+        short = need - have
+        tries = np.where(short > 0, short * cap * 5 // 4 + 8, 0)
+        stratum = np.repeat(np.arange(len(sizes)), tries)
+        unit = starts[stratum] + rng.integers(0, sizes[stratum])
+        slot = rng.integers(0, cap, len(unit))
+        hit = slot < counts[unit]
+        units.append(unit[hit])
+        slots.append(slot[hit])
+        unit, slot = np.concatenate(units), np.concatenate(slots)
+        _, first = np.unique(unit * cap + slot, return_index=True)
+        first.sort()  # the distinct draws, in the order they were first drawn
+        units, slots = [unit[first]], [slot[first]]
+        stratum_of = np.searchsorted(starts, units[0], side="right") - 1
+        have = np.bincount(stratum_of, minlength=len(sizes))
+    unit = units[0]
+    stratum_of = np.searchsorted(starts, unit, side="right") - 1
+    order = np.argsort(stratum_of, kind="stable")
+    rank = np.arange(len(unit)) - np.searchsorted(stratum_of[order], stratum_of[order])
+    removed = unit[order][rank < need[stratum_of[order]]]
+    at, times = np.unique(removed, return_counts=True)
+    counts[at] -= times.astype(counts.dtype)
+
+
+def _add_at(counts: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """counts with one more draw at every entry of ``units`` (int64 if uint8 overflows)."""
+    at, times = np.unique(units, return_counts=True)
+    new = counts[at].astype(np.int64) + times
+    if counts.dtype == np.uint8 and new.max(initial=0) > 255:
+        counts = counts.astype(np.int64)
+    counts[at] = new
+    return counts
 
 
 def _codes(df: pl.DataFrame, cols: list[str], name: str) -> tuple[np.ndarray, pl.DataFrame]:
@@ -265,17 +388,15 @@ def make_design(
         perm = np.argsort(unit_stratum, kind="stable")
         sizes = np.bincount(unit_stratum, minlength=n_strata)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        sorted_stratum = unit_stratum[perm]
-        start, size = starts[sorted_stratum], sizes[sorted_stratum]
     else:  # one stratum: draws over all units, no permutation
-        perm = start = size = np.zeros(0, dtype=np.int64)
+        perm = starts = sizes = np.zeros(0, dtype=np.int64)
     design = Design(
         n_rows=df.height,
         unit_of_row=unit_of_row,
         n_units=n_units,
         perm=perm,
-        start=start,
-        size=size,
+        stratum_starts=starts,
+        stratum_sizes=sizes,
         n_strata=n_strata,
         method=method,
         seed=seed,
@@ -413,9 +534,10 @@ class AucKernel:
         neg, pos = mass[:, : self.n_neg_bins], mass[:, self.n_neg_bins :]
         if self.w_neg is not None:
             neg, pos = neg * self.w_neg, pos * self.w_pos
-        f = np.empty((b, self.n_neg_bins + 1), dtype=neg.dtype)
+        exact = neg.dtype.kind in "iu"  # counts (uint8 or int64), no weights: int64 sums
+        f = np.empty((b, self.n_neg_bins + 1), dtype=np.int64 if exact else np.float64)
         f[:, 0] = 0
-        np.cumsum(neg, axis=1, out=f[:, 1:])
+        np.cumsum(neg, axis=1, out=f[:, 1:], dtype=f.dtype)
         below = np.take(f, self.ia, axis=1)
         below *= pos
         num = self._per_stratum(below, self.segments, self.segment_starts)
@@ -437,14 +559,19 @@ class AucKernel:
         out[:, self.nan_strata] = np.nan
         return 2.0 * out - 1.0 if self.gini else out
 
+    def finish(self, values: np.ndarray) -> np.ndarray:
+        """The values of every (resample, stratum): the kernel's output already."""
+        return values
+
     def _per_stratum(self, x: np.ndarray, segments: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """Row sums of ``x`` (resample, position) per stratum; positions sorted by stratum,
         ``segments`` the strata that have some and ``starts`` where they start."""
+        dtype = np.int64 if x.dtype.kind in "iu" else np.float64  # uint8 counts: no wrap
         if self.n_strata == 1:
-            return x.sum(axis=1, keepdims=True)
-        out = np.zeros((x.shape[0], self.n_strata), dtype=x.dtype)
+            return x.sum(axis=1, keepdims=True, dtype=dtype)
+        out = np.zeros((x.shape[0], self.n_strata), dtype=dtype)
         if len(segments):
-            out[:, segments] = np.add.reduceat(x, starts, axis=1)
+            out[:, segments] = np.add.reduceat(x, starts, axis=1, dtype=dtype)
         return out
 
 
@@ -468,17 +595,312 @@ def _run_starts(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate([[True], x[1:] != x[:-1]]))
 
 
-def _kernel_for(
-    item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
-) -> AucKernel | None:
-    """A numpy kernel for a recognised ``auc``/``gini`` on plain numeric columns."""
-    if item.info.name not in KERNEL_METRICS or item.args.get("pos_label") is not None:
-        return None
-    label, score = item.args.get("label"), item.args.get("score")
-    weight = item.args.get("weight")
-    cols = [c for c in (label, score, weight) if c is not None]
-    if not all(isinstance(c, str) for c in cols):
-        return None
+# ---------------------------------------------------------------------------------------
+# The state kernel (a metric whose states are sums, minima and maxima of row values)
+# ---------------------------------------------------------------------------------------
+
+STATE_KINDS = ("sum", "min", "max")
+
+
+class StateKernel:
+    """A registered metric whose states are sums (and minima or maxima) of row values —
+    log loss, Brier, the confusion-count metrics, MSE, MAE ... — for a block of resamples.
+
+    The shared state, built once: every row's contribution to every state (the metric's
+    own state aggregations, run with each row as its own group, so its null handling and
+    filters apply as they do to the whole frame). A resample is then only its counts: a
+    summed state is Σ count × contribution per stratum — one sparse product of the
+    (resamples, units) count block with a (units, strata × states) matrix, the rows of a
+    ``group=`` unit summed into one column at bind time — and a minimum or maximum runs
+    over the rows drawn at least once (a constant one, such as the NaN flag of data
+    without NaN, needs only to know whether any row was drawn). The metric's finalize
+    then runs once, in Polars, on the (resample, stratum) table of states. The values
+    equal the expression path on the repeated rows to rounding (the sums are added in a
+    different order). Rows whose contribution is NaN or infinite leave the metric to the
+    expression path (a count of 0 times a NaN is NaN, not 0).
+    """
+
+    def __init__(
+        self,
+        spec: MetricSpec,
+        states: pl.DataFrame,
+        stratum: np.ndarray,
+        n_strata: int,
+    ) -> None:
+        from scipy import sparse
+
+        self.spec = spec
+        self.n_strata = n_strata
+        self.dtypes = dict(states.schema)
+        n = states.height
+        sums: list[np.ndarray] = []  # one column of row values per summed quantity
+        self.sum_of: dict[str, int] = {}  # summed state -> its column
+        self.const: dict[str, tuple[Any, int]] = {}  # min/max state -> (value, presence col)
+        self.general: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # values, valid, col
+        self.kinds = {name: state.kind for name, state in spec.states.items()}
+        for name, kind in self.kinds.items():
+            col = states.get_column(name)
+            if kind == "sum":
+                self.sum_of[name] = len(sums)
+                sums.append(col.cast(F64).fill_null(0.0).to_numpy())
+                continue
+            valid = col.is_not_null().to_numpy()
+            distinct = col.drop_nulls().unique()
+            presence = len(sums)
+            sums.append(valid.astype(np.float64))
+            if distinct.len() <= 1:
+                self.const[name] = (distinct.to_list()[0] if distinct.len() else None, presence)
+            else:
+                values = col.cast(F64).fill_null(0.0).to_numpy()
+                self.general[name] = (values, valid, presence)
+        self.any_row = len(sums)  # the rows drawn, whatever their values (the group exists)
+        sums.append(np.ones(n))
+        k = len(sums)
+        values = np.stack(sums, axis=1) if n else np.zeros((0, k))
+        rows = np.repeat(np.arange(n), k)
+        cols = (stratum[:, None] * k + np.arange(k)[None, :]).ravel() if n else rows
+        self.row_matrix = sparse.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n_strata * k))
+        self.k = k
+        self.stratum = stratum
+        # the rows by stratum, where every stratum starts (every stratum has rows)
+        order = np.argsort(stratum, kind="stable")
+        self.by_stratum = order, np.searchsorted(stratum[order], np.arange(n_strata))
+        self.matrix_t = self.row_matrix.T.tocsr()
+        self.unit_of_row: np.ndarray | None = None
+
+    @staticmethod
+    def build(
+        spec: MetricSpec, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
+    ) -> StateKernel | None:
+        """The kernel of ``spec``, or None when its states or its data do not allow one."""
+        if not spec.states or any(st.kind not in STATE_KINDS for st in spec.states.values()):
+            return None
+        aggs = [st.aggregate().alias(name) for name, st in spec.states.items()]
+        try:
+            states = (
+                df.with_row_index(ROW_COL).group_by(ROW_COL).agg(aggs).sort(ROW_COL).drop(ROW_COL)
+            )
+        except Exception:  # noqa: BLE001 - let the expression path report it
+            return None
+        for col in states.iter_columns():
+            if not (col.dtype.is_numeric() or col.dtype == pl.Boolean):
+                return None
+            if col.dtype.is_float() and not col.drop_nulls().is_finite().all():
+                return None
+        return StateKernel(spec, states, stratum, n_strata)
+
+    def bind(self, unit_of_row: np.ndarray | None, n_units: int) -> None:
+        """Read the counts of ``Design`` units: the rows of a unit summed into one column."""
+        from scipy import sparse
+
+        self.unit_of_row = unit_of_row
+        if unit_of_row is None:
+            return
+        n = len(unit_of_row)
+        onehot = sparse.csr_matrix((np.ones(n), (unit_of_row, np.arange(n))), shape=(n_units, n))
+        self.matrix_t = (onehot @ self.row_matrix).T.tocsr()
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        """The states of every (resample, stratum): an array (resample, stratum, quantity)."""
+        b = counts.shape[0]
+        dense = np.ascontiguousarray(counts.T, dtype=np.float64)
+        out = (self.matrix_t @ dense).T.reshape(b, self.n_strata, self.k)
+        if self.general:
+            out = np.concatenate([out, self._extrema(counts)], axis=2)
+        return out
+
+    def _extrema(self, counts: np.ndarray) -> np.ndarray:
+        """The minima and maxima with several distinct values over the drawn rows."""
+        rows = counts if self.unit_of_row is None else counts[:, self.unit_of_row]
+        out = np.empty((rows.shape[0], self.n_strata, len(self.general)))
+        order, starts = self.by_stratum
+        if self.n_strata > 1:
+            rows = rows[:, order]
+        for j, (name, (values, valid, _)) in enumerate(self.general.items()):
+            is_max = self.kinds[name] == "max"
+            reduce = np.maximum if is_max else np.minimum
+            if self.n_strata > 1:
+                values, valid = values[order], valid[order]
+            v = np.where(valid & (rows > 0), values, -np.inf if is_max else np.inf)
+            if self.n_strata > 1:
+                out[:, :, j] = reduce.reduceat(v, starts, axis=1)
+            else:
+                out[:, 0, j] = reduce.reduce(v, axis=1)
+        return out
+
+    def finish(self, states: np.ndarray) -> np.ndarray:
+        """The metric of every (resample, stratum) from their states (NaN: undefined or
+        no row drawn)."""
+        r = states.shape[0]
+        flat = states.reshape(r * self.n_strata, -1)
+        present = flat[:, self.any_row] > 0
+        columns: dict[str, pl.Series] = {}
+        for name, kind in self.kinds.items():
+            if kind == "sum":
+                columns[name] = pl.Series(name, flat[:, self.sum_of[name]], dtype=F64)
+                continue
+            if name in self.const:
+                value, presence = self.const[name]
+                drawn = flat[:, presence] > 0
+                columns[name] = pl.select(
+                    pl.when(pl.Series(drawn))
+                    .then(pl.lit(value, dtype=self.dtypes[name]))
+                    .alias(name)
+                ).to_series()
+                continue
+            presence = self.general[name][2]
+            j = self.k + list(self.general).index(name)
+            drawn = flat[:, presence] > 0
+            col = pl.Series(name, np.where(drawn, flat[:, j], np.nan)).fill_nan(None)
+            columns[name] = col.cast(self.dtypes[name])
+        frame = pl.DataFrame(list(columns.values()))
+        final = self.spec.finalize({name: pl.col(name) for name in self.kinds})
+        value = frame.select(final.cast(F64).fill_null(float("nan"))).to_series().to_numpy()
+        value = np.where(present, value, np.nan)
+        return value.reshape(r, self.n_strata)
+
+
+# ---------------------------------------------------------------------------------------
+# The curve kernel (a metric of the sorted threshold state: AP, PR-AUC, KS ...)
+# ---------------------------------------------------------------------------------------
+
+
+class CurveKernel:
+    """A registered metric finalized from the threshold state of :mod:`polars_eval.metrics.
+    _curve` — one ``{t, tp, fp}`` point per distinct score, descending, with the weighted
+    counts at or above it — for a block of resamples: average precision, PR-AUC, KS,
+    max_f1, max_mcc, max_accuracy, ECE.
+
+    The shared state, built once: the kept rows (no null, non-zero weight) sorted by
+    (stratum, score descending), every row's positive and negative weight (``w·y`` and
+    ``w·(1 − y)``, as the state's signed weight) and the tie blocks. A resample's state
+    is then its counts gathered into that order, two cumulative sums read at the block
+    ends, and the blocks where a row was drawn (a distinct score no drawn row has is no
+    point, as on the repeated rows): no sort. The metric's own finalize then runs on
+    those points in Polars, one list per (resample, stratum), so every such metric is
+    exact to the definition it has in the package (to the rounding of the sums). Scores
+    with a NaN leave the metric to the expression path.
+    """
+
+    def __init__(
+        self,
+        spec: MetricSpec,
+        label: np.ndarray,
+        score: np.ndarray,
+        weight: np.ndarray,
+        stratum: np.ndarray,
+        n_strata: int,
+    ) -> None:
+        self.spec = spec
+        self.n_strata = n_strata
+        keep = ~(np.isnan(label) | np.isnan(score) | np.isnan(weight)) & (weight != 0.0)
+        rows = np.flatnonzero(keep)
+        order = _sort_order(stratum[rows], -score[rows], n_strata)
+        rows = rows[order]
+        self.order = rows
+        self.index: np.ndarray | None = rows
+        signed = weight[rows] * (2.0 * label[rows] - 1.0)
+        self.w_pos = np.clip(signed, 0.0, None)
+        self.w_neg = np.clip(-signed, 0.0, None)
+        # no weights: integer sums (exact), the negatives as all rows minus the positives
+        self.is_pos = (label[rows] == 1.0).astype(np.uint8) if np.all(weight == 1.0) else None
+        s = score[rows]
+        g = stratum[rows] if n_strata > 1 else np.zeros(len(rows), dtype=np.int64)
+        m = len(rows)
+        new = np.ones(m, dtype=bool)
+        new[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+        self.block_start = np.flatnonzero(new)
+        self.block_end = np.append(self.block_start[1:], m) - 1
+        self.singletons = len(self.block_start) == m
+        self.t = s[self.block_start]
+        self.block_stratum = g[self.block_start]
+        # the cumulative sums run over all strata: subtract those before the stratum
+        first = np.searchsorted(g, np.arange(n_strata), side="left")
+        self.before = first[self.block_stratum] - 1  # -1: the first stratum, nothing before
+
+    @staticmethod
+    def build(
+        item: Recognized, spec: MetricSpec, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
+    ) -> CurveKernel | None:
+        """The kernel of a recognised metric whose one state is the threshold state of its
+        own column arguments (no ``bins=``, no ``pos_label``), or None."""
+        from polars_eval.metrics._curve import threshold_state
+
+        if len(spec.states) != 1 or "pos_label" in item.args:
+            return None
+        (state,) = spec.states.values()
+        label, score, weight = (item.args.get(k) for k in ("label", "score", "weight"))
+        if state.kind != "list" or not all(
+            isinstance(c, str) for c in (label, score, weight) if c is not None
+        ):
+            return None
+        if not state.value.meta.eq(threshold_state(label, score, weight)):
+            return None
+        columns = _numeric_columns(df, label, score, weight)
+        if columns is None or np.isnan(columns[1][~np.isnan(columns[2])]).any():
+            return None
+        return CurveKernel(spec, *columns, stratum, n_strata)
+
+    def bind(self, unit_of_row: np.ndarray | None, n_units: int) -> None:
+        """Read the counts of ``Design`` units (``unit_of_row``: see :class:`Design`)."""
+        self.index = self.order if unit_of_row is None else unit_of_row[self.order]
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray:
+        """The metric of every (resample, stratum) for a (resamples, units) count array."""
+        import pyarrow as pa
+
+        b, k = counts.shape[0], len(self.t)
+        mass = np.take(counts, self.index, axis=1)
+        rows = np.zeros((b, mass.shape[1] + 1), dtype=np.int64)  # cumulative counts
+        np.cumsum(mass, axis=1, out=rows[:, 1:])
+        ends = rows[:, 1:] if self.singletons else np.take(rows, self.block_end + 1, axis=1)
+        # a point where a row of its tie block was drawn (no ties: every row is a point)
+        drawn = mass > 0 if self.singletons else ends > np.take(rows, self.block_start, axis=1)
+        if self.is_pos is not None:
+            masses = [mass * self.is_pos]
+        else:
+            masses = [mass * self.w_pos, mass * self.w_neg]
+        cum = []
+        for x in masses:
+            c = np.zeros((b, mass.shape[1] + 1), dtype=x.dtype if x.dtype.kind == "f" else np.int64)
+            np.cumsum(x, axis=1, out=c[:, 1:])
+            cum.append(c)
+        if self.is_pos is not None:
+            cum.append(rows - cum[0])
+        for i, c in enumerate(cum):
+            at_end = c[:, 1:] if self.singletons else np.take(c, self.block_end + 1, axis=1)
+            if self.n_strata > 1:  # the sums of the strata before
+                at_end = at_end - np.take(c, self.before + 1, axis=1)
+            cum[i] = at_end
+        tp, fp = cum
+        at = np.flatnonzero(drawn)  # the drawn points, (resample, point) flattened
+        cells = b * self.n_strata
+        offsets = np.zeros(cells + 1, dtype=np.int64)
+        if cells == 1:
+            offsets[1] = len(at)
+        else:  # the lists of (resample, stratum) in order: points sorted by stratum
+            key = (at // k) * self.n_strata + np.take(self.block_stratum, at % k)
+            np.cumsum(np.bincount(key, minlength=cells), out=offsets[1:])
+        t = np.take(self.t, at % k) if b > 1 else np.take(self.t, at)
+        columns = [t, np.take(tp, at).astype(np.float64), np.take(fp, at).astype(np.float64)]
+        points = pa.StructArray.from_arrays(columns, ["t", "tp", "fp"])
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), points)
+        frame = pl.from_arrow(pa.table({"c": lists}))
+        final = self.spec.finalize({"c": pl.col("c")}).cast(F64).fill_null(float("nan"))
+        value = frame.select(final).to_series().to_numpy()
+        value = np.where(np.diff(offsets) > 0, value, np.nan)
+        return value.reshape(b, self.n_strata)
+
+    def finish(self, values: np.ndarray) -> np.ndarray:
+        """The values of every (resample, stratum): the kernel's output already."""
+        return values
+
+
+def _numeric_columns(
+    df: pl.DataFrame, label: str, score: str, weight: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Label, score and weight as float64 arrays (NaN: null), or None when the columns are
+    not numeric or the labels not 0/1 (the expression path then reports or handles it)."""
     try:
         y = df.get_column(label).cast(F64).fill_null(float("nan")).to_numpy()
         s_col = df.get_column(score).cast(F64)
@@ -493,8 +915,39 @@ def _kernel_for(
         return None
     if s_col.null_count():
         w = np.where(s_col.is_null().to_numpy(), np.nan, w)
-    s = s_col.fill_null(0.0).to_numpy()
-    return AucKernel(y, s, w, stratum, n_strata, gini=item.info.name == "gini")
+    return y, s_col.fill_null(0.0).to_numpy(), w
+
+
+Kernel = AucKernel | StateKernel | CurveKernel
+"""A kernel: called on a (resamples, units) count block, then ``finish`` on the stacked
+outputs gives the (resample, stratum) values."""
+
+
+def _kernel_for(
+    item: Recognized, df: pl.DataFrame, stratum: np.ndarray, n_strata: int
+) -> Kernel | None:
+    """A kernel for a recognised metric: :class:`AucKernel` for ``auc``/``gini`` on plain
+    numeric columns, :class:`CurveKernel` for the other metrics of the threshold state,
+    :class:`StateKernel` for a spec of sums, minima and maxima; None: the expression path."""
+    if item.info.name in KERNEL_METRICS:
+        label, score, weight = (item.args.get(k) for k in ("label", "score", "weight"))
+        if "pos_label" in item.args or not all(
+            isinstance(c, str) for c in (label, score, weight) if c is not None
+        ):
+            return None
+        columns = _numeric_columns(df, label, score, weight)
+        if columns is None:
+            return None
+        return AucKernel(*columns, stratum, n_strata, gini=item.info.name == "gini")
+    if item.info.spec is None:
+        return None
+    try:
+        spec = item.info.spec(**item.args)
+    except Exception:  # noqa: BLE001 - let the expression path report it
+        return None
+    if any(state.kind == "list" for state in spec.states.values()):
+        return CurveKernel.build(item, spec, df, stratum, n_strata)
+    return StateKernel.build(spec, df, stratum, n_strata)
 
 
 # ---------------------------------------------------------------------------------------
@@ -514,12 +967,12 @@ def resampling(
     group: list[str],
     method: str,
     seed: int,
-) -> tuple[Design, dict[str, AucKernel], np.ndarray, pl.DataFrame]:
+) -> tuple[Design, dict[str, Kernel], np.ndarray, pl.DataFrame]:
     """The count generator of a call, its kernels (bound to it), the stratum code of every
     row and the ``by`` key table."""
     stratum, by_keys = _codes(df, by, "__pe_s")
     n_strata = max(by_keys.height, 1)
-    kernels: dict[str, AucKernel] = {}
+    kernels: dict[str, Kernel] = {}
     for name, expr in items:
         found = recognize(expr)
         kernel = _kernel_for(found, df, stratum, n_strata) if found else None
@@ -545,7 +998,7 @@ def replicates(
     """Metric values of every resample: (replicates [resample, *by, names], by keys).
 
     ``items`` are (output name, expression) pairs. ``fast=False`` forces the expression
-    path for every metric (used by the tests to check the AUC kernel).
+    path for every metric (used by the tests to check the kernels).
     """
     design, kernels, _, by_keys = resampling(
         df, items, by=by, group=group, method=method, seed=seed
@@ -595,7 +1048,9 @@ def replicates(
         # kernel output for resample r is ordered by stratum code = by_keys row order
         width = by_keys.height if by else 1
         grid = grid.with_columns(
-            pl.Series(name, np.concatenate(vals)[:, :width].ravel(), dtype=F64)
+            pl.Series(
+                name, kernels[name].finish(np.concatenate(vals))[:, :width].ravel(), dtype=F64
+            )
             for name, vals in fast_values.items()
         )
     if frames:

@@ -71,8 +71,11 @@ class StatsMethods:
         of resample r come from ``numpy.random.default_rng([seed, r])`` alone, so the
         result is identical for the same seed on any number of threads, and all metrics
         share the same resamples. Expressions are evaluated unchanged on the repeated rows,
-        a chunk of resamples per Polars query; ``pe.auc`` / ``pe.gini`` (recognised
-        structurally) use an O(n)-per-resample kernel over rows sorted once.
+        a chunk of resamples per Polars query; registered metrics recognised structurally
+        — ``pe.auc``, ``pe.average_precision``, ``pe.ks`` ... over rows sorted once, and
+        the metrics made of sums (``pe.logloss``, ``pe.brier``, ``pe.accuracy``,
+        ``pe.mse`` ...) — use O(n)-per-resample kernels of the counts instead. The counts of a seed are Poisson(1) draws made
+        exactly multinomial (see ``polars_eval.stats.bootstrap``).
 
         Result, one row per metric (and ``by`` group): ``metric``, ``estimate`` (on the
         original data), ``lower`` and ``upper`` (the (1 − level)/2 and (1 + level)/2
