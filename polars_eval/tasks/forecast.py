@@ -68,6 +68,20 @@ BAD = "__pe_bad_"
 N_KEY_EXAMPLES = 3
 
 
+def check_key_options(time: Any, cutoff: Any, lead: Any, season_length: Any) -> None:
+    """The options of the forecast keys: column names for ``time`` / ``cutoff``, a positive
+    ``lead`` (which needs ``cutoff``) and a positive ``season_length``."""
+    if not isinstance(time, str):
+        raise InvalidParameterError(f"time must be a column name; got {time!r}")
+    if cutoff is not None and not isinstance(cutoff, str):
+        raise InvalidParameterError(f"cutoff must be a column name; got {cutoff!r}")
+    if lead is not None:
+        check_positive_int("lead", lead)
+        if cutoff is None:
+            raise InvalidParameterError("lead= needs cutoff= (the column of forecast origins)")
+    check_positive_int("season_length", season_length)
+
+
 def _key_list(name: str, value: Any) -> list[str]:
     keys = [value] if isinstance(value, str) else list(value) if value is not None else []
     if not keys or not all(isinstance(k, str) for k in keys):
@@ -342,15 +356,7 @@ class ForecastMethods:
         └──────────┴─────┴──────┴─────────────┘
         """
         keys = _key_list("series", series)
-        if not isinstance(time, str):
-            raise InvalidParameterError(f"time must be a column name; got {time!r}")
-        if cutoff is not None and not isinstance(cutoff, str):
-            raise InvalidParameterError(f"cutoff must be a column name; got {cutoff!r}")
-        if lead is not None:
-            check_positive_int("lead", lead)
-            if cutoff is None:
-                raise InvalidParameterError("lead= needs cutoff= (the column of forecast origins)")
-        check_positive_int("season_length", season_length)
+        check_key_options(time, cutoff, lead, season_length)
         check_choice("zero_actuals", zero_actuals, reg.ZERO_ACTUAL_OPTIONS)
         quantiles = dict(quantiles or {})
         for q, col in quantiles.items():
@@ -674,15 +680,7 @@ def _keyed_frame(
             "the forecast keys need time= (the column of target times) with "
             + ("cutoff=" if cutoff is not None else "train=" if train is not None else "series=")
         )
-    if not isinstance(time, str):
-        raise InvalidParameterError(f"time must be a column name; got {time!r}")
-    if cutoff is not None and not isinstance(cutoff, str):
-        raise InvalidParameterError(f"cutoff must be a column name; got {cutoff!r}")
-    if lead is not None:
-        check_positive_int("lead", lead)
-        if cutoff is None:
-            raise InvalidParameterError("lead= needs cutoff= (the column of forecast origins)")
-    check_positive_int("season_length", season_length)
+    check_key_options(time, cutoff, lead, season_length)
     if train is not None:
         if not isinstance(train, (pl.DataFrame, pl.LazyFrame)):
             raise InvalidParameterError(
