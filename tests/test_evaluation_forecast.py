@@ -326,3 +326,30 @@ def test_dates_and_steps_of_the_runs():
     ev = evaluation_of(by=None, series="sid", time="ts").update(frame)
     got = sorted(runs(ev).select(LO, HI).rows())
     assert got == [(hours[0], hours[3]), (hours[4], hours[6])]
+
+
+@pytest.mark.parametrize("by", ["g", None])
+def test_warnings_and_errors_are_the_task_methods(by):
+    df = pl.DataFrame(
+        {"g": [1, 1, 2, 2], "sid": [1, 1, 2, 2], "t": [1, 2, 1, 2], "y": [0.0, 0, 1, 2]}
+    ).with_columns(f=pl.lit(1.0))
+    kw = {"series": "sid", "time": "t", "by": by}
+    with pytest.warns(pe.UndefinedMetricWarning) as want:
+        expected = df.eval.forecast("y", "f", **kw) if by else None
+        if by is None:
+            df.filter(pl.col("g") == 1).eval.forecast("y", "f", **kw)
+    with pytest.warns(pe.UndefinedMetricWarning) as got:
+        ev = pe.Evaluation("forecast", actual="y", forecast="f", **kw)
+        if by is None:
+            ev.update(df.filter(pl.col("g") == 1)).compute()
+        else:
+            assert_same(ev.update(df).compute(), expected)
+    assert [str(w.message) for w in got] == [str(w.message) for w in want]
+    empty = df.with_columns(pl.lit(None, pl.Float64).alias("y"))
+    with pytest.raises(pe.UndefinedMetricError) as want_error:
+        empty.eval.forecast("y", "f", series="sid", time="t")
+    with pytest.raises(pe.UndefinedMetricError) as got_error:
+        pe.Evaluation("forecast", actual="y", forecast="f", series="sid", time="t").update(
+            empty
+        ).compute()
+    assert str(got_error.value) == str(want_error.value)

@@ -13,7 +13,10 @@ passes), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each 
 by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
 co-moments), and :meth:`Evaluation.compute` finalizes every metric over the merged
 states, as the task method finalizes its own ``group_by``. Memory is bounded by the
-number of groups, not by the rows.
+number of groups, not by the rows. The forecast table is the same per (``by`` groups,
+series): the sums of its first stage, scaled and averaged over series at ``compute()``,
+with the runs of times each series has seen to find a repeated (series, time) key; see
+:mod:`polars_eval.scale.forecast_state`. Memory is bounded by the series.
 
 **The distinct rows** (everything else): one row per distinct (group, input values)
 with the summed weight. The states of a size that grows with the data keep them: the
@@ -25,17 +28,16 @@ max-over-threshold metrics: their distinct (group, label, score) rows are the sa
 ``benchmarks/RESULTS.md`` ("Lakes") measured 2.3× faster and 40 % smaller than sorting
 chunks and merging their lists); the ``baseline=True`` columns of binary and regression
 (the constant predictor is the group's mean: a function of the whole group); and the
-keyed tasks. A metric is a function of the *weighted empirical distribution* of its
+ranking task. A metric is a function of the *weighted empirical distribution* of its
 inputs within a group, so two such states merge by concatenating them and summing the
 weights per key, and :meth:`Evaluation.compute` runs the task method on the state, the
 summed weight as the weight. Memory grows with the distinct rows: a score column
 stored at 4 decimals has at most 10,001 distinct values per (group, label).
 ``bins=N`` (binary) counts scores in N bins instead, with the one-pass metrics (log
 loss, Brier score and the confusion counts at ``threshold``) kept exact as sums; see
-:func:`score_bin`. The keyed tasks (a forecast row by its series and time, a ranked
-item by its query and item id) keep their rows as they are: a series or a query split
-across partitions still merges exactly, and a key seen twice is the task's
-duplicate-key error at ``compute()``.
+:func:`score_bin`. Ranked items with ids (a row by its query and item id) keep their
+rows as they are: a query split across partitions still merges exactly, and a key seen
+twice is the task's duplicate-key error at ``compute()`` (as a forecast key is).
 
 Either way the numbers are those of the task method on all the rows seen (to rounding,
 1e-12). The state is a ``pl.DataFrame`` that carries its own definition (task, columns,
@@ -431,7 +433,9 @@ class Evaluation:
     time=`` (+ ``train=``, ``season_length=``) for forecasting; ``relevance=, score=,
     query=`` (+ ``item=``, ``k=`` …) for ranking). ``metrics=None`` keeps every metric of
     the task method; for binary and regression, ``metrics=`` takes any registered metric
-    of the task, as the task method's ``metrics=`` does; for multiclass, when every name is
+    of the task, as the task method's ``metrics=`` does; for forecasting too when every
+    name is a registered regression or forecasting metric (else the names select columns
+    of the default table, e.g. ``mae_pooled``); for multiclass, when every name is
     a registered multiclass metric, they are the task method's ``metrics=`` (its columns,
     e.g. ``multiclass_jaccard_micro`` ..., the metrics outside its default table included),
     otherwise the names select its columns.
@@ -445,9 +449,12 @@ class Evaluation:
     a few numbers per group, whatever the rows: the regression task without ``medae``,
     ``spearman``, ``kendall_tau`` and ``mer``, the multiclass task with ``classes=``
     (without the AUCs), the binary task with one-pass metrics only (``logloss``,
-    ``brier``, ``accuracy``, ``f1`` …), none of them with ``baseline=True``. Every other
-    definition keeps the distinct rows (group, inputs, summed weight), and its memory
-    grows with them (exact sort-based binary metrics: with the distinct scores).
+    ``brier``, ``accuracy``, ``f1`` …), none of them with ``baseline=True``; the
+    forecast task keeps as much per series, with the runs of times seen (one per series
+    when each batch or partition holds stretches of a series' times; up to one per time
+    when they interleave them). Every other definition keeps the distinct rows (group,
+    inputs, summed weight), and its memory grows with them (exact sort-based binary
+    metrics: with the distinct scores).
 
     Not supported (refused when asked): ``cutoff=``/``lead=`` for forecasting (a lead is
     a rank within a cutoff, not a sum) and ``ties="first"`` for ranking (input order does

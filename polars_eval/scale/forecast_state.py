@@ -10,23 +10,28 @@ of one series merge by each state's rule (sums, extrema, co-moments).
 **Keys.** The task refuses a repeated (series, time) key; a sum cannot tell. So the state
 also keeps, per series, the set of times it has seen, as *runs*: arithmetic progressions
 ``(lo, hi, step)`` of the time's physical value (an integer, date, datetime, duration or
-time column; ``step = 0`` is one time). A batch's times are sorted per series, a repeated
-time is counted (``__pe_dups``, with the smallest repeated time), and the rest is cut into
-runs of equal gaps (:func:`_segment`). Two states merge their runs exactly:
+time column; ``step = 0`` is one time). A batch is cut where the series changes or the
+time does not increase (a row-wise pass, no sort); each stretch is a run when its times
+are evenly spaced, else cut into runs of equal gaps (:meth:`ForecastState._segment`).
+Runs, of the stretches of a batch or of two states, are united exactly
+(:meth:`ForecastState._union`):
 
 * runs of one series whose ranges do not overlap are disjoint sets: the union is the runs
-  themselves, adjacent ones joined again (an hourly series read file by file is one run);
+  themselves, a run that goes on where another ends joined to it (a daily series read
+  file by file is one run);
 * runs whose ranges overlap (a series whose rows were dealt to partitions row by row, or
-  chunks of a lake that interleave its times) are expanded to their times, the repeated
-  ones counted, and the union cut into runs again.
+  chunks of a lake that interleave its times) are expanded to their times, a repeated
+  one counted (``__pe_dups``, with the smallest repeated time), and the union cut into
+  runs again.
 
-So the check is exact for any partitioning; the state is as small as the runs: one per
-series when each partition holds stretches of a series' times (a lake written by time or
-by series), up to one per time when partitions interleave the times of a series (then the
-state holds that data's keys, as a keyed state would). A time of another type (a string,
-a float) is kept as one run per time. Rows with a null time are counted per series (two
-are a repeated key). The error is raised at :meth:`Evaluation.compute`, as the task method
-raises it, naming the key columns and a few repeated keys.
+So the check is exact for any partitioning, and the state is as small as the runs: one
+per series when each partition holds stretches of a series' times (a lake written by
+time or by series), up to one per time when partitions interleave the times of a series
+(then the state holds that data's keys, as a keyed state would). A time of another type
+(a string, a float) is kept as one run per time. Rows with a null time are counted per
+series (two are a repeated key). The error is raised at :meth:`Evaluation.compute`, as
+the task method raises it, naming the key columns and, per series, its smallest
+repeated key (up to three series).
 """
 
 from __future__ import annotations
@@ -130,11 +135,13 @@ class ForecastState:
         """The state rows of a batch of rows: one metric row per (``by`` groups, series),
         its runs of times, and its repeated keys.
 
-        A series whose times in the batch are one arithmetic progression (``n`` distinct
-        times from ``lo`` to ``hi``, ``(hi - lo) / (n - 1)`` an integer step, every time on
-        that step from ``lo``: then they are exactly the ``n`` points of the progression) is
-        one run, found by aggregations in the metrics' own ``group_by``; only the other
-        series (a repeated time, gaps) are sorted and cut into runs (:meth:`_segment`).
+        Without a sort: the rows are cut where the series changes or the time does not
+        increase (a row-wise pass, as the task method's duplicate check); each stretch of
+        strictly increasing times is one run when its ``n`` times from ``lo`` to ``hi``
+        are evenly spaced (``(hi - lo) / (n - 1)`` an integer step, every time on it: then
+        they are exactly the ``n`` points of the progression), else cut into runs in its
+        order (:meth:`_segment`); the runs of all stretches are then united as states are
+        (:meth:`_union`), which counts a time repeated by two stretches of a series.
         """
         g, t = self.groups, self.time
         if self.plan.row_scale:
@@ -148,45 +155,51 @@ class ForecastState:
             *(e.alias(name) for e, name in zip(counts, COUNTS, strict=True)),
             pl.col(t).is_null().sum().cast(pl.Int64).alias(TNULL),
         ]
-        times = lf.select(*g, t).filter(pl.col(t).is_not_null())
+        metric = lf.with_columns(self.plan.rows).group_by(g).agg(aggs)
         if not arithmetic(dtype):
-            metric = lf.with_columns(self.plan.rows).group_by(g).agg(aggs)
-            unique, dups = self._dedupe(times.sort([*g, t]), t, dtype, physical=False)
+            times = lf.select(*g, t).filter(pl.col(t).is_not_null()).sort([*g, t])
+            unique, dups = self._dedupe(times, t)
             parts = pl.collect_all([metric, dups, self._points(unique)])
             return self._complete(parts, dtype).lazy()
-        p = _physical(t)
-        n, lo, hi = p.count(), p.min(), p.max()
+        block = "__pe_block"
+        rows = (
+            lf.select(*g, _physical(t).alias(_P))
+            .with_columns(_task._maybe_repeated(g, [_P]).cum_sum().alias(block))
+            .filter(pl.col(_P).is_not_null())
+        )
+        n, lo, hi = pl.len().cast(pl.Int64), pl.col(_P).first(), pl.col(_P).last()
         gaps = (n - 1).clip(lower_bound=1)
-        step = pl.when(n > 1).then((hi - lo) // gaps).otherwise(0)
-        even = (n == 1) | ((n > 1) & ((hi - lo) % gaps == 0))
-        progression = (p.drop_nulls().n_unique() == n) & even
-        stats = [lo.alias(_P), hi.alias(_PHI), step.alias(STEP), progression.alias("__pe_ap")]
-        metric = lf.with_columns(self.plan.rows).group_by(g).agg(*aggs, *stats).collect()
-        # a step > 1: every time on it (a step of 1 leaves no other integer in the range)
-        whole = metric.filter(pl.col("__pe_ap"))
-        wide = whole.filter(pl.col(STEP) > 1).select(*g, _P, STEP)
+        step = pl.when(n > 1).then((hi - lo) // gaps).otherwise(0).cast(pl.Int64)
+        even = (n == 1) | ((hi - lo) % gaps == 0)
+        stretch = [lo.alias(_P), hi.alias(_PHI), step.alias(STEP), even.alias("__pe_even")]
+        blocks, metric_rows = pl.collect_all(
+            [rows.group_by(block).agg(*(pl.col(c).first() for c in g), *stretch), metric]
+        )
+        # evenly spaced with a step > 1: every time on it (a step of 1 leaves no other
+        # integer in the range)
+        wide = blocks.filter(pl.col("__pe_even") & (pl.col(STEP) > 1))
         if wide.height:
             off = (
-                times.select(*g, p.alias("__pe_t"))
-                .join(wide.lazy(), on=g, how="inner", nulls_equal=True)
-                .filter((pl.col("__pe_t") - pl.col(_P)) % pl.col(STEP) != 0)
-                .select(g)
+                rows.join(wide.lazy().select(block, pl.col(_P).alias("__pe_lo"), STEP), on=block)
+                .filter((pl.col(_P) - pl.col("__pe_lo")) % pl.col(STEP) != 0)
+                .select(block)
                 .unique()
                 .collect()
             )
-            whole = whole.join(off, on=g, how="anti", nulls_equal=True)
-        runs = whole.select(
-            *g,
-            _from_physical(pl.col(_P), dtype).alias(LO),
-            _from_physical(pl.col(_PHI), dtype).alias(HI),
-            pl.col(STEP).cast(pl.Int64),
-        )
-        parts = [metric.drop(_P, _PHI, STEP, "__pe_ap"), runs]
-        if whole.height < metric.height:  # the other series with a time: sorted and cut
-            rest = times.join(whole.lazy().select(g), on=g, how="anti", nulls_equal=True)
-            unique, dups = self._dedupe(rest.sort([*g, t]), t, dtype, physical=False)
-            parts += pl.collect_all([dups, self._segment(unique, dtype)])
-        return self._complete(parts, dtype).lazy()
+            blocks = blocks.with_columns(
+                pl.col("__pe_even") & ~pl.col(block).is_in(off.get_column(block).implode())
+            )
+        runs = blocks.filter(pl.col("__pe_even")).select(*g, _P, _PHI, STEP).lazy()
+        other = blocks.filter(~pl.col("__pe_even")).select(block)
+        if other.height:  # the other stretches, cut in their order (increasing already)
+            ids = other.get_column(block).implode()
+            cut = rows.filter(pl.col(block).is_in(ids)).with_columns(
+                pl.lit(None, pl.Int64).alias(_RID), pl.lit(0, pl.Int64).alias(_RSTEP)
+            )
+            runs = pl.concat([runs, self._segment(cut, [block])])
+        united, dups = self._union(runs)
+        parts = pl.collect_all([self._times(united, dtype), self._times(dups, dtype)])
+        return self._complete([metric_rows, *parts], dtype).lazy()
 
     def _complete(self, parts: Sequence[pl.DataFrame], dtype: pl.DataType) -> pl.DataFrame:
         """State rows stacked, with every state column (times of type ``dtype``)."""
@@ -195,21 +208,25 @@ class ForecastState:
         missing = [pl.lit(None, t).alias(c) for c, t in types.items() if c not in frame.columns]
         return frame.with_columns(missing).select(self.columns)
 
-    def _dedupe(
-        self, rows: pl.LazyFrame, value: str, dtype: pl.DataType, *, physical: bool
-    ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    def _times(self, frame: pl.LazyFrame, dtype: pl.DataType) -> pl.LazyFrame:
+        """Runs (``_P``, ``_PHI``) or repeated times (``DUP_T``) of physical values as
+        times of type ``dtype`` (``LO``, ``HI``, ``DUP_T``)."""
+        names = {_P: LO, _PHI: HI, DUP_T: DUP_T}
+        schema = frame.collect_schema()
+        return frame.with_columns(
+            _from_physical(pl.col(c), dtype).alias(to) for c, to in names.items() if c in schema
+        ).drop(_P, _PHI, strict=False)
+
+    def _dedupe(self, rows: pl.LazyFrame, value: str) -> tuple[pl.LazyFrame, pl.LazyFrame]:
         """Rows sorted by (groups, ``value``) without their repeated values, and the
-        repeated ones counted per group (with the smallest, as a time; ``physical``: the
-        values are the physical form of times of type ``dtype``)."""
+        repeated ones counted per group (``DUPS``), with the smallest (``DUP_T``)."""
         g = self.groups
         repeated = (_same_group(g) & (pl.col(value) == pl.col(value).shift(1))).fill_null(False)
         rows = rows.with_columns(repeated.alias("__pe_rep"))
-        t = pl.col(value)
-        smallest = _from_physical(t.min(), dtype) if physical else t.min()
         dups = (
             rows.filter(pl.col("__pe_rep"))
             .group_by(g)
-            .agg(pl.len().cast(pl.Int64).alias(DUPS), smallest.alias(DUP_T))
+            .agg(pl.len().cast(pl.Int64).alias(DUPS), pl.col(value).min().alias(DUP_T))
         )
         return rows.filter(~pl.col("__pe_rep")).drop("__pe_rep"), dups
 
@@ -218,27 +235,22 @@ class ForecastState:
         t = pl.col(self.time)
         return unique.select(*self.groups, t.alias(LO), t.alias(HI), pl.lit(0).alias(STEP))
 
-    def _segment(self, rows: pl.LazyFrame, dtype: pl.DataType) -> pl.LazyFrame:
-        """Distinct times sorted per group (the time column, or the physical values ``_P``
-        of the anchors of runs, with their run ``_RID`` and step ``_RSTEP``) cut into runs.
+    def _segment(self, rows: pl.LazyFrame, within: Sequence[str]) -> pl.LazyFrame:
+        """Increasing distinct physical times ``_P`` per ``within`` stretch (times, or the
+        anchors of runs with their run ``_RID`` and step ``_RSTEP``) cut into runs
+        (``_P``, ``_PHI``, ``STEP``).
 
-        Each time but a group's first has an arriving gap (from the time before it; within
-        an anchored run, the run's step). Consecutive times are joined when their gap is
-        kept: a gap equal to the one before it (a streak goes on), or the first of a streak
-        (equal to the next gap) unless the gap before it was itself kept in a streak. Two
-        kept gaps in a row are then always equal, so every run is an arithmetic
-        progression; an isolated gap is not kept (both times start runs of their own).
+        Each time but a stretch's first has an arriving gap (from the time before it;
+        within an anchored run, the run's step). Consecutive times are joined when their
+        gap is kept: a gap equal to the one before it (a streak goes on), or the first of a
+        streak (equal to the next gap) unless the gap before it was itself kept in a
+        streak. Two kept gaps in a row are then always equal, so every run is an
+        arithmetic progression; an isolated gap is not kept (both times start runs).
         """
-        g = self.groups
-        if _P not in rows.collect_schema():
-            rows = rows.with_columns(
-                _physical(self.time).alias(_P),
-                pl.lit(None, pl.Int64).alias(_RID),
-                pl.lit(0, pl.Int64).alias(_RSTEP),
-            )
         p = pl.col(_P)
-        same = _same_group(g)
-        in_run = same & pl.col(_RID).eq_missing(pl.col(_RID).shift(1)) & pl.col(_RID).is_not_null()
+        same = _same_group(within)
+        rid = pl.col(_RID)
+        in_run = same & rid.eq_missing(rid.shift(1)) & rid.is_not_null()
         gap = pl.when(~same).then(None).when(in_run).then(pl.col(_RSTEP)).otherwise(p - p.shift(1))
         d = pl.col(_D)
         goes_on = (d == d.shift(1)).fill_null(False)
@@ -246,15 +258,15 @@ class ForecastState:
         keep = d.is_not_null() & (goes_on | starts)
         return (
             rows.with_columns(gap.alias(_D))
-            .with_columns((~keep).cum_sum().alias("__pe_block"), keep.alias("__pe_keep"))
-            .group_by("__pe_block")
+            .with_columns((~keep).cum_sum().alias("__pe_run"), keep.alias("__pe_keep"))
+            .group_by("__pe_run")
             .agg(
-                *(pl.col(c).first() for c in g),
-                _from_physical(p.first(), dtype).alias(LO),
-                _from_physical(p.last(), dtype).alias(HI),
+                *(pl.col(c).first() for c in self.groups),
+                p.first().alias(_P),
+                p.last().alias(_PHI),
                 d.filter(pl.col("__pe_keep")).first().fill_null(0).cast(pl.Int64).alias(STEP),
             )
-            .drop("__pe_block")
+            .drop("__pe_run")
         )
 
     # -- merge -----------------------------------------------------------------------------
@@ -264,14 +276,15 @@ class ForecastState:
         series) and the union of its runs (repeated keys counted)."""
         g = self.groups
         metric = frame.filter(pl.col(LO).is_null())
-        runs = frame.filter(pl.col(LO).is_not_null()).select(*g, LO, HI, STEP)
+        runs = frame.lazy().filter(pl.col(LO).is_not_null()).select(*g, LO, HI, STEP)
         dtype = frame.schema[LO]
         if arithmetic(dtype):
-            runs_q, dups = self._merge_runs(runs.lazy(), dtype)
+            runs = runs.select(*g, _physical(LO).alias(_P), _physical(HI).alias(_PHI), STEP)
+            united, dups = self._union(runs)
+            united, dups = self._times(united, dtype), self._times(dups, dtype)
         else:
-            unique, dups = self._dedupe(runs.lazy().sort([*g, LO]), LO, dtype, physical=False)
-            runs_q = unique
-        merged_runs, dup_rows = pl.collect_all([runs_q, dups])
+            united, dups = self._dedupe(runs.sort([*g, LO]), LO)
+        merged_runs, dup_rows = pl.collect_all([united, dups])
         states = self.plan.states
         aggs = [state.merged(pl.col(c)).alias(c) for c, state in states.items()]
         aggs += [pl.col(c).sum() for c in (*COUNTS, TNULL, DUPS)]
@@ -280,48 +293,64 @@ class ForecastState:
         rows = rows.group_by(g, maintain_order=True).agg(aggs)
         return self._complete([rows, merged_runs], dtype)
 
-    def _merge_runs(
-        self, runs: pl.LazyFrame, dtype: pl.DataType
-    ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-        """The union of the runs of several states (see the module docstring)."""
+    def _union(self, runs: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+        """The union of runs (``_P``, ``_PHI``, ``STEP``; see the module docstring), and
+        the times repeated by two of them counted per group (``DUPS``, ``DUP_T``)."""
         g = self.groups
-        lo, hi, step = _physical(LO), _physical(HI), pl.col(STEP)
-        runs = runs.with_columns(lo.alias(_P), hi.alias(_PHI)).sort([*g, _P])
-        before = pl.col(_PHI).cum_max().shift(1).over(g)
-        alone = before.is_null() | (pl.col(_P) > before)
+        p, hi, step = pl.col(_P), pl.col(_PHI), pl.col(STEP)
+        runs = runs.sort([*g, _P])
+        before = hi.cum_max().shift(1).over(g)
+        alone = before.is_null() | (p > before)
         runs = runs.with_columns(alone.cum_sum().alias("__pe_cluster"))
         runs = runs.with_columns((pl.len().over("__pe_cluster") > 1).alias("__pe_tangled"))
         # overlapping runs: their times, the repeated ones counted
-        count = pl.when(step > 0).then((pl.col(_PHI) - pl.col(_P)) // step + 1).otherwise(1)
-        offsets = pl.int_ranges(0, count) * step
+        count = pl.when(step > 0).then((hi - p) // step + 1).otherwise(1)
         times = (
             runs.filter(pl.col("__pe_tangled"))
-            .select(*g, (pl.col(_P) + offsets).alias(_P))
+            .select(*g, (p + pl.int_ranges(0, count) * step).alias(_P))
             .explode(_P)
             .sort([*g, _P])
         )
-        unique, dups = self._dedupe(times, _P, dtype, physical=True)
+        unique, dups = self._dedupe(times, _P)
         unique = unique.with_columns(
             pl.lit(None, pl.Int64).alias(_RID), pl.lit(0, pl.Int64).alias(_RSTEP)
         )
-        # the other runs: their first and last times, re-cut with the rest
-        n = count
-        k = _ANCHORS
-        anchors = pl.when(n <= 2 * k).then(pl.int_ranges(0, n))
-        anchors = anchors.otherwise(pl.concat_list([*range(k), *(n - k + i for i in range(k))]))
-        kept = (
+        # the others: a run that goes on where the one before it ends, on its step, joins
+        # it (a series read stretch by stretch); a series left with one run and no
+        # overlap keeps it, the others are re-cut from the runs' first and last times
+        follows = _same_group(g) & (step == step.shift(1)) & (step > 0)
+        follows = (follows & (p - hi.shift(1) == step)).fill_null(False)
+        chains = (
             runs.filter(~pl.col("__pe_tangled"))
+            .with_columns((~follows).cum_sum().alias("__pe_chain"))
+            .group_by("__pe_chain")
+            .agg(*(pl.col(c).first() for c in g), p.first(), hi.last(), step.first())
+        )
+        tangled = runs.filter(pl.col("__pe_tangled")).select(g).unique()
+        chains = chains.join(
+            tangled.with_columns(pl.lit(True).alias("__pe_recut")),
+            on=g,
+            how="left",
+            nulls_equal=True,
+        ).with_columns(pl.col("__pe_recut").fill_null(False) | (pl.len().over(g) > 1))
+        k = _ANCHORS
+        count = pl.when(step > 0).then((hi - p) // step + 1).otherwise(1)
+        anchors = pl.when(count <= 2 * k).then(pl.int_ranges(0, count))
+        anchors = anchors.otherwise(pl.concat_list([*range(k), *(count - k + i for i in range(k))]))
+        recut = (
+            chains.filter(pl.col("__pe_recut"))
             .with_row_index(_RID)
             .select(
                 *g,
-                (pl.col(_P) + anchors * step).alias(_P),
+                (p + anchors * step).alias(_P),
                 pl.col(_RID).cast(pl.Int64),
                 step.alias(_RSTEP),
             )
             .explode(_P)
         )
-        elements = pl.concat([kept, unique.select(*g, _P, _RID, _RSTEP)]).sort([*g, _P])
-        return self._segment(elements, dtype), dups
+        elements = pl.concat([recut, unique.select(*g, _P, _RID, _RSTEP)]).sort([*g, _P])
+        kept = chains.filter(~pl.col("__pe_recut")).select(*g, _P, _PHI, STEP)
+        return pl.concat([kept, self._segment(elements, g)]), dups
 
     # -- finalize --------------------------------------------------------------------------
 
