@@ -76,6 +76,29 @@ def _same_group(groups: Sequence[str]) -> pl.Expr:
     return same & (pl.int_range(pl.len()) > 0)
 
 
+def _clusters(runs: pl.DataFrame, groups: Sequence[str]) -> pl.DataFrame:
+    """Runs sorted by (groups, ``_P``) with ``__pe_cluster``: runs of a group whose ranges
+    overlap, directly or through others, share it.
+
+    A run starts a cluster when it starts after every earlier run of its group ends: the
+    running maximum of the ends, restarted at each group. Over many small groups a window
+    (``cum_max().over(groups)``) evaluates group by group; instead the end is replaced
+    by its rank among the ends (``search_sorted`` in their sorted distinct values) and
+    packed with the group's index as ``index * 2**32 + rank``, whose running maximum over
+    the whole frame never crosses back into an earlier group.
+    """
+    if not runs.height:
+        return runs.with_columns(pl.lit(0, pl.UInt32).alias("__pe_cluster"))
+    ends = runs.get_column(_PHI).unique().sort()
+    rank = ends.search_sorted(runs.get_column(_PHI)).cast(pl.Int64)
+    index = (~_same_group(groups)).cum_sum().cast(pl.Int64)
+    packed = (index * 2**32 + pl.lit(rank)).cum_max().shift(1)
+    before = ends.gather(pl.Series(runs.select(packed % 2**32).to_series()).fill_null(0))
+    earlier = (packed // 2**32 == index).fill_null(False)
+    alone = ~earlier | (pl.col(_P) > pl.lit(before))
+    return runs.with_columns(alone.cum_sum().alias("__pe_cluster"))
+
+
 class ForecastState:
     """The states per (``by`` groups, series) of one forecast definition and their rules."""
 
@@ -298,10 +321,7 @@ class ForecastState:
         the times repeated by two of them counted per group (``DUPS``, ``DUP_T``)."""
         g = self.groups
         p, hi, step = pl.col(_P), pl.col(_PHI), pl.col(STEP)
-        runs = runs.sort([*g, _P])
-        before = hi.cum_max().shift(1).over(g)
-        alone = before.is_null() | (p > before)
-        runs = runs.with_columns(alone.cum_sum().alias("__pe_cluster"))
+        runs = _clusters(runs.sort([*g, _P]).collect(), g).lazy()
         runs = runs.with_columns((pl.len().over("__pe_cluster") > 1).alias("__pe_tangled"))
         # overlapping runs: their times, the repeated ones counted
         count = pl.when(step > 0).then((hi - p) // step + 1).otherwise(1)
