@@ -9,6 +9,7 @@ state of a lake read stretch by stretch stays one metric row and one run per ser
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import numpy as np
 import polars as pl
@@ -221,7 +222,7 @@ def test_null_times_count_as_one_key():
 def test_registered_metrics_are_the_task_methods_metrics():
     test, train = frames(11)
     kw = {"series": "sid", "time": "t", "train": train.select("sid", "t", "y"), "season_length": 2}
-    metrics = ["mae", "msse", "rmsse"]
+    metrics = ["mae", "msse", "rmsse", "spis"]  # spis: the scale joined onto the rows
     want = test.eval.forecast("y", "f", by="region", metrics=metrics, **kw)
     total = evaluation_of(metrics=metrics, **kw)
     for part in partitions(test, 3, seed=12):
@@ -293,9 +294,12 @@ def test_a_state_of_the_rows_format_is_read():
     kw = keywords("d", train, "w")
     ev = evaluation_of(**kw).update(test)
     state = ev.state
+    head = state.filter(pl.col(PART) == "def").select(PART, DEF)
+    raw = json.loads(head[DEF].item())
+    head = head.with_columns(pl.lit(json.dumps({**raw, "version": 2})).alias(DEF))
     older = pl.concat(
         [
-            state.filter(pl.col(PART) == "def").select(PART, DEF),
+            head,
             test.select(ev._inputs()).with_columns(pl.lit("rows").alias(PART)),
             state.filter(pl.col(PART) == "train").select(PART, "sid", "d", "y"),
         ],

@@ -88,9 +88,11 @@ from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task
 from polars_eval.tasks import regression as _regression_task
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 """The format version of a state frame; a state of a newer version is refused, and one
-of version 1 (distinct rows for every task) where this version keeps the specs' states."""
+of version 1 (distinct rows for every task) where this version keeps the specs' states.
+Version 3: the forecast state per series (versions 1 and 2 kept its rows, which are read
+and turned into it)."""
 
 PART = "__pe_part"  # "def": the definition row; "states" / "rows" / "train": data rows
 DEF = "__pe_def"  # the JSON definition, on the definition row only
@@ -882,7 +884,7 @@ class Evaluation:
             ev._train = train.select(_names(definition.columns["series"]) + names[1:])
         rows = state.filter(pl.col(PART) == ev._part)
         if ev._forecast is not None and not rows.height:
-            # a forecast state of an earlier version keeps the rows: their states now
+            # a forecast state of version 1 or 2 keeps the rows: their states now
             older = state.filter(pl.col(PART) == "rows")
             if older.height:
                 rows = ev._batch_rows(older.select(ev._inputs()).lazy()).collect()

@@ -169,7 +169,7 @@ class ForecastState:
         g, t = self.groups, self.time
         if self.plan.row_scale:
             assert scales is not None
-            lf = lf.join(scales, on=self.series, how="left")
+            lf = lf.join(scales, on=self.series, how="left", maintain_order="left")
         dtype = lf.collect_schema()[t]
         counts = row_counts(self.row_args, self.row_inputs)
         assert counts is not None
