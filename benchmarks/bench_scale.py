@@ -26,8 +26,25 @@ co-moments):
 * ``Evaluation states``: ``pe.Evaluation(..., metrics=REGRESSION_METRICS)``: the specs'
   states, one row per segment.
 
+With ``--task forecast`` the lake is a forecast log: ``--series`` series (default 1e4)
+of ``rows / series`` days each (``sid`` Int32, ``t`` Int32 day, actual ``y``, forecast
+``f``), the series dealt to the 100 segments (``seg = sid % 100``), each file one stretch
+of days of every series of its segment, sorted by (series, day) as a log written day by
+day and compacted; a training frame of 56 days per series beside it (``train=``,
+``season_length=7``). The runs are the forecast table per segment (every default point
+metric, MASE and RMSSE):
+
+* ``expr streaming``: ``scan_parquet().eval.forecast(..., by="seg", train=...)``
+  collected with the streaming engine;
+* ``Evaluation rows (before)``: ``pe.Evaluation("forecast", ...)`` forced onto the rows
+  state (every row kept, the task method at ``compute``: the path before the bounded
+  state);
+* ``Evaluation states``: the bounded state, per series the metrics' sums and the runs of
+  days seen.
+
     python benchmarks/bench_scale.py --rows 1e7 1e8 --decimals 4 --dir /tmp/lakes
     python benchmarks/bench_scale.py --task regression --rows 1e7 1e8 --decimals none
+    python benchmarks/bench_scale.py --task forecast --rows 1e7 1e8 --series 10000
 
 Prints seconds, peak resident MiB and the ratio to the first run.
 """
@@ -69,14 +86,35 @@ def regression_columns(rng: np.random.Generator, n: int, decimals: int | None) -
 
 
 COLUMNS = {"binary": binary_columns, "regression": regression_columns}
+TRAIN_DAYS = 56
+
+
+def forecast_frame(rng: np.random.Generator, days: range, n_series: int) -> pl.DataFrame:
+    """Every series on ``days`` (series by series): a weekly level and noise (``y``), a
+    forecast off by a series bias and noise (``f``), ``seg = sid % 100``."""
+    sid = np.repeat(np.arange(n_series, dtype=np.int32), len(days))
+    t = np.tile(np.arange(days.start, days.stop, dtype=np.int32), n_series)
+    level = 20.0 + 5.0 * np.sin(2.0 * np.pi * t / 7.0) + (sid % 17)
+    y = np.maximum(level + rng.normal(0.0, 3.0, sid.size), 0.0)
+    f = level + (sid % 5 - 2) * 0.5 + rng.normal(0.0, 2.0, sid.size)
+    return pl.DataFrame(
+        {"seg": (sid % SEGMENTS).astype(np.int16), "sid": sid, "t": t, "y": y, "f": f}
+    )
 
 
 def write_lake(
-    root: Path, rows: int, decimals: int | None, seed: int = 0, task: str = "binary"
+    root: Path,
+    rows: int,
+    decimals: int | None,
+    seed: int = 0,
+    task: str = "binary",
+    series: int = 10_000,
 ) -> Path:
     """A hive lake of ``rows`` rows, written one file at a time (skipped if present)."""
     prefix = "" if task == "binary" else f"{task}_"
     tag = f"{prefix}rows{rows:.0e}_dec{decimals if decimals is not None else 'none'}"
+    if task == "forecast":
+        tag = f"{prefix}rows{rows:.0e}_series{series:.0e}"
     lake = root / tag
     done = lake / "_done"
     if done.exists():
@@ -84,9 +122,19 @@ def write_lake(
     rng = np.random.default_rng(seed)
     n_files = max(1, rows // ROWS_PER_FILE)
     per_file = rows // n_files
+    if task == "forecast":
+        lake.mkdir(parents=True, exist_ok=True)
+        days = rows // series
+        forecast_frame(rng, range(-TRAIN_DAYS, 0), series).select("sid", "t", "y").write_parquet(
+            lake.parent / f"{tag}_train.parquet"
+        )
     for i in range(n_files):
-        seg = rng.integers(0, SEGMENTS, per_file).astype(np.int16)
-        frame = pl.DataFrame({"seg": seg, **COLUMNS[task](rng, per_file, decimals)})
+        if task == "forecast":  # the days of this file, for every series
+            stretch = range(i * days // n_files, (i + 1) * days // n_files)
+            frame = forecast_frame(rng, stretch, series)
+        else:
+            seg = rng.integers(0, SEGMENTS, per_file).astype(np.int16)
+            frame = pl.DataFrame({"seg": seg, **COLUMNS[task](rng, per_file, decimals)})
         for (k,), part in frame.partition_by("seg", as_dict=True).items():
             path = lake / f"seg={k}" / f"part-{i:04d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +186,29 @@ REGRESSION_RUNS = {
     "Evaluation rows (old)": _REGRESSION_EV.replace("{force}", "ev._table_cache = None\n"),
     "Evaluation states": _REGRESSION_EV.replace("{force}", ""),
 }
-TASK_RUNS = {"binary": RUNS, "regression": REGRESSION_RUNS}
+_FORECAST_ARGS = (
+    "'y', 'f', series='sid', time='t', by='seg', season_length=7, "
+    "train=pl.read_parquet('{lake}_train.parquet')"
+)
+_FORECAST_EV = (
+    "import polars as pl, polars_eval as pe\n"
+    "ev = pe.Evaluation('forecast', actual='y', forecast='f', series='sid', time='t', "
+    "by='seg', season_length=7, train=pl.read_parquet('{lake}_train.parquet'))\n"
+    "{force}"
+    "ev.update(pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True)).compute()"
+)
+FORECAST_RUNS = {
+    "expr streaming": (
+        "import polars as pl, polars_eval as pe\n"
+        "pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True).eval.forecast("
+        f"{_FORECAST_ARGS}"
+        ").collect(engine='streaming')"
+    ),
+    # every row kept and the task method at compute, as before the bounded state
+    "Evaluation rows (before)": _FORECAST_EV.replace("{force}", "ev._forecast_cache = None\n"),
+    "Evaluation states": _FORECAST_EV.replace("{force}", ""),
+}
+TASK_RUNS = {"binary": RUNS, "regression": REGRESSION_RUNS, "forecast": FORECAST_RUNS}
 
 
 def main() -> None:
@@ -148,17 +218,22 @@ def main() -> None:
     parser.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp") + "/pe_lakes")
     parser.add_argument("--task", choices=list(TASK_RUNS), default="binary")
     parser.add_argument("--runs", nargs="+", default=None, help="default: every run of --task")
+    parser.add_argument("--series", type=float, default=1e4, help="forecast: series")
     args = parser.parse_args()
     runs = TASK_RUNS[args.task]
     print(machine_line())
     for rows in args.rows:
-        for dec in args.decimals:
+        for dec in ["none"] if args.task == "forecast" else args.decimals:
             decimals = None if dec == "none" else int(dec)
-            lake = write_lake(Path(args.dir), int(rows), decimals, task=args.task)
-            print(
-                f"\n{args.task}: {int(rows):.0e} rows, values at {dec} decimals, "
-                f"{SEGMENTS} segments"
+            lake = write_lake(
+                Path(args.dir), int(rows), decimals, task=args.task, series=int(args.series)
             )
+            detail = (
+                f"{int(args.series):.0e} series"
+                if args.task == "forecast"
+                else (f"values at {dec} decimals")
+            )
+            print(f"\n{args.task}: {int(rows):.0e} rows, {detail}, {SEGMENTS} segments")
             base = None
             for name in args.runs or list(runs):
                 result = run_child(runs[name].replace("{lake}", str(lake)))

@@ -13,7 +13,10 @@ passes), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each 
 by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
 co-moments), and :meth:`Evaluation.compute` finalizes every metric over the merged
 states, as the task method finalizes its own ``group_by``. Memory is bounded by the
-number of groups, not by the rows.
+number of groups, not by the rows. The forecast table is the same per (``by`` groups,
+series): the sums of its first stage, scaled and averaged over series at ``compute()``,
+with the runs of times each series has seen to find a repeated (series, time) key; see
+:mod:`polars_eval.scale.forecast_state`. Memory is bounded by the series.
 
 **The distinct rows** (everything else): one row per distinct (group, input values)
 with the summed weight. The states of a size that grows with the data keep them: the
@@ -25,17 +28,16 @@ max-over-threshold metrics: their distinct (group, label, score) rows are the sa
 ``benchmarks/RESULTS.md`` ("Lakes") measured 2.3× faster and 40 % smaller than sorting
 chunks and merging their lists); the ``baseline=True`` columns of binary and regression
 (the constant predictor is the group's mean: a function of the whole group); and the
-keyed tasks. A metric is a function of the *weighted empirical distribution* of its
+ranking task. A metric is a function of the *weighted empirical distribution* of its
 inputs within a group, so two such states merge by concatenating them and summing the
 weights per key, and :meth:`Evaluation.compute` runs the task method on the state, the
 summed weight as the weight. Memory grows with the distinct rows: a score column
 stored at 4 decimals has at most 10,001 distinct values per (group, label).
 ``bins=N`` (binary) counts scores in N bins instead, with the one-pass metrics (log
 loss, Brier score and the confusion counts at ``threshold``) kept exact as sums; see
-:func:`score_bin`. The keyed tasks (a forecast row by its series and time, a ranked
-item by its query and item id) keep their rows as they are: a series or a query split
-across partitions still merges exactly, and a key seen twice is the task's
-duplicate-key error at ``compute()``.
+:func:`score_bin`. Ranked items with ids (a row by its query and item id) keep their
+rows as they are: a query split across partitions still merges exactly, and a key seen
+twice is the task's duplicate-key error at ``compute()`` (as a forecast key is).
 
 Either way the numbers are those of the task method on all the rows seen (to rounding,
 1e-12). The state is a ``pl.DataFrame`` that carries its own definition (task, columns,
@@ -81,13 +83,16 @@ from polars_eval.metrics import multiclass as _multiclass
 from polars_eval.metrics import regression as _regression
 from polars_eval.metrics._curve import score_bin
 from polars_eval.scale import spill as _spill
+from polars_eval.scale.forecast_state import ForecastState
 from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task
 from polars_eval.tasks import regression as _regression_task
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 """The format version of a state frame; a state of a newer version is refused, and one
-of version 1 (distinct rows for every task) where this version keeps the specs' states."""
+of version 1 (distinct rows for every task) where this version keeps the specs' states.
+Version 3: the forecast state per series (versions 1 and 2 kept its rows, which are read
+and turned into it)."""
 
 PART = "__pe_part"  # "def": the definition row; "states" / "rows" / "train": data rows
 DEF = "__pe_def"  # the JSON definition, on the definition row only
@@ -381,6 +386,22 @@ def _table(d: _Definition) -> _Table | None:
     return replace(table, states={**table.states, **extra})
 
 
+def _forecast_metrics(names: Sequence[str] | None) -> list[str] | None:
+    """The forecast table's ``metrics=`` behind ``metrics=``: the names when every one is
+    a registered metric the table takes (regression and forecasting metrics of one value),
+    otherwise None (the default table, whose columns the names then select)."""
+    if names is None:
+        return None
+    from polars_eval.tasks.forecast import KEY_TASKS
+
+    known = {
+        info.name
+        for info in _registry.REGISTRY.values()
+        if info.task in KEY_TASKS and info.kind == "scalar" and info.spec is not None
+    }
+    return list(names) if set(names) <= known and len(set(names)) == len(names) else None
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -414,7 +435,9 @@ class Evaluation:
     time=`` (+ ``train=``, ``season_length=``) for forecasting; ``relevance=, score=,
     query=`` (+ ``item=``, ``k=`` …) for ranking). ``metrics=None`` keeps every metric of
     the task method; for binary and regression, ``metrics=`` takes any registered metric
-    of the task, as the task method's ``metrics=`` does; for multiclass, when every name is
+    of the task, as the task method's ``metrics=`` does; for forecasting too when every
+    name is a registered regression or forecasting metric (else the names select columns
+    of the default table, e.g. ``mae_pooled``); for multiclass, when every name is
     a registered multiclass metric, they are the task method's ``metrics=`` (its columns,
     e.g. ``multiclass_jaccard_micro`` ..., the metrics outside its default table included),
     otherwise the names select its columns.
@@ -428,9 +451,12 @@ class Evaluation:
     a few numbers per group, whatever the rows: the regression task without ``medae``,
     ``spearman``, ``kendall_tau`` and ``mer``, the multiclass task with ``classes=``
     (without the AUCs), the binary task with one-pass metrics only (``logloss``,
-    ``brier``, ``accuracy``, ``f1`` …), none of them with ``baseline=True``. Every other
-    definition keeps the distinct rows (group, inputs, summed weight), and its memory
-    grows with them (exact sort-based binary metrics: with the distinct scores).
+    ``brier``, ``accuracy``, ``f1`` …), none of them with ``baseline=True``; the
+    forecast task keeps as much per series, with the runs of times seen (one per series
+    when each batch or partition holds stretches of a series' times; up to one per time
+    when they interleave them). Every other definition keeps the distinct rows (group,
+    inputs, summed weight), and its memory grows with them (exact sort-based binary
+    metrics: with the distinct scores).
 
     Not supported (refused when asked): ``cutoff=``/``lead=`` for forecasting (a lead is
     a rank within a cutoff, not a sum) and ``ties="first"`` for ranking (input order does
@@ -528,6 +554,7 @@ class Evaluation:
         self._train: pl.DataFrame | None = train  # type: ignore[assignment]
         self._rows: pl.DataFrame | None = None
         self._table_cache = _table(self._def)  # option and metric errors now, not at compute
+        self._forecast  # noqa: B018 - the same for the forecast state
         self._spill: _spill.Spill | None = None
         if spill is not None and task != "ranking":
             raise InvalidParameterError(
@@ -541,7 +568,9 @@ class Evaluation:
 
     def __getstate__(self) -> dict[str, Any]:
         # sent to Spark's executors: the table (expressions and closures) is built again there
-        return {k: v for k, v in self.__dict__.items() if k != "_table_cache"}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("_table_cache", "_forecast_cache")
+        }
 
     # -- the state ---------------------------------------------------------------------
 
@@ -553,19 +582,55 @@ class Evaluation:
         return self._table_cache
 
     @property
+    def _forecast(self) -> ForecastState | None:
+        """The bounded forecast state (per series: the metrics' states and the runs of
+        times seen), None for another task or where a metric's state is the rows."""
+        if "_forecast_cache" not in self.__dict__:
+            d = self._def
+            state = None
+            if d.task == "forecast":
+                state = ForecastState(
+                    d.columns,
+                    d.options,
+                    d.by,
+                    _forecast_metrics(d.metrics),
+                    d.weight,
+                    trained=self.__dict__.get("_train") is not None,
+                )
+            self._forecast_cache = state if state is not None and state.bounded else None
+        return self._forecast_cache
+
+    @property
+    def _states(self) -> bool:
+        """The state rows are states merged by their rules (not rows summed per key)."""
+        return self._table is not None or self._forecast is not None
+
+    @property
     def _part(self) -> str:
         """The ``__pe_part`` tag of the data rows of :attr:`state`."""
-        return "rows" if self._table is None else "states"
+        return "states" if self._states else "rows"
 
     @property
     def _keyed(self) -> bool:
         """Rows kept as they are (keyed by series/time or query/item), not re-aggregated."""
         d = self._def
-        return d.task == "forecast" or (d.task == "ranking" and d.columns.get("item") is not None)
+        if d.task == "forecast":
+            return self._forecast is None
+        return d.task == "ranking" and d.columns.get("item") is not None
+
+    def _row_scales(self) -> pl.LazyFrame | None:
+        """The in-sample scales of the series, for the forecast metrics that read them per
+        row (``spis``, the scaled quantile losses); None where none does."""
+        fs = self._forecast
+        if fs is None or not fs.plan.row_scale or self._train is None:
+            return None
+        if "_scales_cache" not in self.__dict__:
+            self._scales_cache = fs.scales(self._train).collect()
+        return self._scales_cache.lazy()
 
     def _value_columns(self) -> list[str]:
         d = self._def
-        if self._keyed or self._table is not None:
+        if self._keyed or self._states:
             return []
         if d.task == "ranking":
             return [N]
@@ -578,6 +643,8 @@ class Evaluation:
         d = self._def
         if self._table is not None:
             return [*d.by, *self._table.states]
+        if self._forecast is not None:
+            return self._forecast.columns
         if d.bins is not None:
             return [*d.by, LABEL01, BIN, ABOVE, W, LL, SQ]
         if self._keyed or d.task == "ranking":
@@ -609,6 +676,12 @@ class Evaluation:
                 roles["score"] = "proba"
         args["weight"] = d.weight
         roles["weight"] = "weight"
+        if d.task == "forecast":  # the task method's numeric inputs
+            for i, c in enumerate((d.options.get("quantiles") or {}).values()):
+                args[f"quantile_{i}"], roles[f"quantile_{i}"] = c, "numeric"
+            if d.options.get("interval") is not None:
+                args["lower"], args["upper"] = d.options["interval"]
+                roles["lower"] = roles["upper"] = "numeric"
         if table is not None:  # the task method's own checks: the rows are not kept
             args, roles = dict(table.args), dict(table.inputs)
         problems = column_problems(schema, args, roles)
@@ -632,6 +705,8 @@ class Evaluation:
                 lf = lf.with_columns(stage) if stage else lf
             aggs = [state.aggregate().alias(c) for c, state in table.states.items()]
             return lf.group_by(list(d.by)).agg(aggs) if d.by else lf.select(aggs)
+        if self._forecast is not None:
+            return self._forecast.batch(lf, self._row_scales())
         cols = self._inputs()
         w = pl.col(d.weight).cast(pl.Float64) if d.weight is not None else pl.lit(1.0)
         if self._keyed:
@@ -684,7 +759,7 @@ class Evaluation:
         """The validated state rows of one batch (what :meth:`update` adds)."""
         lf = _lazy(data)
         checks = self._check(lf)
-        if self._table is not None and isinstance(data, pl.LazyFrame):
+        if self._states and isinstance(data, pl.LazyFrame):
             return self._streamed_states(lf, checks)
         rows_q = self._batch_rows(lf)
         if checks:
@@ -732,6 +807,8 @@ class Evaluation:
         """State rows of disjoint rows merged: each state column by its merge rule per group
         (the specs' states), or the value columns summed per key (or kept)."""
         merged = pl.concat(parts, how="vertical_relaxed")
+        if self._forecast is not None:
+            return self._forecast.merge(merged)
         table = self._table
         if table is not None:
             by = list(self._def.by)
@@ -799,8 +876,18 @@ class Evaluation:
                 "distinct rows), which this version keeps as the metrics' states: evaluate "
                 "the rows again"
             )
-        rows = state.filter(pl.col(PART) == ev._part)
         train = state.filter(pl.col(PART) == "train")
+        ev._train = None
+        ev._spill = None
+        if definition.task == "forecast" and train.height:
+            names = [definition.columns[k] for k in ("series", "time", "actual")]
+            ev._train = train.select(_names(definition.columns["series"]) + names[1:])
+        rows = state.filter(pl.col(PART) == ev._part)
+        if ev._forecast is not None and not rows.height:
+            # a forecast state of version 1 or 2 keeps the rows: their states now
+            older = state.filter(pl.col(PART) == "rows")
+            if older.height:
+                rows = ev._batch_rows(older.select(ev._inputs()).lazy()).collect()
         columns = ev._row_columns()
         missing = [c for c in columns if c not in rows.columns]
         if missing:
@@ -808,11 +895,6 @@ class Evaluation:
                 f"this state frame lacks the state column(s) {missing} of its definition"
             )
         ev._rows = rows.select(columns) if rows.height else None
-        ev._train = None
-        ev._spill = None
-        if definition.task == "forecast" and train.height:
-            names = [definition.columns[k] for k in ("series", "time", "actual")]
-            ev._train = train.select(_names(definition.columns["series"]) + names[1:])
         return ev
 
     @classmethod
@@ -871,6 +953,8 @@ class Evaluation:
         d = self._def
         if self._table is not None:
             return self._finalize_states(rows)
+        if self._forecast is not None:
+            return self._forecast.finalize(rows, self._train)
         by = list(d.by) or None
         opts = {k: v for k, v in d.options.items()}
         cols = dict(d.columns)
@@ -899,6 +983,7 @@ class Evaluation:
                 train=self._train,
                 weight=d.weight,
                 by=by,
+                metrics=_forecast_metrics(d.metrics),
                 **opts,
             )
         else:
@@ -933,6 +1018,9 @@ class Evaluation:
 
     def _empty_rows(self) -> pl.DataFrame:
         """The state of an evaluation that saw no rows (with ``by``: no group)."""
+        if self._forecast is not None:
+            schema = {c: pl.Float64 for c in self._inputs()}
+            return self._batch_rows(pl.LazyFrame(schema=schema)).collect()
         if self._table is not None:
             d = self._def
             schema: dict[str, pl.DataType] = {c: pl.Float64 for c in self._inputs()}

@@ -19,6 +19,7 @@ import functools
 import inspect
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -35,6 +36,7 @@ from polars_eval._core.planner import (
     report_undefined,
 )
 from polars_eval._core.registry import REGISTRY, MetricInfo
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
@@ -268,6 +270,116 @@ def _maybe_repeated(groups: list[str], order: list[str]) -> pl.Expr:
     return (~(same & after).fill_null(False)).alias(DUP)
 
 
+@dataclass(frozen=True)
+class SeriesPlan:
+    """The forecast table as states per (``by`` groups, series): the row columns and the
+    aggregations of its first stage (sums, extrema, co-moments of every metric, the used
+    rows ``n`` and ``zero_actuals``), and what its second stage finalizes
+    (:func:`series_table`). Two such states of disjoint rows of one series merge by each
+    state's rule (``pe.Evaluation`` keeps them, SPEC §10)."""
+
+    specs: Mapping[str, MetricSpec]  # the metrics planned (LATE + name: an unscaled helper)
+    late: Mapping[str, MetricSpec]  # scaled per series after the aggregation (SCALED_LATE)
+    planned: Planned
+    names: list[str]  # the metric columns of the table, in order
+    rows: list[pl.Expr]  # row columns to add before the aggregation
+    aggs: list[pl.Expr]  # the aggregations per (by groups, series)
+    row_scale: bool  # a metric reads the in-sample scale per row (join it onto the rows)
+
+    @property
+    def states(self) -> dict[str, State]:
+        """Each state column of :attr:`aggs` (``n`` and ``zero_actuals`` are counts) and
+        its state, whose rule merges it."""
+        out = {
+            self.planned.columns[name][key]: state
+            for name, spec in self.planned.specs.items()
+            for key, state in spec.states.items()
+        }
+        return out | {"n": State(pl.col("n")), "zero_actuals": State(pl.col("zero_actuals"))}
+
+
+def series_plan(
+    actual: str,
+    forecast: str,
+    weight: IntoExpr | None,
+    zero_actuals: str,
+    quantiles: Mapping[float, str],
+    interval: tuple[str, str] | None,
+    point: Sequence[str],
+    trained: bool,
+) -> SeriesPlan:
+    """The states per series of ``df.eval.forecast`` (``point``: see :func:`_point_metrics`;
+    ``trained``: ``train=`` is given)."""
+    y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
+    used = not_null(y, f) if weight is None else not_null(y, f, w)
+    available = _point_arguments(actual, forecast, weight, zero_actuals)
+    specs: dict[str, Any] = {}
+    late: dict[str, Any] = {}  # scaled per series after the aggregation
+    for name in point:
+        spec = _registry.bind(REGISTRY[name], _with_scale(name, available))
+        if trained and name in SCALED_LATE:
+            unscaled = _registry.bind(REGISTRY[SCALED_LATE[name]], available)
+            if set(spec.states) == set(unscaled.states) == {"w", "sum"}:
+                late[name] = spec
+                specs[LATE + name] = unscaled
+                continue
+        specs[name] = spec
+    row_scale = trained and any(n in TRAIN_SCALED for n in specs)
+    for q, col in sorted(quantiles.items()):
+        specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
+            actual, col, quantile=q, weight=weight
+        )
+    if interval is not None:
+        specs["coverage"] = REGISTRY["coverage"].spec(actual, *interval, weight=weight)  # type: ignore[misc]
+    planned = plan_specs(specs, columns_first=True)
+    counted = used & (w > 0.0)
+    rows = [
+        *planned.row_columns,
+        counted.alias(STATE + "n"),
+        (counted & (y == 0.0)).alias(STATE + "zero"),
+    ]
+    aggs = [
+        *planned.aggs,
+        pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"),
+        pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"),
+    ]
+    names = [*point, *(n for n in specs if n not in point and not n.startswith(LATE))]
+    return SeriesPlan(specs, late, planned, names, rows, aggs, row_scale)
+
+
+def series_table(
+    q: pl.LazyFrame, sp: SeriesPlan, by_cols: list[str], keys: list[str], per_series: bool
+) -> pl.LazyFrame:
+    """The second stage of the forecast table over the states per (``by`` groups, series)
+    of :func:`series_plan` (with the columns of ``pe.seasonal_scale`` that the late-scaled
+    metrics read, joined on the series): each metric per series, then (unless
+    ``per_series``) one row per ``by`` group: the mean over series and the pooled value."""
+    planned, late, names = sp.planned, sp.late, sp.names
+    if late:
+        q = q.with_columns(_late_states(planned, late))
+    q = q.with_columns(_late_finals(planned, late, names))
+    if per_series:
+        return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
+    aggs = [
+        pl.len().cast(pl.Int64).alias("n_series"),
+        pl.col("n").sum().cast(pl.Int64),
+        *[pl.col(n).mean().alias(n) for n in names],
+        *_late_merged(planned, late, names),  # the states of every series, merged
+        pl.col("zero_actuals").sum().cast(pl.Int64),
+    ]
+    q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
+    pooled = [n + "_pooled" for n in names]
+    return q.select([*by_cols, "n_series", "n", *names, *pooled, "zero_actuals"])
+
+
+def table_undefined(names: Sequence[str], per_series: bool) -> dict[str, str]:
+    """Why each metric column of the forecast table may be null."""
+    undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
+    if not per_series:
+        undefined.update({name + "_pooled": why for name, why in undefined.items()})
+    return undefined
+
+
 class ForecastMethods:
     """``df.eval.forecast``: every forecast metric per series, across series and pooled."""
 
@@ -458,52 +570,26 @@ class ForecastMethods:
                 presorted=_sorted(train, [*keys, time], strict=False),
             )
 
-        y, f, w = to_float(actual), to_float(forecast), weight_expr(weight)
-        used = not_null(y, f) if weight is None else not_null(y, f, w)
-        available = _point_arguments(actual, forecast, weight, zero_actuals)
-        specs: dict[str, Any] = {}
-        late: dict[str, Any] = {}  # scaled per series after the aggregation
-        for name in point:
-            spec = _registry.bind(REGISTRY[name], _with_scale(name, available))
-            if train is not None and name in SCALED_LATE:
-                unscaled = _registry.bind(REGISTRY[SCALED_LATE[name]], available)
-                if set(spec.states) == set(unscaled.states) == {"w", "sum"}:
-                    late[name] = spec
-                    specs[LATE + name] = unscaled
-                    continue
-            specs[name] = spec
-        if scale is not None and any(n in TRAIN_SCALED for n in specs):  # scales per row
+        sp = series_plan(
+            actual, forecast, weight, zero_actuals, quantiles, interval, point, train is not None
+        )
+        late, names = sp.late, sp.names
+        if scale is not None and sp.row_scale:  # scales per row
             scales = scale.drop(TRAIN_DUP, strict=False)
             if sorted_key is None:
                 lf = lf.join(scales, on=keys, how="left")
             else:  # the frame's order, and so its sorted group column, kept
                 lf = lf.join(scales, on=keys, how="left", maintain_order="left")
                 lf = lf.with_columns(pl.col(sorted_key).set_sorted())
-        for q, col in sorted(quantiles.items()):
-            specs[f"pinball_{q:g}"] = REGISTRY["pinball_loss"].spec(  # type: ignore[misc]
-                actual, col, quantile=q, weight=weight
-            )
-        if interval is not None:
-            specs["coverage"] = REGISTRY["coverage"].spec(actual, *interval, weight=weight)  # type: ignore[misc]
-        planned = plan_specs(specs, columns_first=True)
 
         # row terms first (plain element-wise columns), then plain sums per group: the
         # fastest path of a Polars group_by. The duplicate-key flag (if any) is summed per
         # group there; the row checks are counted over the input apart (second stage).
-        counted = used & (w > 0.0)
-        rows = [
-            *planned.row_columns,
-            counted.alias(STATE + "n"),
-            (counted & (y == 0.0)).alias(STATE + "zero"),
-        ]
-        first = list(planned.aggs)
+        first = list(sp.aggs)
         checks = row_checks(schema, args, inputs) if validate else []
         if flag:
             first.append((pl.col(DUP).sum().cast(pl.Int64) - 1).alias(DUP))
-        lf = lf.with_columns(rows)
-        first.append(pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"))
-        first.append(pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"))
-        names = [*point, *(n for n in specs if n not in point and not n.startswith(LATE))]
+        lf = lf.with_columns(sp.rows)
         checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
         def check_rows(df: pl.DataFrame) -> pl.DataFrame:
@@ -544,34 +630,13 @@ class ForecastMethods:
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in checked}
                 q = q.map_batches(check_rows, schema=pl.Schema(kept))
-            if late:
-                q = q.with_columns(_late_states(planned, late))
-            q = q.with_columns(_late_finals(planned, late, names))
+            q = series_table(q, sp, by_cols, keys, per_series)
             if per_series:
-                return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
-            aggs = [
-                pl.len().cast(pl.Int64).alias("n_series"),
-                pl.col("n").sum().cast(pl.Int64),
-                *[pl.col(n).mean().alias(n) for n in names],
-                *_late_merged(planned, late, names),  # the states of every series, merged
-                pl.col("zero_actuals").sum().cast(pl.Int64),
-            ]
-            q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
-            return q.select(
-                [
-                    *by_cols,
-                    "n_series",
-                    "n",
-                    *names,
-                    *[n + "_pooled" for n in names],
-                    "zero_actuals",
-                    *[pl.lit(None).alias(k) for k in keys],  # sort keys of the plan, dropped
-                ]
-            )
+                return q
+            # sort keys of the plan, dropped
+            return q.with_columns([pl.lit(None).alias(k) for k in keys])
 
-        undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
-        if not per_series:
-            undefined.update({name + "_pooled": why for name, why in undefined.items()})
+        undefined = table_undefined(names, per_series)
         # without by (one summary row) an input with no row to evaluate is an error, as
         # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
         single = not by_cols and not per_series
