@@ -176,6 +176,20 @@ def _ideal_top(relevance: pl.Expr, specs: Sequence[Spec]) -> pl.Expr | None:
     return top
 
 
+def _ideal_lists(rows: pl.DataFrame, top: pl.Expr) -> pl.LazyFrame:
+    """Per query (``__pe_qi``): its ideal grades (:func:`_ideal_top`) as ``__pe_ideal``.
+
+    A grade of 0 adds nothing to an ideal DCG and ranks below every positive grade, so
+    when no grade is negative only the positive ones are sorted (a query without one gets
+    null, an ideal DCG of 0): the relevant items are usually a small part of the rows.
+    """
+    r = pl.col("r")
+    lf = rows.lazy()
+    if rows.height and not (rows.get_column("r").min() or 0.0) < 0.0:
+        lf = lf.filter(r > 0.0)
+    return lf.group_by(QI).agg(top.alias(IDEAL))
+
+
 def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
     """In an aggregation over one query's judged items: the ``__pe_ideal`` column
     :func:`evaluate` reads instead of the one it finds in the rows (``pe.trec_eval``)."""
@@ -323,6 +337,9 @@ class Formula:
     # with no_relevant="zero", a query without a relevant item gets its computed value
     # rather than 0 (RBP's residual is defined there)
     defined_without_relevant: bool = False
+    # True when it reads no row below the tie blocks starting within the spec's cutoff k
+    # (the query scalars aside): the engine leaves the others out (leading_rows)
+    cutoff: bool = False
 
 
 def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
@@ -332,6 +349,7 @@ def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
         value=value,
         inputs={"y": Y, f"i{k}": _within(k)},
         block=_t("y") * _t(f"i{k}") / M,
+        cutoff=True,
     )
 
 
@@ -376,6 +394,7 @@ def _fallout(spec: Spec) -> Formula:
         value=lambda nonrel: pl.when(NN > 0.0).then(nonrel / NN),
         inputs={"nr": (1.0 - Y) * (1.0 - U), f"i{k}": _within(k)},
         block=_t("nr") * _t(f"i{k}") / M,
+        cutoff=True,
     )
 
 
@@ -419,6 +438,7 @@ def _rbp(spec: Spec) -> Formula:
         inputs={"y": Y, name: weight},
         block=_t("y") * _t(name) / M,
         defined_without_relevant=True,
+        cutoff=True,
     )
 
 
@@ -434,6 +454,7 @@ def _rbp_residual(spec: Spec) -> Formula:
         inputs={"u": U, name: weight},
         block=_t("u") * _t(name) / M,
         defined_without_relevant=True,
+        cutoff=True,
     )
 
 
@@ -462,7 +483,10 @@ def _rprec_mult(spec: Spec) -> Formula:
 def _cg(spec: Spec) -> Formula:
     k = spec.k
     return Formula(
-        key=f"cg{k}", inputs={"r": REL, f"i{k}": _within(k)}, block=_t("r") * _t(f"i{k}") / M
+        key=f"cg{k}",
+        inputs={"r": REL, f"i{k}": _within(k)},
+        block=_t("r") * _t(f"i{k}") / M,
+        cutoff=True,
     )
 
 
@@ -477,6 +501,7 @@ def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> For
             discount: _within(k) / (P + 1.0).log(spec.log_base),
         },
         block=_t(f"g{gain}") * _t(discount) / M,
+        cutoff=True,
     )
 
 
@@ -508,15 +533,16 @@ def _ap(spec: Spec) -> Formula:
         value=lambda total: total / den,
         inputs={"y": Y, f"i{k}": _within(k), f"h{k}": _within(k) / P},
         block=block,
+        cutoff=True,
     )
 
 
 def _reciprocal_rank(spec: Spec) -> Formula:
-    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK)
+    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK, cutoff=True)
 
 
 def _hit_rate(spec: Spec) -> Formula:
-    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k))
+    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k), cutoff=True)
 
 
 def _err(spec: Spec) -> Formula:
@@ -562,16 +588,24 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
 """The formula of each metric (by name) that the engine evaluates."""
 
 
-def ideal_scalars(specs: Sequence[Spec]) -> list[pl.Expr]:
-    """The ideal DCG of each (gain, cutoff) of the NDCG specs, from the ``__pe_ideal`` list."""
-    out = []
-    cuts = {(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}
-    for gain, k, base in sorted(cuts, key=str):
-        top = pl.element() if k is None else pl.element().head(k)
-        discount = pl.int_range(2, top.len() + 2, dtype=pl.Int64).cast(F64).log(base)
-        idcg = pl.col(IDEAL).list.eval((_gain_expr(top, gain) / discount).sum()).list.first()
-        out.append(idcg.alias(_idcg_name(gain, k, base)))
-    return out
+def ideal_scalars(per_query: pl.LazyFrame, specs: Sequence[Spec]) -> pl.LazyFrame:
+    """``per_query`` with the ideal DCG of each (gain, cutoff) of the NDCG specs, from its
+    ``__pe_ideal`` lists (laid out flat, one row per grade: the lists are short, and a
+    ``list.eval`` per query costs twice as much)."""
+    cuts = sorted({(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}, key=str)
+    if not cuts:
+        return per_query
+    c = pl.col
+    grades = per_query.select(
+        QI, IDEAL, pl.int_ranges(2, c(IDEAL).list.len() + 2, dtype=pl.Int64).alias("_j")
+    ).explode([IDEAL, "_j"])
+    sums = []
+    for gain, k, base in cuts:
+        term = _gain_expr(c(IDEAL), gain) / c("_j").cast(F64).log(base)
+        if k is not None:
+            term = term.filter(c("_j") <= k + 1)
+        sums.append(term.sum().alias(_idcg_name(gain, k, base)))
+    return per_query.join(grades.group_by(QI).agg(sums), on=QI, how="left", maintain_order="left")
 
 
 def evaluate(
@@ -633,10 +667,12 @@ def evaluate(
     if any(spec.metric in ("bpref", "fallout_at_k") for spec in every):
         scalars[NNONREL] = judged.sum().cast(F64)
     top = _ideal_top(r, every)
-    if top is not None:
-        scalars[IDEAL] = top
     counted = [e.alias(n) for n, e in scalars.items() if n not in given]
     per_query = grouped.select(QI, *given)
+    if top is not None and IDEAL not in given:
+        per_query = per_query.join(
+            _ideal_lists(rows, top), on=QI, how="left", maintain_order="left"
+        )
     if counted:
         per_query = (
             per_query.join(
@@ -649,15 +685,16 @@ def evaluate(
             )
             .with_columns(pl.col(HASNAN).fill_null(False))
         )
-    per_query = per_query.with_columns(ideal_scalars(every)).collect()
+    per_query = ideal_scalars(per_query, every).collect()
     flat = rows.lazy().filter(s.is_not_null())
     on_rows = sorted({c for spec in every for c in ROW_SCALARS.get(spec.metric, ())})
     if on_rows:  # query scalars on every row
         flat = flat.with_columns(
             pl.lit(per_query.get_column(c)).gather(QI).alias(c) for c in on_rows
         )
+    lead = leading_rows(flat, specs, min_relevance=min_relevance, n_queries=states.height)
     out = per_query.lazy().join(
-        flat_sums(flat, specs, ties=ties, min_relevance=min_relevance),
+        flat_sums(lead, specs, ties=ties, min_relevance=min_relevance),
         on=QI,
         how="left",
         maintain_order="left",
@@ -759,6 +796,42 @@ def flat_sums(
         if flavors:
             out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
+
+
+def leading_rows(
+    flat: pl.LazyFrame, specs: Sequence[Spec], *, min_relevance: float, n_queries: int
+) -> pl.LazyFrame:
+    """The rows of ``flat`` that the specs read, when each reads only the top of a list: the
+    tie blocks starting within the largest cutoff (a :class:`Formula` with ``cutoff``), and
+    those up to the first block holding a relevant item (a formula over the places of that
+    block, without a cutoff: MRR); every row otherwise.
+
+    Each query keeps its rows scored at least its threshold: the score at the largest
+    cutoff (the last one of a shorter list), or that of its first relevant item. That is a
+    prefix of the query made of whole tie blocks (a tie of ``ties="first"`` past the cutoff
+    adds nothing), so the sums over its blocks are those of the whole list; ``ndcg@10`` then
+    runs over ~10 rows a query. ``__pe_qi`` numbers the queries 0 .. ``n_queries`` - 1.
+    """
+    cutoffs, first = [], False
+    for spec in specs:
+        formula = FORMULAS[spec.metric](spec)
+        if formula.cutoff and spec.k is not None:
+            cutoffs.append(spec.k)
+        elif formula.place is not None and formula.block is None and spec.k is None:
+            first = True
+        else:
+            return flat
+    if not cutoffs and not first:
+        return flat
+    s = pl.col("s")
+    bounds = [s.head(max(cutoffs)).last()] if cutoffs else []
+    if first:
+        bounds.append(s.filter(pl.col("r") >= min_relevance).first())
+    found = flat.group_by(QI).agg(pl.min_horizontal(bounds).alias("t")).collect()
+    threshold = pl.repeat(None, n_queries, dtype=F64, eager=True).scatter(
+        found.get_column(QI), found.get_column("t")
+    )
+    return flat.filter(s >= pl.lit(threshold).gather(pl.col(QI)))
 
 
 def _first_relevant(
