@@ -693,15 +693,22 @@ def evaluate(
             pl.lit(per_query.get_column(c)).gather(QI).alias(c) for c in on_rows
         )
     lead = leading_rows(flat, specs, min_relevance=min_relevance, n_queries=states.height)
+    longest = int(states.get_column(ST).list.len().max() or 0)  # type: ignore[arg-type]
     out = per_query.lazy().join(
-        flat_sums(lead, specs, ties=ties, min_relevance=min_relevance),
+        flat_sums(lead, specs, ties=ties, min_relevance=min_relevance, longest=longest),
         on=QI,
         how="left",
         maintain_order="left",
     )
     if baseline:
         base = flat_sums(
-            flat, baseline, ties="average", min_relevance=min_relevance, constant=True, prefix="b_"
+            flat,
+            baseline,
+            ties="average",
+            min_relevance=min_relevance,
+            constant=True,
+            prefix="b_",
+            longest=longest,
         )
         out = out.join(base, on=QI, how="left", maintain_order="left")
     finals = [pl.col(NREL)] if counts else []
@@ -718,6 +725,7 @@ def flat_sums(
     min_relevance: float,
     constant: bool = False,
     prefix: str = "",
+    longest: int | None = None,
 ) -> pl.LazyFrame:
     """Per query (column ``__pe_qi``): the sum each spec's formula reads (its ``key``).
 
@@ -726,6 +734,7 @@ def flat_sums(
     query's rows by score, descending; with ``__pe_R`` per row for R-precision and 11-point
     AP. A query without retrieved rows has no row (its sums are 0 after the join).
     ``constant=True`` evaluates a constant score (every retrieved item of a query tied).
+    ``longest``: at least the rows of the longest query (counted when not given).
     """
     c = pl.col
     formulas = {spec: FORMULAS[spec.metric](spec) for spec in specs}
@@ -733,11 +742,13 @@ def flat_sums(
         pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
         (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
         (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
-    )
-    flat = flat.with_columns(
-        (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p"),
         (c("r") >= min_relevance).cast(F64).alias("_y"),
-    ).drop("_i")
+    )
+    # the position of each row (computed only where read: ERR, 11-point AP, an input that
+    # reads a query scalar)
+    flat = flat.with_columns(
+        (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p")
+    )
     if constant:
         end = c("_qe")
     elif ties == "first":
@@ -747,23 +758,32 @@ def flat_sums(
     inputs: dict[str, pl.Expr] = {"y": Y}
     for formula in formulas.values():
         inputs.update(formula.inputs)
+    # an input of the position alone (a discount, 1/rank, within the cutoff) has its block
+    # total from a table of its running sum over the positions 1..longest; the others are
+    # summed over the rows
+    positional = {n: x for n, x in inputs.items() if set(x.meta.root_names()) == {"_p"}}
+    summed = [n for n in inputs if n not in positional]
     flat = flat.with_columns(
-        end.alias("_en"), *[x.cum_sum().alias(f"_c_{n}") for n, x in inputs.items()]
+        end.alias("_en"), *[inputs[n].cum_sum().alias(f"_c_{n}") for n in summed]
     )
-    # one row per tie block: its totals are differences of consecutive cumulative sums
+    # one row per tie block (``_i``: its last row): its totals are differences of
+    # consecutive cumulative sums, its size and position from the row numbers
     new_query = (c(QI) != c(QI).shift(1)).fill_null(True)
+    before_block = c("_i").shift(1).fill_null(-1)
     on_rows = sorted({c for spec in specs for c in ROW_SCALARS.get(spec.metric, ())})
     blocks = (
         flat.filter(c("_en"))
-        .select(QI, "_p", *on_rows, *[f"_c_{n}" for n in inputs])
+        .select(QI, "_i", *on_rows, *[f"_c_{n}" for n in summed])
         .with_columns(
-            (c("_p") - pl.when(new_query).then(0.0).otherwise(c("_p").shift(1))).alias("_m"),
+            (c("_i") - before_block).cast(F64).alias("_m"),
+            pl.when(new_query).then(before_block).forward_fill().alias("_q0"),
             new_query.alias("_bq"),
             *[
                 (c(f"_c_{n}") - c(f"_c_{n}").shift(1).fill_null(0.0)).alias(f"_t_{n}")
-                for n in inputs
+                for n in summed
             ],
         )
+        .with_columns((c("_i") - c("_q0")).cast(F64).alias("_p"))
     )
     # relevant items above the block within its query
     before = c("_c_y") - c("_t_y")
@@ -771,6 +791,14 @@ def flat_sums(
         (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_C"),
         (c("_p") - c("_m") + 1.0).alias("_a"),
     )
+    if positional:
+        longest = _longest(flat) if longest is None else longest
+        last, first = c("_p").cast(pl.Int64), c("_a").cast(pl.Int64) - 1
+        totals = []
+        for n, x in positional.items():
+            running = _running_sum(x, longest)
+            totals.append((running.gather(last) - running.gather(first)).alias(f"_t_{n}"))
+        blocks = blocks.with_columns(totals)
     if "nr" in inputs:  # judged non-relevant items above the block within its query
         before = c("_c_nr") - c("_t_nr")
         blocks = blocks.with_columns(
@@ -796,6 +824,19 @@ def flat_sums(
         if flavors:
             out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
+
+
+def _longest(flat: pl.LazyFrame) -> int:
+    """The rows of the longest query of ``flat``."""
+    return int(flat.group_by(QI).len().select(pl.col("len").max()).collect().item() or 0)
+
+
+def _running_sum(x: pl.Expr, longest: int) -> pl.Expr:
+    """A literal: Σ_{j <= n} x(j) over the positions j, at n = 0 .. ``longest`` (``x`` reads
+    the position ``_p`` alone)."""
+    positions = pl.DataFrame({"_p": pl.int_range(1, longest + 1, eager=True).cast(F64)})
+    sums = positions.select(x.cum_sum()).to_series()
+    return pl.lit(pl.concat([pl.Series([0.0]), sums.cast(F64)]))
 
 
 def leading_rows(
