@@ -340,6 +340,9 @@ class Formula:
     # True when it reads no row below the tie blocks starting within the spec's cutoff k
     # (the query scalars aside): the engine leaves the others out (leading_rows)
     cutoff: bool = False
+    # the input whose block total ``block`` is proportional to (a block without a relevant
+    # item adds nothing to AP): the engine evaluates ``block`` only where one is not 0
+    support: str | None = None
 
 
 def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
@@ -349,6 +352,7 @@ def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
         value=value,
         inputs={"y": Y, f"i{k}": _within(k)},
         block=_t("y") * _t(f"i{k}") / M,
+        support="y",
         cutoff=True,
     )
 
@@ -375,6 +379,7 @@ def _r_precision(spec: Spec) -> Formula:
         value=lambda hits: hits / R,
         inputs={"y": Y, "iR": (P <= R).cast(F64)},
         block=_t("y") * _t("iR") / M,
+        support="y",
     )
 
 
@@ -394,6 +399,7 @@ def _fallout(spec: Spec) -> Formula:
         value=lambda nonrel: pl.when(NN > 0.0).then(nonrel / NN),
         inputs={"nr": (1.0 - Y) * (1.0 - U), f"i{k}": _within(k)},
         block=_t("nr") * _t(f"i{k}") / M,
+        support="nr",
         cutoff=True,
     )
 
@@ -420,6 +426,7 @@ def _bpref(spec: Spec) -> Formula:
         value=lambda total: total / R,
         inputs={"y": Y, "nr": (1.0 - Y) * (1.0 - U)},
         block=block,
+        support="y",
     )
 
 
@@ -437,6 +444,7 @@ def _rbp(spec: Spec) -> Formula:
         value=lambda total: (1.0 - p) * total,
         inputs={"y": Y, name: weight},
         block=_t("y") * _t(name) / M,
+        support="y",
         defined_without_relevant=True,
         cutoff=True,
     )
@@ -453,6 +461,7 @@ def _rbp_residual(spec: Spec) -> Formula:
         value=lambda total: (1.0 - p) * total + pl.lit(p).pow(depth),
         inputs={"u": U, name: weight},
         block=_t("u") * _t(name) / M,
+        support="u",
         defined_without_relevant=True,
         cutoff=True,
     )
@@ -477,6 +486,7 @@ def _rprec_mult(spec: Spec) -> Formula:
         value=lambda hits: pl.when(cut > 0.0).then(hits / cut).otherwise(0.0),
         inputs={"y": Y, name: (P <= cut).cast(F64)},
         block=_t("y") * _t(name) / M,
+        support="y",
     )
 
 
@@ -486,6 +496,7 @@ def _cg(spec: Spec) -> Formula:
         key=f"cg{k}",
         inputs={"r": REL, f"i{k}": _within(k)},
         block=_t("r") * _t(f"i{k}") / M,
+        support="r",
         cutoff=True,
     )
 
@@ -501,6 +512,7 @@ def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> For
             discount: _within(k) / (P + 1.0).log(spec.log_base),
         },
         block=_t(f"g{gain}") * _t(discount) / M,
+        support=f"g{gain}",
         cutoff=True,
     )
 
@@ -533,6 +545,7 @@ def _ap(spec: Spec) -> Formula:
         value=lambda total: total / den,
         inputs={"y": Y, f"i{k}": _within(k), f"h{k}": _within(k) / P},
         block=block,
+        support="y",
         cutoff=True,
     )
 
@@ -791,6 +804,16 @@ def flat_sums(
         (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_C"),
         (c("_p") - c("_m") + 1.0).alias("_a"),
     )
+    if "nr" in inputs:  # judged non-relevant items above the block within its query
+        before = c("_c_nr") - c("_t_nr")
+        blocks = blocks.with_columns(
+            (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_Cn")
+        )
+    per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
+    supports = {f.support for f in formulas.values() if f.block is not None}
+    if per_block and None not in supports:  # the blocks that add something
+        places = ["y"] if any(f.place is not None for f in formulas.values()) else []
+        blocks = blocks.filter(pl.any_horizontal(_t(n) != 0.0 for n in [*supports, *places]))
     if positional:
         longest = _longest(flat) if longest is None else longest
         last, first = c("_p").cast(pl.Int64), c("_a").cast(pl.Int64) - 1
@@ -799,12 +822,6 @@ def flat_sums(
             running = _running_sum(x, longest)
             totals.append((running.gather(last) - running.gather(first)).alias(f"_t_{n}"))
         blocks = blocks.with_columns(totals)
-    if "nr" in inputs:  # judged non-relevant items above the block within its query
-        before = c("_c_nr") - c("_t_nr")
-        blocks = blocks.with_columns(
-            (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_Cn")
-        )
-    per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
     out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_block.items()])
     per_place = {f.key: f.place for f in formulas.values() if f.place is not None}
     if per_place:
