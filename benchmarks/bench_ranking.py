@@ -252,7 +252,8 @@ def main() -> None:
     df = make_data(args.rows, args.items)
     print(
         f"{df.height:,} rows, {df['qid'].n_unique():,} queries x {args.items} items, "
-        f"polars {pl.__version__}, {os.cpu_count()} cores; median of {args.repeat}"
+        f"polars {pl.__version__}, {os.cpu_count()} cores; median of {args.repeat}; "
+        f"polars_eval from {os.path.dirname(os.path.dirname(pe.__file__))}"
     )
     results: dict[str, float] = {}
     values: dict[str, Any] = {}
