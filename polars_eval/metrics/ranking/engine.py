@@ -247,11 +247,16 @@ def query_metrics(
 # The rows of every query are laid out flat, query after query, so every step is one
 # vectorised column operation over all queries at once:
 #
+# 0. when every metric reads only the top of a list (a cutoff, or MRR's first relevant
+#    block), each query keeps only those rows (:func:`leading_rows`): NDCG@10 runs over
+#    ~10 rows a query;
 # 1. cumulative sums over the whole column of the per-row inputs the formulas read
-#    (relevant flag, gain, discount within the cutoff, ...);
+#    (relevant flag, gain, ...);
 # 2. the rows that end a tie block are kept; a block's total is the difference of two
-#    consecutive cumulative sums; each metric adds its closed-form contribution per block
-#    (its :class:`Formula`), summed per query;
+#    consecutive cumulative sums, or, for an input of the position alone (a discount,
+#    1/rank), of a table of its running sum over positions; each metric adds its
+#    closed-form contribution per block (its :class:`Formula`), evaluated only on the
+#    blocks where it can be non-zero, summed per query;
 # 3. the first block holding a relevant item (at most one per query) is expanded into its
 #    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
 # 4. each metric's value per query from its sum and the query's scalars, then the shared
