@@ -1,11 +1,11 @@
-"""Benchmark: ranking metrics over a query log (issue 3, SPEC §7, §11).
+"""Benchmark: ranking metrics over a query log (issues 3 and 11, SPEC §7, §11).
 
 Data: ``--rows`` rows = rows/``--items`` queries x ``--items`` items, graded relevance 0-4,
 scores rounded to 3 decimals (so ties occur). Measured on the same data in one run:
 
 * ours: NDCG@10 + MAP + MRR with ties="average" through ``df.eval.ranking`` (one sort per
   query, flat engine), through three namespace calls, and through the per-query expressions
-  in ``group_by().agg`` (list.eval engine);
+  in ``group_by().agg`` (the same engine: one sort and one evaluation per expression);
 * ours on a LazyFrame scanned from a parquet lake with the streaming engine;
 * ranx end-to-end from the DataFrame (building Qrels/Run included; numba warmed up first);
 * pytrec_eval end-to-end from the DataFrame (building its dicts included);
@@ -14,8 +14,9 @@ scores rounded to 3 decimals (so ties occur). Measured on the same data in one r
 * ``pe.trec_eval`` on a run file of min(rows, 1e6) lines against pytrec_eval including
   file parsing.
 
-Peak memory: ``--memory`` runs each of ours / ranx in a child process and reports its
-peak RSS above the RSS after building the data, against the input columns' size.
+Peak memory: ``--memory`` runs each of ours (``df.eval.ranking`` and the expressions) /
+the floor / ranx in a child process and reports its peak RSS above the RSS after building
+the data, against the input columns' size.
 
 Usage: ``python benchmarks/bench_ranking.py --rows 1000000``
 """
@@ -199,7 +200,12 @@ def _status_mb(field: str) -> float:
 
 
 def child(which: str, rows: int, items: int) -> None:
-    fn = {"ours": ours_ranking, "ranx": ranx_end_to_end, "floor": plain_polars_floor}[which]
+    fn = {
+        "ours": ours_ranking,
+        "expressions": ours_expressions,
+        "ranx": ranx_end_to_end,
+        "floor": plain_polars_floor,
+    }[which]
     fn(make_data(2000, items))  # imports and compilation, outside the measure
     df = make_data(rows, items)
     input_mb = df.select("qid", "rel", "score").estimated_size("mb")
@@ -246,7 +252,8 @@ def main() -> None:
     df = make_data(args.rows, args.items)
     print(
         f"{df.height:,} rows, {df['qid'].n_unique():,} queries x {args.items} items, "
-        f"polars {pl.__version__}, {os.cpu_count()} cores; median of {args.repeat}"
+        f"polars {pl.__version__}, {os.cpu_count()} cores; median of {args.repeat}; "
+        f"polars_eval from {os.path.dirname(os.path.dirname(pe.__file__))}"
     )
     results: dict[str, float] = {}
     values: dict[str, Any] = {}
@@ -275,7 +282,7 @@ def main() -> None:
         )
         scan = pl.scan_parquet(os.path.join(lake, "**", "*.parquet"))
         run("ours: parquet lake, streaming", lambda: ours_ranking(scan, "streaming"))
-    run("ours: group_by().agg(expressions)", lambda: ours_expressions(df), repeat=1)
+    run("ours: group_by().agg(expressions)", lambda: ours_expressions(df))
     run("polars_ds: ndcg@10 only", lambda: polars_ds_ndcg(df))
     if "ranx" not in args.skip and importlib.util.find_spec("ranx") is not None:
         ranx_end_to_end(df.head(2000))  # numba compilation, not timed
@@ -300,6 +307,16 @@ def main() -> None:
     lake_time = results.get("ours: parquet lake, streaming")
     if ours and lake_time:
         print(f"  streaming lake / in-memory: {lake_time / ours:.2f}x")
+    floor = results.get("floor: plain polars group_by (ties ignored)")
+    expressions = results.get("ours: group_by().agg(expressions)")
+    if floor and ours:
+        print(f"  df.eval.ranking / floor: {ours / floor:.2f}x")
+    if floor and expressions:
+        print(f"  group_by().agg(expressions) / floor: {expressions / floor:.2f}x")
+    for peer in ("ranx: end-to-end", "pytrec_eval: end-to-end"):
+        seconds = [v for k, v in results.items() if k.startswith(peer)]
+        if expressions and seconds:
+            print(f"  {peer} / group_by().agg(expressions): {seconds[0] / expressions:.2f}x")
     trec_ours = [v for k, v in results.items() if k.startswith("ours: pe.trec_eval")]
     trec_peer = [v for k, v in results.items() if k.startswith("pytrec_eval: parse")]
     if trec_ours and trec_peer:
@@ -307,6 +324,7 @@ def main() -> None:
     if args.memory:
         print("\npeak memory:")
         print(f"  ours: {measure_memory('ours', args.rows, args.items)}")
+        print(f"  expressions: {measure_memory('expressions', args.rows, args.items)}")
         print(f"  floor: {measure_memory('floor', args.rows, args.items)}")
         if "ranx" not in args.skip:
             print(f"  ranx: {measure_memory('ranx', args.rows, args.items)}")

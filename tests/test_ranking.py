@@ -171,6 +171,44 @@ def test_ties_average_equals_mean_over_permutations(name: str, k: int | None) ->
             assert got == pytest.approx(expected, abs=1e-12), (seed, rels, scores)
 
 
+@pytest.mark.parametrize("ties", ["average", "first"])
+def test_many_queries_in_one_group_by_equal_brute_force(ties: str) -> None:
+    """Many short queries with tie blocks across every cutoff, in one group_by: the engine
+    reads only the top of each list for the cutoff metrics and MRR (leading_rows), so each
+    query's value is checked against the brute force of that query alone."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(0, 6, 40)
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    df = pl.DataFrame(
+        {
+            "q": q,
+            "rel": rng.integers(0, 3, len(q)) * (rng.random(len(q)) < 0.5),
+            "s": rng.integers(0, 3, len(q)).astype(float),
+        }
+    )
+    names = ["ndcg", "dcg", "precision_at_k", "recall_at_k", "hit_rate_at_k", "ap_at_k"]
+    names += ["cg", "f1_at_k", "fallout_at_k", "rbp", "rbp_residual", "reciprocal_rank", "mrr"]
+    brute = brute_average if ties == "average" else brute_first
+    for k in (1, 3, None):
+        exprs = [AVERAGE_METRICS[n]("rel", "s", k=k, ties=ties).alias(n) for n in names]
+        exprs.append(pe.mrr("rel", "s", ties=ties, min_relevance=2).alias("mrr2"))
+        got = df.group_by("q").agg(exprs)
+        for row in got.iter_rows(named=True):
+            part = df.filter(pl.col("q") == row["q"])
+            rels, scores = part["rel"].cast(float).to_list(), part["s"].to_list()
+            for name in [*names, "mrr2"]:
+                if name == "mrr2":  # no cutoff: the rows up to the first relevant block
+                    expected = brute("mrr", rels, scores, None, min_relevance=2)
+                else:
+                    expected = brute(name, rels, scores, k)
+                assert row[name] == (None if expected is None else pytest.approx(expected)), (
+                    k,
+                    name,
+                    rels,
+                    scores,
+                )
+
+
 @pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr", "err"])
 def test_ties_average_options(name: str) -> None:
     fn = AVERAGE_METRICS[name]

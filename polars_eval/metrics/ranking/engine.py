@@ -176,6 +176,20 @@ def _ideal_top(relevance: pl.Expr, specs: Sequence[Spec]) -> pl.Expr | None:
     return top
 
 
+def _ideal_lists(rows: pl.DataFrame, top: pl.Expr) -> pl.LazyFrame:
+    """Per query (``__pe_qi``): its ideal grades (:func:`_ideal_top`) as ``__pe_ideal``.
+
+    A grade of 0 adds nothing to an ideal DCG and ranks below every positive grade, so
+    when no grade is negative only the positive ones are sorted (a query without one gets
+    null, an ideal DCG of 0): the relevant items are usually a small part of the rows.
+    """
+    r = pl.col("r")
+    lf = rows.lazy()
+    if rows.height and not (rows.get_column("r").min() or 0.0) < 0.0:
+        lf = lf.filter(r > 0.0)
+    return lf.group_by(QI).agg(top.alias(IDEAL))
+
+
 def ideal_aggs(relevance: pl.Expr, specs: Sequence[Spec]) -> list[pl.Expr]:
     """In an aggregation over one query's judged items: the ``__pe_ideal`` column
     :func:`evaluate` reads instead of the one it finds in the rows (``pe.trec_eval``)."""
@@ -233,11 +247,16 @@ def query_metrics(
 # The rows of every query are laid out flat, query after query, so every step is one
 # vectorised column operation over all queries at once:
 #
+# 0. when every metric reads only the top of a list (a cutoff, or MRR's first relevant
+#    block), each query keeps only those rows (:func:`leading_rows`): NDCG@10 runs over
+#    ~10 rows a query;
 # 1. cumulative sums over the whole column of the per-row inputs the formulas read
-#    (relevant flag, gain, discount within the cutoff, ...);
+#    (relevant flag, gain, ...);
 # 2. the rows that end a tie block are kept; a block's total is the difference of two
-#    consecutive cumulative sums; each metric adds its closed-form contribution per block
-#    (its :class:`Formula`), summed per query;
+#    consecutive cumulative sums, or, for an input of the position alone (a discount,
+#    1/rank), of a table of its running sum over positions; each metric adds its
+#    closed-form contribution per block (its :class:`Formula`), evaluated only on the
+#    blocks where it can be non-zero, summed per query;
 # 3. the first block holding a relevant item (at most one per query) is expanded into its
 #    places for the hypergeometric first-relevant-rank distribution (MRR, hit rate);
 # 4. each metric's value per query from its sum and the query's scalars, then the shared
@@ -323,6 +342,12 @@ class Formula:
     # with no_relevant="zero", a query without a relevant item gets its computed value
     # rather than 0 (RBP's residual is defined there)
     defined_without_relevant: bool = False
+    # True when it reads no row below the tie blocks starting within the spec's cutoff k
+    # (the query scalars aside): the engine leaves the others out (leading_rows)
+    cutoff: bool = False
+    # the input whose block total ``block`` is proportional to (a block without a relevant
+    # item adds nothing to AP): the engine evaluates ``block`` only where one is not 0
+    support: str | None = None
 
 
 def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
@@ -332,6 +357,8 @@ def _hits(k: int | None, value: Callable[[pl.Expr], pl.Expr]) -> Formula:
         value=value,
         inputs={"y": Y, f"i{k}": _within(k)},
         block=_t("y") * _t(f"i{k}") / M,
+        support="y",
+        cutoff=True,
     )
 
 
@@ -357,6 +384,7 @@ def _r_precision(spec: Spec) -> Formula:
         value=lambda hits: hits / R,
         inputs={"y": Y, "iR": (P <= R).cast(F64)},
         block=_t("y") * _t("iR") / M,
+        support="y",
     )
 
 
@@ -376,6 +404,8 @@ def _fallout(spec: Spec) -> Formula:
         value=lambda nonrel: pl.when(NN > 0.0).then(nonrel / NN),
         inputs={"nr": (1.0 - Y) * (1.0 - U), f"i{k}": _within(k)},
         block=_t("nr") * _t(f"i{k}") / M,
+        support="nr",
+        cutoff=True,
     )
 
 
@@ -401,6 +431,7 @@ def _bpref(spec: Spec) -> Formula:
         value=lambda total: total / R,
         inputs={"y": Y, "nr": (1.0 - Y) * (1.0 - U)},
         block=block,
+        support="y",
     )
 
 
@@ -418,7 +449,9 @@ def _rbp(spec: Spec) -> Formula:
         value=lambda total: (1.0 - p) * total,
         inputs={"y": Y, name: weight},
         block=_t("y") * _t(name) / M,
+        support="y",
         defined_without_relevant=True,
+        cutoff=True,
     )
 
 
@@ -433,7 +466,9 @@ def _rbp_residual(spec: Spec) -> Formula:
         value=lambda total: (1.0 - p) * total + pl.lit(p).pow(depth),
         inputs={"u": U, name: weight},
         block=_t("u") * _t(name) / M,
+        support="u",
         defined_without_relevant=True,
+        cutoff=True,
     )
 
 
@@ -456,13 +491,18 @@ def _rprec_mult(spec: Spec) -> Formula:
         value=lambda hits: pl.when(cut > 0.0).then(hits / cut).otherwise(0.0),
         inputs={"y": Y, name: (P <= cut).cast(F64)},
         block=_t("y") * _t(name) / M,
+        support="y",
     )
 
 
 def _cg(spec: Spec) -> Formula:
     k = spec.k
     return Formula(
-        key=f"cg{k}", inputs={"r": REL, f"i{k}": _within(k)}, block=_t("r") * _t(f"i{k}") / M
+        key=f"cg{k}",
+        inputs={"r": REL, f"i{k}": _within(k)},
+        block=_t("r") * _t(f"i{k}") / M,
+        support="r",
+        cutoff=True,
     )
 
 
@@ -477,6 +517,8 @@ def _dcg_formula(spec: Spec, value: Callable[[pl.Expr], pl.Expr] = _same) -> For
             discount: _within(k) / (P + 1.0).log(spec.log_base),
         },
         block=_t(f"g{gain}") * _t(discount) / M,
+        support=f"g{gain}",
+        cutoff=True,
     )
 
 
@@ -508,15 +550,17 @@ def _ap(spec: Spec) -> Formula:
         value=lambda total: total / den,
         inputs={"y": Y, f"i{k}": _within(k), f"h{k}": _within(k) / P},
         block=block,
+        support="y",
+        cutoff=True,
     )
 
 
 def _reciprocal_rank(spec: Spec) -> Formula:
-    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK)
+    return Formula(key=f"rr{spec.k}", place=PROB * _inside(RANK, spec.k) / RANK, cutoff=True)
 
 
 def _hit_rate(spec: Spec) -> Formula:
-    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k))
+    return Formula(key=f"hit{spec.k}", place=PROB * _inside(RANK, spec.k), cutoff=True)
 
 
 def _err(spec: Spec) -> Formula:
@@ -562,16 +606,24 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
 """The formula of each metric (by name) that the engine evaluates."""
 
 
-def ideal_scalars(specs: Sequence[Spec]) -> list[pl.Expr]:
-    """The ideal DCG of each (gain, cutoff) of the NDCG specs, from the ``__pe_ideal`` list."""
-    out = []
-    cuts = {(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}
-    for gain, k, base in sorted(cuts, key=str):
-        top = pl.element() if k is None else pl.element().head(k)
-        discount = pl.int_range(2, top.len() + 2, dtype=pl.Int64).cast(F64).log(base)
-        idcg = pl.col(IDEAL).list.eval((_gain_expr(top, gain) / discount).sum()).list.first()
-        out.append(idcg.alias(_idcg_name(gain, k, base)))
-    return out
+def ideal_scalars(per_query: pl.LazyFrame, specs: Sequence[Spec]) -> pl.LazyFrame:
+    """``per_query`` with the ideal DCG of each (gain, cutoff) of the NDCG specs, from its
+    ``__pe_ideal`` lists (laid out flat, one row per grade: the lists are short, and a
+    ``list.eval`` per query costs twice as much)."""
+    cuts = sorted({(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}, key=str)
+    if not cuts:
+        return per_query
+    c = pl.col
+    grades = per_query.select(
+        QI, IDEAL, pl.int_ranges(2, c(IDEAL).list.len() + 2, dtype=pl.Int64).alias("_j")
+    ).explode([IDEAL, "_j"])
+    sums = []
+    for gain, k, base in cuts:
+        term = _gain_expr(c(IDEAL), gain) / c("_j").cast(F64).log(base)
+        if k is not None:
+            term = term.filter(c("_j") <= k + 1)
+        sums.append(term.sum().alias(_idcg_name(gain, k, base)))
+    return per_query.join(grades.group_by(QI).agg(sums), on=QI, how="left", maintain_order="left")
 
 
 def evaluate(
@@ -633,10 +685,12 @@ def evaluate(
     if any(spec.metric in ("bpref", "fallout_at_k") for spec in every):
         scalars[NNONREL] = judged.sum().cast(F64)
     top = _ideal_top(r, every)
-    if top is not None:
-        scalars[IDEAL] = top
     counted = [e.alias(n) for n, e in scalars.items() if n not in given]
     per_query = grouped.select(QI, *given)
+    if top is not None and IDEAL not in given:
+        per_query = per_query.join(
+            _ideal_lists(rows, top), on=QI, how="left", maintain_order="left"
+        )
     if counted:
         per_query = (
             per_query.join(
@@ -649,22 +703,30 @@ def evaluate(
             )
             .with_columns(pl.col(HASNAN).fill_null(False))
         )
-    per_query = per_query.with_columns(ideal_scalars(every)).collect()
+    per_query = ideal_scalars(per_query, every).collect()
     flat = rows.lazy().filter(s.is_not_null())
     on_rows = sorted({c for spec in every for c in ROW_SCALARS.get(spec.metric, ())})
     if on_rows:  # query scalars on every row
         flat = flat.with_columns(
             pl.lit(per_query.get_column(c)).gather(QI).alias(c) for c in on_rows
         )
+    lead = leading_rows(flat, specs, min_relevance=min_relevance, n_queries=states.height)
+    longest = int(states.get_column(ST).list.len().max() or 0)  # type: ignore[arg-type]
     out = per_query.lazy().join(
-        flat_sums(flat, specs, ties=ties, min_relevance=min_relevance),
+        flat_sums(lead, specs, ties=ties, min_relevance=min_relevance, longest=longest),
         on=QI,
         how="left",
         maintain_order="left",
     )
     if baseline:
         base = flat_sums(
-            flat, baseline, ties="average", min_relevance=min_relevance, constant=True, prefix="b_"
+            flat,
+            baseline,
+            ties="average",
+            min_relevance=min_relevance,
+            constant=True,
+            prefix="b_",
+            longest=longest,
         )
         out = out.join(base, on=QI, how="left", maintain_order="left")
     finals = [pl.col(NREL)] if counts else []
@@ -681,6 +743,7 @@ def flat_sums(
     min_relevance: float,
     constant: bool = False,
     prefix: str = "",
+    longest: int | None = None,
 ) -> pl.LazyFrame:
     """Per query (column ``__pe_qi``): the sum each spec's formula reads (its ``key``).
 
@@ -689,6 +752,7 @@ def flat_sums(
     query's rows by score, descending; with ``__pe_R`` per row for R-precision and 11-point
     AP. A query without retrieved rows has no row (its sums are 0 after the join).
     ``constant=True`` evaluates a constant score (every retrieved item of a query tied).
+    ``longest``: at least the rows of the longest query (counted when not given).
     """
     c = pl.col
     formulas = {spec: FORMULAS[spec.metric](spec) for spec in specs}
@@ -696,11 +760,13 @@ def flat_sums(
         pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_i"),
         (c(QI) != c(QI).shift(1)).fill_null(True).alias("_qs"),
         (c(QI) != c(QI).shift(-1)).fill_null(True).alias("_qe"),
-    )
-    flat = flat.with_columns(
-        (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p"),
         (c("r") >= min_relevance).cast(F64).alias("_y"),
-    ).drop("_i")
+    )
+    # the position of each row (computed only where read: ERR, 11-point AP, an input that
+    # reads a query scalar)
+    flat = flat.with_columns(
+        (c("_i") - pl.when(c("_qs")).then(c("_i")).forward_fill() + 1).cast(F64).alias("_p")
+    )
     if constant:
         end = c("_qe")
     elif ties == "first":
@@ -710,23 +776,32 @@ def flat_sums(
     inputs: dict[str, pl.Expr] = {"y": Y}
     for formula in formulas.values():
         inputs.update(formula.inputs)
+    # an input of the position alone (a discount, 1/rank, within the cutoff) has its block
+    # total from a table of its running sum over the positions 1..longest; the others are
+    # summed over the rows
+    positional = {n: x for n, x in inputs.items() if set(x.meta.root_names()) == {"_p"}}
+    summed = [n for n in inputs if n not in positional]
     flat = flat.with_columns(
-        end.alias("_en"), *[x.cum_sum().alias(f"_c_{n}") for n, x in inputs.items()]
+        end.alias("_en"), *[inputs[n].cum_sum().alias(f"_c_{n}") for n in summed]
     )
-    # one row per tie block: its totals are differences of consecutive cumulative sums
+    # one row per tie block (``_i``: its last row): its totals are differences of
+    # consecutive cumulative sums, its size and position from the row numbers
     new_query = (c(QI) != c(QI).shift(1)).fill_null(True)
+    before_block = c("_i").shift(1).fill_null(-1)
     on_rows = sorted({c for spec in specs for c in ROW_SCALARS.get(spec.metric, ())})
     blocks = (
         flat.filter(c("_en"))
-        .select(QI, "_p", *on_rows, *[f"_c_{n}" for n in inputs])
+        .select(QI, "_i", *on_rows, *[f"_c_{n}" for n in summed])
         .with_columns(
-            (c("_p") - pl.when(new_query).then(0.0).otherwise(c("_p").shift(1))).alias("_m"),
+            (c("_i") - before_block).cast(F64).alias("_m"),
+            pl.when(new_query).then(before_block).forward_fill().alias("_q0"),
             new_query.alias("_bq"),
             *[
                 (c(f"_c_{n}") - c(f"_c_{n}").shift(1).fill_null(0.0)).alias(f"_t_{n}")
-                for n in inputs
+                for n in summed
             ],
         )
+        .with_columns((c("_i") - c("_q0")).cast(F64).alias("_p"))
     )
     # relevant items above the block within its query
     before = c("_c_y") - c("_t_y")
@@ -740,6 +815,18 @@ def flat_sums(
             (before - pl.when(c("_bq")).then(before).forward_fill()).alias("_Cn")
         )
     per_block = {f.key: f.block for f in formulas.values() if f.block is not None}
+    supports = {f.support for f in formulas.values() if f.block is not None}
+    if per_block and None not in supports:  # the blocks that add something
+        places = ["y"] if any(f.place is not None for f in formulas.values()) else []
+        blocks = blocks.filter(pl.any_horizontal(_t(n) != 0.0 for n in [*supports, *places]))
+    if positional:
+        longest = _longest(flat) if longest is None else longest
+        last, first = c("_p").cast(pl.Int64), c("_a").cast(pl.Int64) - 1
+        totals = []
+        for n, x in positional.items():
+            running = _running_sum(x, longest)
+            totals.append((running.gather(last) - running.gather(first)).alias(f"_t_{n}"))
+        blocks = blocks.with_columns(totals)
     out = blocks.group_by(QI).agg([x.sum().alias(f"{prefix}{n}") for n, x in per_block.items()])
     per_place = {f.key: f.place for f in formulas.values() if f.place is not None}
     if per_place:
@@ -759,6 +846,55 @@ def flat_sums(
         if flavors:
             out = out.join(_ap_11pt_sums(flat, prefix, flavors), on=QI, how="left")
     return out
+
+
+def _longest(flat: pl.LazyFrame) -> int:
+    """The rows of the longest query of ``flat``."""
+    return int(flat.group_by(QI).len().select(pl.col("len").max()).collect().item() or 0)
+
+
+def _running_sum(x: pl.Expr, longest: int) -> pl.Expr:
+    """A literal: Σ_{j <= n} x(j) over the positions j, at n = 0 .. ``longest`` (``x`` reads
+    the position ``_p`` alone)."""
+    positions = pl.DataFrame({"_p": pl.int_range(1, longest + 1, eager=True).cast(F64)})
+    sums = positions.select(x.cum_sum()).to_series()
+    return pl.lit(pl.concat([pl.Series([0.0]), sums.cast(F64)]))
+
+
+def leading_rows(
+    flat: pl.LazyFrame, specs: Sequence[Spec], *, min_relevance: float, n_queries: int
+) -> pl.LazyFrame:
+    """The rows of ``flat`` that the specs read, when each reads only the top of a list: the
+    tie blocks starting within the largest cutoff (a :class:`Formula` with ``cutoff``), and
+    those up to the first block holding a relevant item (a formula over the places of that
+    block, without a cutoff: MRR); every row otherwise.
+
+    Each query keeps its rows scored at least its threshold: the score at the largest
+    cutoff (the last one of a shorter list), or that of its first relevant item. That is a
+    prefix of the query made of whole tie blocks (a tie of ``ties="first"`` past the cutoff
+    adds nothing), so the sums over its blocks are those of the whole list; ``ndcg@10`` then
+    runs over ~10 rows a query. ``__pe_qi`` numbers the queries 0 .. ``n_queries`` - 1.
+    """
+    cutoffs, first = [], False
+    for spec in specs:
+        formula = FORMULAS[spec.metric](spec)
+        if formula.cutoff and spec.k is not None:
+            cutoffs.append(spec.k)
+        elif formula.place is not None and formula.block is None and spec.k is None:
+            first = True
+        else:
+            return flat
+    if not cutoffs and not first:
+        return flat
+    s = pl.col("s")
+    bounds = [s.head(max(cutoffs)).last()] if cutoffs else []
+    if first:
+        bounds.append(s.filter(pl.col("r") >= min_relevance).first())
+    found = flat.group_by(QI).agg(pl.min_horizontal(bounds).alias("t")).collect()
+    threshold = pl.repeat(None, n_queries, dtype=F64, eager=True).scatter(
+        found.get_column(QI), found.get_column("t")
+    )
+    return flat.filter(s >= pl.lit(threshold).gather(pl.col(QI)))
 
 
 def _first_relevant(
