@@ -815,6 +815,47 @@ def test_binary_table_equals_every_single_metric(probability: bool) -> None:
             assert same(x, y, 1e-12), (name, x, y)
 
 
+@pytest.mark.filterwarnings("ignore::polars_eval.UndefinedMetricWarning")
+@pytest.mark.parametrize("case", ["tied", "continuous", "nan score", "one class", "one row"])
+def test_binary_table_without_groups_equals_every_single_metric(case: str) -> None:
+    """Without ``by`` the sort-based columns are finalized over the state's points in one
+    select (``MetricSpec.one_group``), not in ``list.eval``: each still equals its metric's
+    own expression, null and NaN alike."""
+    from polars_eval._core.registry import by_task
+
+    df = data(case != "continuous", seed=4, n=300)
+    if case == "nan score":
+        df = df.with_columns(
+            score=pl.when(pl.int_range(pl.len()) == 5).then(float("nan")).otherwise("score")
+        )
+    if case == "one class":
+        df = df.with_columns(y=pl.lit(1))
+    if case == "one row":
+        df = df.head(1)
+    # (validation rejects a NaN score; without it the metrics give NaN)
+    table = df.eval.binary("y", "score", weight="w", threshold=0.4, validate=False)
+    infos = [i for i in by_task("binary") if i.name in table.columns]
+    assert len(infos) == table.width
+    exprs = [
+        i.fn(
+            "y",
+            "score",
+            weight="w",
+            **({"threshold": 0.4} if "threshold" in i.signature.parameters else {}),
+        )
+        for i in infos
+    ]
+    want = df.select(exprs).select(table.columns)
+    for name, x, y in zip(table.columns, table.row(0), want.row(0), strict=True):
+        if x is None or y is None or math.isnan(x) or math.isnan(y):
+            assert (x is None, x is not None and math.isnan(x)) == (
+                y is None,
+                y is not None and math.isnan(y),
+            ), (name, x, y)
+        else:
+            assert math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15), (name, x, y)
+
+
 # ---------------------------------------------------------------------------------------
 # Coverage of scikit-learn (SPEC §12): partial AUC, DET curve, jaccard, hinge loss,
 # likelihood ratios, Youden's J, adjusted balanced accuracy

@@ -354,6 +354,51 @@ def test_thinned_chart_curves_are_subsets_of_the_full_curves() -> None:
     assert rep.charts["roc"].data.group_by(SEGMENT).len()["len"].max() <= 50
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_thinned_state_gives_the_thinned_curve(tied: bool) -> None:
+    """The charts thin the state, then finalize: exactly the points ``thin`` keeps of the
+    finalized curve (and the ROC curve's KS point), per list and over exploded points."""
+    from polars_eval._core.registry import REGISTRY
+    from polars_eval.metrics._curve import threshold_state
+    from polars_eval.report._states import ks_point, thin, thin_state
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    score = rng.random(n)
+    frame = pl.DataFrame(
+        {
+            "y": rng.integers(0, 2, n),
+            "p": np.round(score, 2) if tied else score,
+            "w": rng.choice([0.5, 1.0, 2.0], n),
+            "g": rng.integers(0, 3, n),
+        }
+    )
+    states = frame.group_by("g").agg(threshold_state("y", "p", "w").alias("c")).sort("g")
+    one = frame.select(threshold_state("y", "p", "w").alias("c"))
+    for name, offset in (("roc_curve", 1), ("pr_curve", 0), ("lorenz_curve", 1)):
+        spec = REGISTRY[name].spec(label="y", score="p", weight="w", pos_label=None)
+        curve = lambda state, spec=spec: spec.finalize({"c": state})  # noqa: E731
+        ks = name == "roc_curve"
+        for points in (2, 7, 50, 5000):
+            keep = ks_point() if ks else None
+            want = states.select(thin(curve(pl.col("c")), points, keep).alias("x"))
+            got = states.select(curve(thin_state(pl.col("c"), points, offset, ks)).alias("x"))
+            assert got.equals(want), (name, points)
+            want = one.select(thin(curve(pl.col("c")), points, keep).alias("x"))
+            kept = one.select(pl.col("c").explode()).select(
+                thin_state(pl.col("c"), points, offset, ks, exploded=True)
+            )
+            assert kept.select(curve(pl.col("c")).alias("x")).equals(want), (name, points)
+
+
+def test_reading_whether_a_deferred_table_exists_does_not_compute_it() -> None:
+    rep = tied_frame(300).eval.report("binary", label="y", score="p", by="seg", weight="w")
+    assert "roc_curve_by" in rep.tables and "nothing" not in rep.tables
+    assert callable(rep.tables._items["roc_curve_by"])  # still deferred
+    assert rep.tables["roc_curve_by"].height > 0
+    assert isinstance(rep.tables._items["roc_curve_by"], pl.DataFrame)
+
+
 def test_cli_report_prints_the_same_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from polars_eval import cli
 

@@ -81,6 +81,9 @@ class Plan:
     out_by: Sequence[str] | None = None
     # a DataFrame longer than this is aggregated in slices of whole groups (see _sliced)
     slice_rows: int | None = None
+    # without groups: finalizers over the points of a ``list`` state, by its column
+    # (``Planned.point_finals``), each run in a frame of that column exploded
+    point_finalize: Mapping[str, Sequence[pl.Expr]] = field(default_factory=dict)
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -119,6 +122,9 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         query = _sliced(rows, group, exprs, -(-frame.height // plan.slice_rows))
     else:
         query = rows.group_by(group).agg(exprs)
+    for column, finals in plan.point_finalize.items():
+        points = query.select(pl.col(column).explode()).select(finals)
+        query = query.join(points, how="cross")
     if plan.finalize:
         names = [e.meta.output_name() for e in plan.finalize]
         kept = [pl.col("^__pe_bad_.*$")] if inline else []
@@ -317,6 +323,10 @@ class Planned:
     columns: Mapping[str, Mapping[str, str]]
     # with ``columns_first``: the row values of the summed states, to add as columns
     row_columns: list[pl.Expr] = field(default_factory=list)
+    # with ``one_group``: the finalizers over the points of a ``list`` state, by its column
+    # (run in a frame of that column exploded, their values joined to the state row;
+    # ``finals`` then only names them)
+    point_finals: dict[str, list[pl.Expr]] = field(default_factory=dict)
 
     def merged(self, suffix: str = "") -> list[pl.Expr]:
         """Each metric over the merged states of the rows of an aggregation (aliased
@@ -331,7 +341,9 @@ class Planned:
         return out
 
 
-def plan_specs(specs: Mapping[str, MetricSpec], *, columns_first: bool = False) -> Planned:
+def plan_specs(
+    specs: Mapping[str, MetricSpec], *, columns_first: bool = False, one_group: bool = False
+) -> Planned:
     """The state aggregations of ``specs`` (each distinct state once) and their finalizers.
 
     A spec whose state is the rows themselves has nothing to share: it is computed whole
@@ -339,11 +351,15 @@ def plan_specs(specs: Mapping[str, MetricSpec], *, columns_first: bool = False) 
     computes the row values of the ``sum``/``min``/``max`` states as columns of the frame
     first (``Planned.row_columns``, for the caller's ``with_columns``), so the group_by
     runs plain column sums: faster when the groups are many and small (series).
+    ``one_group`` (the query has no groups: one row of states) finalizes a spec of one
+    ``list`` state with its ``one_group`` form where it has one (:class:`MetricSpec`),
+    over the state's points (``Planned.point_finals``, ``Plan.point_finalize``).
     """
     aggs: dict[Any, pl.Expr] = {}
     finals: list[pl.Expr] = []
     layout: dict[str, dict[str, str]] = {}
     rows: list[pl.Expr] = []
+    points: dict[str, list[pl.Expr]] = {}
     for name, spec in specs.items():
         if spec.has_rows:
             aggs[("metric", name)] = spec.expr().alias(name)
@@ -361,9 +377,16 @@ def plan_specs(specs: Mapping[str, MetricSpec], *, columns_first: bool = False) 
                 else:
                     aggs[state.key] = state.aggregate().alias(alias)
             columns[state_name] = aggs[state.key].meta.output_name()
-        finals.append(spec.finalize({k: pl.col(c) for k, c in columns.items()}).alias(name))
         layout[name] = columns
-    return Planned(list(aggs.values()), finals, dict(specs), layout, rows)
+        kinds = [state.kind for state in spec.states.values()]
+        if one_group and spec.one_group is not None and kinds == ["list"]:
+            ((key, column),) = columns.items()
+            final = spec.one_group({key: pl.col(column)}).alias(name)
+            points.setdefault(column, []).append(final)
+            finals.append(pl.col(name))
+            continue
+        finals.append(spec.finalize({k: pl.col(c) for k, c in columns.items()}).alias(name))
+    return Planned(list(aggs.values()), finals, dict(specs), layout, rows, points)
 
 
 def _state_columns(specs: Mapping[str, MetricSpec]) -> dict[str, dict[str, str]]:

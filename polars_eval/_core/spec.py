@@ -143,12 +143,20 @@ class MetricSpec:
     ``finalize`` receives one expression per state name: the inline aggregation, a column
     of the planner's state frame, or the merged state of stacked partitions; it must treat
     ``rows`` states as a column of the group's values and every other state as a scalar.
+
+    ``one_group`` (optional, for a spec of one ``list`` state) is the same finalize over
+    the points of one group's state as a column: the state exploded into a frame of its
+    own, where the value is an aggregation of plain column expressions. Polars shares
+    the common parts of many such finalizers in one ``select`` (never those of separate
+    ``list.eval`` calls), and each is cheaper than its ``list.eval``; the planner uses it
+    for a query without groups (``plan_specs(..., one_group=True)``).
     """
 
     states: Mapping[str, State]
     finalize: Finalize
     undefined: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
+    one_group: Finalize | None = None
 
     def expr(self) -> pl.Expr:
         """The metric as one aggregation expression (the states inline).

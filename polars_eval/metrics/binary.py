@@ -102,11 +102,23 @@ def _f_beta_points(c: Curve, beta: float) -> pl.Expr:
     return (1.0 + b2) * tp / ((1.0 + b2) * tp + b2 * (c.P - tp) + c.fp)
 
 
-def _mcc_points(c: Curve) -> pl.Expr:
+def _mcc_parts(c: Curve) -> tuple[pl.Expr, pl.Expr]:
+    """The numerator and denominator of MCC at each point (MCC is defined where den > 0)."""
     tp, fp = c.tp, c.fp
     fn, tn = c.P - tp, c.N - fp
     den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)).sqrt()
-    return pl.when(den > 0.0).then((tp * tn - fp * fn) / den).otherwise(None)
+    return tp * tn - fp * fn, den
+
+
+def _mcc_points(c: Curve) -> pl.Expr:
+    num, den = _mcc_parts(c)
+    return pl.when(den > 0.0).then(num / den).otherwise(None)
+
+
+def _max_mcc(c: Curve) -> pl.Expr:
+    # a filter of the defined points: a third cheaper than the when/then of _mcc_points
+    num, den = _mcc_parts(c)
+    return c.guard((num / den).filter(den > 0.0).max())
 
 
 def _points(c: Curve, metric: str, beta: float) -> pl.Expr:
@@ -125,7 +137,7 @@ AUC_FINALIZE = {
     "ks": _ks,
     "max_accuracy": lambda c: c.guard(_accuracy_points(c).max()),
     "max_f1": lambda c: c.guard(_f_beta_points(c, 1.0).max()),
-    "max_mcc": lambda c: c.guard(_mcc_points(c).max()),
+    "max_mcc": _max_mcc,
 }
 """Finalize steps of the sort-based summary metrics, by name (used by ``df.eval.binary``)."""
 
@@ -1655,38 +1667,73 @@ def threshold_table(
     └───────────┴─────┴─────┴─────┴─────┴──────────┘
     """
     check_positive_int("n_thresholds", n_thresholds, allow_none=True)
+    state = thresholds(label, score, weight, pos_label)
+    if n_thresholds is None:
+        return sorted_spec(state, _threshold_rows, "list")
+    # The q thresholds are chosen first, over the curve's volume alone; the table is then
+    # computed over those q points only (the whole table of a long curve is 13 columns
+    # as long as the state, built to be thrown away).
+    q = n_thresholds
 
-    def body(c: Curve) -> pl.Expr:
-        tp, fp = c.tp, c.fp
-        fn, tn = c.P - tp, c.N - fp
-        counts = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
-        table = c.nan_struct(
-            threshold=c.threshold,
-            tp=tp,
-            fp=fp,
-            tn=tn,
-            fn=fn,
-            tpr=safe_div(tp, c.P),
-            fpr=safe_div(fp, c.N),
-            precision=_precision(counts),
-            recall=_recall(counts),
-            specificity=_specificity(counts),
-            f1=_f_beta(counts, 1.0),
-            accuracy=safe_div(tp + tn, c.P + c.N),
-            mcc=_mcc(counts),
-        )
-        if n_thresholds is None:
-            return table
-        volume = (tp + fp) / (c.P + c.N)
-        targets = pl.Series([j / n_thresholds for j in range(1, n_thresholds + 1)])
+    def chosen(points: pl.Expr) -> pl.Expr:
+        c = Curve(points)
+        volume = (c.tp + c.fp) / (c.P + c.N)
+        targets = pl.Series([j / q for j in range(1, q + 1)])
         # a tiny tolerance so that j/q computed in floating point still reaches the last row
         index = volume.search_sorted(pl.lit(targets) - 1e-12, side="left").unique(
             maintain_order=True
         )
-        # an index equal to the length (targets past the last point, or an empty group) is dropped
-        return table.gather(index.filter(index < tp.len())).unique(maintain_order=True)
+        # an index equal to the length (targets past the last point, or an empty group) is
+        # dropped; the chosen points carry their curve's totals and NaN flag
+        return pl.struct(
+            point=points.gather(index.filter(index < c.tp.len())), P=c.P, N=c.N, nan=c.has_nan
+        )
 
-    return sorted_spec(thresholds(label, score, weight, pos_label), body, "list")
+    rows = _threshold_rows(_ChosenPoints()).unique(maintain_order=True)
+    return MetricSpec(
+        {"c": state},
+        lambda s: s["c"].list.eval(chosen(pl.element())).list.eval(rows),
+        one_group=lambda s: chosen(s["c"]).implode().list.eval(rows),
+    )
+
+
+def _threshold_rows(c: Curve) -> pl.Expr:
+    """The rows of :func:`threshold_table`, one per point of ``c``."""
+    tp, fp = c.tp, c.fp
+    fn, tn = c.P - tp, c.N - fp
+    counts = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+    return c.nan_struct(
+        threshold=c.threshold,
+        tp=tp,
+        fp=fp,
+        tn=tn,
+        fn=fn,
+        tpr=safe_div(tp, c.P),
+        fpr=safe_div(fp, c.N),
+        precision=_precision(counts),
+        recall=_recall(counts),
+        specificity=_specificity(counts),
+        f1=_f_beta(counts, 1.0),
+        accuracy=safe_div(tp + tn, c.P + c.N),
+        mcc=_mcc(counts),
+    )
+
+
+class _ChosenPoints(Curve):
+    """A :class:`Curve` over some points of a curve, each a struct ``{point, P, N, nan}``
+    that carries its curve's totals and NaN flag (the ``chosen`` stage of
+    :func:`threshold_table`)."""
+
+    def __init__(self) -> None:
+        e = pl.element()
+        super().__init__(e.struct.field("point"))
+        self.P = e.struct.field("P")
+        self.N = e.struct.field("N")
+        self._nan = e.struct.field("nan").any()
+
+    @property
+    def has_nan(self) -> pl.Expr:
+        return self._nan
 
 
 @register(
@@ -1779,21 +1826,18 @@ def gain_table(
     check_positive_int("bins", bins)
 
     # Two list.eval stages so that the bin of each threshold is computed a few times only:
-    # (1) keep the last threshold of each bin, with the class totals; (2) the bin table.
-    c = Curve()
-    total = c.P + c.N
-    before = prev(c.tp + c.fp)  # weight of the rows above the tie block
-    bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
-    last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
-    ends = pl.struct(
-        bin=bin_id.filter(last_of_bin),
-        t=c.threshold.filter(last_of_bin),
-        tp=c.tp.filter(last_of_bin),
-        fp=c.fp.filter(last_of_bin),
-        nan=c.has_nan,
-    )
+    # (1) keep the last threshold of each bin (one struct filtered once), with the NaN
+    # flag; (2) the bin table.
+    def ends(points: pl.Expr) -> pl.Expr:
+        c = Curve(points)
+        before = prev(c.tp + c.fp)  # weight of the rows above the tie block
+        bin_id = (before / (c.P + c.N) * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+        last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
+        return pl.struct(bin=bin_id, point=points, nan=c.has_nan).filter(last_of_bin)
+
     e = pl.element()
-    cum_pos, cum_neg = e.struct.field("tp"), e.struct.field("fp")
+    point = e.struct.field("point")
+    cum_pos, cum_neg = point.struct.field("tp"), point.struct.field("fp")
     n_pos, n_neg = cum_pos.last(), cum_neg.last()
     pos = cum_pos - prev(cum_pos)
     neg = cum_neg - prev(cum_neg)
@@ -1801,7 +1845,7 @@ def gain_table(
     cum_count = cum_pos + cum_neg
     rate = n_pos / (n_pos + n_neg)
     fields = {
-        "min_score": e.struct.field("t"),
+        "min_score": point.struct.field("t"),
         "count": count,
         "positives": pos,
         "negatives": neg,
@@ -1821,46 +1865,75 @@ def gain_table(
         },
     )
     state = thresholds(label, score, weight, pos_label)
-    return MetricSpec({"c": state}, lambda s: s["c"].list.eval(ends).list.eval(table))
+    return MetricSpec(
+        {"c": state},
+        lambda s: s["c"].list.eval(ends(pl.element())).list.eval(table),
+        one_group=lambda s: ends(s["c"]).implode().list.eval(table),
+    )
+
+
+def _calibration_starts(c: Curve, bins: int) -> pl.Expr:
+    """The first stage of :func:`calibration_list`: at most ``bins`` + 1 points."""
+    edges = pl.Series(np.linspace(0.0, 1.0, bins + 1)[1:-1].tolist(), dtype=F64)
+    total = c.tp + c.fp
+    bin_id = pl.lit(edges).search_sorted(c.threshold, side="left").cast(pl.Int64)
+    first = (bin_id != bin_id.shift(1)).fill_null(True)
+    starts = pl.struct(
+        bin=bin_id,
+        above=prev(total),
+        pos_above=prev(c.tp),
+        sw_below=(c.threshold * (total - prev(total))).cum_sum(reverse=True),
+    ).filter(first)
+    totals = pl.struct(
+        bin=pl.lit(-1, dtype=pl.Int64),
+        above=total.last(),
+        pos_above=c.tp.last(),
+        sw_below=pl.lit(0.0, dtype=F64),
+    )
+    return pl.concat([starts, totals])
+
+
+def _calibration_bins(starts: pl.Expr, bins: int) -> pl.Expr:
+    """The second stage of :func:`calibration_list`: the table from the first's points."""
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    bin_id, above, pos_above, sw_below = (
+        starts.struct.field(f) for f in ("bin", "above", "pos_above", "sw_below")
+    )
+    count = above.shift(-1) - above
+    index = bin_id.clip(lower_bound=0)
+    per_bin = pl.struct(
+        bin=bin_id + 1,
+        lower=pl.lit(pl.Series(edges[:-1].tolist(), dtype=F64)).gather(index),
+        upper=pl.lit(pl.Series(edges[1:].tolist(), dtype=F64)).gather(index),
+        mean_score=(sw_below - sw_below.shift(-1)) / count,
+        positive_rate=(pos_above.shift(-1) - pos_above) / count,
+        count=count,
+    )
+    # the totals row (bin -1) only closes the last bin; an empty state has no bin
+    return per_bin.filter(bin_id >= 0).reverse()
 
 
 def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
     """The reliability table as ``List[Struct]`` from a threshold state (empty bins omitted).
 
-    Two ``list.eval`` stages so that each bin id is computed once: per distinct score
-    (ascending) its bin, weight, positives and score·weight; then per bin the differences
-    of their cumulative sums at each bin's last score. Bin edges as scikit-learn's
-    uniform ``calibration_curve``: bin = ``numpy.searchsorted(edges[1:-1], p)``.
+    One pass over the distinct scores (descending) keeps only the first score of each bin,
+    with the weight and positives above it and the score·weight of it and every score
+    below (a reverse cumulative sum); each bin's sums are then differences of these over
+    at most ``bins`` + 1 rows (a last row holds the totals). Every field is computed in
+    one struct filtered once: inside ``list.eval`` nothing is shared between expressions.
+    Bin edges as scikit-learn's uniform ``calibration_curve``: bin =
+    ``numpy.searchsorted(edges[1:-1], p)``; a NaN score falls in the last bin, whose mean
+    is then NaN.
     """
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    c = Curve()
-    total = c.tp + c.fp
-    w = (total - prev(total)).reverse()
-    s = c.threshold.reverse()
-    per_score = pl.struct(
-        bin=pl.lit(pl.Series(edges[1:-1].tolist(), dtype=F64))
-        .search_sorted(s, side="left")
-        .cast(pl.Int64),
-        w=w,
-        pos=(c.tp - prev(c.tp)).reverse(),
-        sw=s * w,
-    )
-    e = pl.element()
-    bin_id = e.struct.field("bin")
-    last = (bin_id != bin_id.shift(-1)).fill_null(True)
-    cw = e.struct.field("w").cum_sum().filter(last)
-    cp = e.struct.field("pos").cum_sum().filter(last)
-    cs = e.struct.field("sw").cum_sum().filter(last)
-    count = cw - prev(cw)
-    per_bin = pl.struct(
-        bin=bin_id.filter(last) + 1,
-        lower=pl.lit(pl.Series(edges[:-1].tolist())).gather(bin_id.filter(last)),
-        upper=pl.lit(pl.Series(edges[1:].tolist())).gather(bin_id.filter(last)),
-        mean_score=(cs - prev(cs)) / count,
-        positive_rate=(cp - prev(cp)) / count,
-        count=count,
-    )
-    return state.list.eval(per_score).list.eval(per_bin)
+    starts = state.list.eval(_calibration_starts(Curve(), bins))
+    return starts.list.eval(_calibration_bins(pl.element(), bins))
+
+
+def _ece(table: pl.Expr) -> pl.Expr:
+    """ECE from the points of a reliability table (a column of structs)."""
+    count = table.struct.field("count")
+    gap = (table.struct.field("positive_rate") - table.struct.field("mean_score")).abs()
+    return safe_div((count * gap).sum(), count.sum())
 
 
 def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
@@ -1868,13 +1941,22 @@ def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
     return ece_from_calibration(calibration_list(state, bins))
 
 
+def calibration_one(points: pl.Expr, bins: int) -> pl.Expr:
+    """:func:`calibration_list` over the points of one state as a column
+    (``MetricSpec.one_group``): the pass over the points in columns, the bins in
+    ``list.eval``."""
+    starts = _calibration_starts(Curve(points), bins).implode()
+    return starts.list.eval(_calibration_bins(pl.element(), bins))
+
+
+def ece_one(points: pl.Expr, bins: int) -> pl.Expr:
+    """:func:`ece_from_state` over the points of one state as a column."""
+    return ece_from_calibration(calibration_one(points, bins))
+
+
 def ece_from_calibration(table: pl.Expr) -> pl.Expr:
     """ECE from the reliability table of :func:`calibration_list` (one list per group)."""
-    e = pl.element()
-    count = e.struct.field("count")
-    gap = (e.struct.field("positive_rate") - e.struct.field("mean_score")).abs()
-    value = safe_div((count * gap).sum(), count.sum())
-    return table.list.eval(value).list.first().cast(F64)
+    return table.list.eval(_ece(pl.element())).list.first().cast(F64)
 
 
 @register(
@@ -1959,4 +2041,8 @@ def ece(
     """
     check_positive_int("bins", bins)
     state = thresholds(label, score, weight, pos_label)
-    return MetricSpec({"c": state}, lambda s: ece_from_state(s["c"], bins))
+    return MetricSpec(
+        {"c": state},
+        lambda s: ece_from_state(s["c"], bins),
+        one_group=lambda s: ece_one(s["c"], bins),
+    )

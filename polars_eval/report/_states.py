@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._exprs import binary_label, not_null, to_expr, to_float, weight_expr
+from polars_eval._exprs import binary_label, not_null, safe_div, to_expr, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 
 STATE = "__pe_state"
@@ -54,6 +54,10 @@ class Tables(MutableMapping[str, pl.DataFrame]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        # (Mapping's own ``in`` reads the value: it would compute a deferred table)
+        return name in self._items
 
     def __len__(self) -> int:
         return len(self._items)
@@ -103,6 +107,34 @@ def ks_point() -> pl.Expr:
     return (pl.int_range(pl.len()) == (gap == gap.max()).arg_max()).fill_null(False)
 
 
+def thin_state(
+    state: pl.Expr, points: int, offset: int, ks: bool = False, exploded: bool = False
+) -> pl.Expr:
+    """The points of a threshold state that :func:`thin` keeps of its curve.
+
+    For a curve with one point per state point, after ``offset`` points of its own (the
+    ROC and Lorenz curves start at a point (0, 0) that no state point gives): state point
+    j is curve point i = j + offset of m = n + offset, kept when :func:`thin` keeps it,
+    so the curve of the thinned state is the thinned curve, without finalizing the whole
+    curve first. The last point (the class totals) is always kept, and a NaN score (the
+    first point: the curve is then NaN everywhere) too; ``ks`` keeps the ROC curve's KS
+    point (:func:`ks_point`). ``exploded``: ``state`` is the column of one state's points
+    (the state exploded into a frame of its own, several times cheaper than
+    ``list.eval``); the kept points come back as one list.
+    """
+    e = state if exploded else pl.element()
+    t, tp, fp = (e.struct.field(f) for f in ("t", "tp", "fp"))
+    n = t.len()
+    j = pl.int_range(n)
+    i, m = j + offset, n + offset
+    step = (i * (points - 1) // m) != ((i - 1) * (points - 1) // m)
+    mask = step | (i == m - 1) | ((j == 0) & t.is_nan())
+    if ks:
+        gap = pl.when(t.is_finite()).then((safe_div(tp, tp.last()) - safe_div(fp, fp.last())).abs())
+        mask = mask | (j == (gap == gap.max()).arg_max()).fill_null(False)
+    return e.filter(mask).implode() if exploded else state.list.eval(e.filter(mask))
+
+
 def segment_label(by: Sequence[str]) -> pl.Expr:
     """One string naming a segment: its ``by`` values joined by " / " (null shown as "null")."""
     parts = [pl.col(c).cast(pl.String).fill_null("null") for c in by]
@@ -118,6 +150,8 @@ class StateCurves:
     """
 
     names = ("roc_curve", "pr_curve", "lorenz_curve", "roc_curve_by", "pr_curve_by")
+    # points each curve has before its first state point (one point per state point after)
+    offsets = {"roc_curve": 1, "pr_curve": 0, "lorenz_curve": 1}
 
     def __init__(
         self,
@@ -152,8 +186,8 @@ class StateCurves:
         """The number of points of the whole data's curve ``name``."""
         name = name.removesuffix("_by")
         if name not in self._lengths:
-            frame, _, finalize = self._source(name)
-            self._lengths[name] = int(frame.select(finalize(pl.col(STATE)).list.len()).item())
+            points = self.whole.select(pl.col(STATE).list.len()).item()
+            self._lengths[name] = int(points) + self.offsets[name]
         return self._lengths[name]
 
     def thinned(self, name: str, points: int, labels: list[str] | None = None) -> pl.DataFrame:
@@ -169,8 +203,14 @@ class StateCurves:
         if labels is not None:
             frame = frame.with_columns(segment_label(by)).filter(pl.col(SEGMENT).is_in(labels))
             by = [SEGMENT]
-        keep = ks_point() if name == "roc_curve" else None
-        curve = thin(finalize(pl.col(STATE)), points, keep).alias(name)
-        table = frame.lazy().select(*by, curve).explode(name).unnest(name).collect()
+        offset = self.offsets[name.removesuffix("_by")]
+        ks = name == "roc_curve"
+        if by:
+            kept = frame.lazy().select(*by, thin_state(pl.col(STATE), points, offset, ks))
+        else:  # the whole data's one state: thinned as a column of its points
+            kept = frame.lazy().select(pl.col(STATE).explode())
+            kept = kept.select(thin_state(pl.col(STATE), points, offset, ks, exploded=True))
+        curve = finalize(pl.col(STATE)).alias(name)
+        table = kept.select(*by, curve).explode(name).unnest(name).collect()
         self._thinned[key] = table
         return table

@@ -241,6 +241,9 @@ def build_binary(
     column = _threshold_column(planned, names)
     assert _threshold_column(summary_planned, names) == column
     state_agg, on_state, on_counts = _split_plan(planned, column)
+    # the whole data's state is one row: its finalizers run over its points, exploded
+    # into a frame of their own (``plan_specs(one_group=True)``)
+    on_whole_state = plan_specs(specs, one_group=True).point_finals[column]
     _, _, summary_finalizers = _split_plan(summary_planned, column)
     counts = _row_count_aggs([label, score], weight, binary_label(label, pos_label))
 
@@ -250,16 +253,14 @@ def build_binary(
     whole_q = rows.lazy().select(state_agg)
     segments_q = rows.lazy().group_by(by).agg(state_agg) if by else None
     shared_cal = probability and bins == 10 and "ece" in names
+    point_fins = [f for f in on_whole_state if not (shared_cal and f.meta.output_name() == "ece")]
+    if shared_cal:
+        point_fins.append(binary_family.calibration_one(pl.col(column), 10).alias(CALIBRATION))
+    whole_q = whole_q.join(whole_q.select(pl.col(column).explode()).select(point_fins), how="cross")
     if shared_cal:
         whole_q = whole_q.with_columns(
-            binary_family.calibration_list(pl.col(column), 10).alias(CALIBRATION)
+            binary_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
         )
-    whole_q = whole_q.with_columns(
-        binary_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
-        if shared_cal and f.meta.output_name() == "ece"
-        else f
-        for f in on_state
-    )
     state_queries = [whole_q]
     if segments_q is not None:
         state_queries.append(segments_q.with_columns(on_state))
@@ -334,19 +335,15 @@ def build_binary(
     whole_state = whole_state.rename({column: _states.STATE})
     segment_state = [f.rename({column: _states.STATE}) for f in segment_state]
     curves = _states.StateCurves(whole_state, segment_state[0] if by else None, by, finalize)
-    state = pl.col(_states.STATE)
+    # the short tables over the points of the whole data's state (``one_group`` forms)
+    points = pl.col(_states.STATE)
     short = {
-        "threshold_table": _state_finalizer(
-            _registry.REGISTRY["threshold_table"].spec(**args, n_thresholds=max_points)
-        )(state),
-        "gain_table": _state_finalizer(_registry.REGISTRY["gain_table"].spec(**args, bins=bins))(
-            state
-        ),
-    }
-    if probability:
-        short["calibration_table"] = (
-            pl.col(CALIBRATION) if shared_cal else binary_family.calibration_list(state, bins)
+        name: _state_finalizer(_registry.REGISTRY[name].spec(**args, **kw), one_group=True)(points)
+        for name, kw in (
+            ("threshold_table", {"n_thresholds": max_points}),
+            ("gain_table", {"bins": bins}),
         )
+    }
     for name in ("roc_curve", "pr_curve", "threshold_table", "lorenz_curve", "gain_table"):
         if name not in short:
             tables.defer(name, lambda name=name: curves.full(name))
@@ -358,8 +355,12 @@ def build_binary(
             # metric-layer issue, reported); the report then goes on without that table
             notes.append("threshold table unavailable: no usable row")
     if probability:
-        tables["calibration_table"] = _short_curve(
-            whole_state, "calibration_table", short["calibration_table"]
+        tables["calibration_table"] = (
+            _short_curve(whole_state, "calibration_table", pl.col(CALIBRATION), points=False)
+            if shared_cal
+            else _short_curve(
+                whole_state, "calibration_table", binary_family.calibration_one(points, bins)
+            )
         )
     if by:
         for name in ("roc_curve_by", "pr_curve_by"):
@@ -410,20 +411,29 @@ def _split_plan(planned: Planned, column: str) -> tuple[pl.Expr, list[pl.Expr], 
     """The aggregation of the threshold state ``column``, the finalizers that read only it,
     and the other finalizers."""
     (agg,) = [a for a in planned.aggs if a.meta.output_name() == column]
-    on_state = [f for f in planned.finals if f.meta.root_names() == [column]]
-    others = [f for f in planned.finals if f.meta.root_names() != [column]]
+    on_state = [f for f in planned.finals if set(f.meta.root_names()) == {column}]
+    others = [f for f in planned.finals if set(f.meta.root_names()) != {column}]
     return agg, on_state, others
 
 
-def _state_finalizer(spec: Any) -> Callable[[pl.Expr], pl.Expr]:
-    """A sort-based spec's finalizer as a function of one threshold-state column."""
+def _state_finalizer(spec: Any, one_group: bool = False) -> Callable[[pl.Expr], pl.Expr]:
+    """A sort-based spec's finalizer as a function of one threshold-state column (with
+    ``one_group``, its form for a frame of one state where it has one)."""
     (key,) = spec.states
-    return lambda state: spec.finalize({key: state})
+    run = spec.one_group if one_group and spec.one_group is not None else spec.finalize
+    return lambda state: run({key: state})
 
 
-def _short_curve(whole_state: pl.DataFrame, name: str, expr: pl.Expr) -> pl.DataFrame:
-    """A short curve or table of the whole data (a few hundred rows at most), exploded."""
-    return whole_state.lazy().select(expr.alias(name)).explode(name).unnest(name).collect()
+def _short_curve(
+    whole_state: pl.DataFrame, name: str, expr: pl.Expr, points: bool = True
+) -> pl.DataFrame:
+    """A short curve or table of the whole data (a few hundred rows at most), exploded:
+    ``expr`` over the points of the whole data's state (exploded into a frame of their
+    own), or with ``points=False`` over the state row."""
+    lf = whole_state.lazy()
+    if points:
+        lf = lf.select(pl.col(_states.STATE).explode())
+    return lf.select(expr.alias(name)).explode(name).unnest(name).collect()
 
 
 def _binary_intervals(

@@ -181,11 +181,12 @@ class BinaryMethods:
             specs |= _summary_specs(
                 infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
             )
-        planned = plan_specs(specs)
         by_cols = normalize_by(by)
+        planned = plan_specs(specs, one_group=not by_cols)
         plan = Plan(
             exprs=planned.aggs,
             finalize=planned.finals,
+            point_finalize=planned.point_finals,
             inputs=b.PROBA_INPUTS if probability else b.ORDER_INPUTS,
             args={"label": label, "score": score, "weight": weight, "pos_label": pos_label},
             by=by_cols,
