@@ -24,7 +24,12 @@ from polars_eval.exceptions import (
     UndefinedMetricWarning,
 )
 from polars_eval.metrics import regression as regression_module
-from polars_eval.metrics.regression import _inversions, _kendall_tau_b, normal_quantile
+from polars_eval.metrics.regression import (
+    _inversions,
+    _kendall_tau_b,
+    _small_inversions,
+    normal_quantile,
+)
 
 SCALAR = [
     "mse",
@@ -191,6 +196,16 @@ def test_inversion_count_levels_against_brute_force(
     assert unweighted == brute_inversions(y, np.ones(n))
     assert isinstance(unweighted, int)
     assert weighted == pytest.approx(brute_inversions(y, w), abs=1e-9)
+
+
+@pytest.mark.parametrize("size", [33, 50, 64])
+def test_bottom_block_inversions_by_bit_masks(size: int) -> None:
+    # 5,000 rows of at least 33: enough that the rows are counted with a bit mask each
+    rng = np.random.default_rng(size)
+    rows = np.argsort(rng.random((5000, size)), axis=1).astype(np.int32)
+    assert rows.shape[0] * size * size > 1 << 22
+    expected = sum(int((row[i] > row[i + 1 :]).sum()) for row in rows for i in range(size))
+    assert _small_inversions(rows) == expected
 
 
 @settings(max_examples=60, deadline=None)

@@ -588,20 +588,46 @@ def _inversions(order: np.ndarray, w: np.ndarray | None) -> float:
         np.logical_not(lower, out=lower)
         np.compress(lower, code, out=buf[half:])
         code, buf = buf, code
-    # bottom blocks of `size` positions: key = block << shift | offset grows across blocks,
-    # so comparing elements d apart counts only the pairs inside a block
+    # bottom blocks of `size` positions, each row a permutation of the offsets 0..size-1
+    offsets = code & ((1 << shift) - 1)
+    if wv is None:
+        return total + _small_inversions(offsets.reshape(-1, size))
+    # with weights: key = block << shift | offset grows across blocks, so comparing the
+    # elements d apart counts only the pairs inside a block
     key = (np.arange(total_n, dtype=itype) // size) << shift
-    key |= code & ((1 << shift) - 1)
+    key |= offsets
     greater = np.empty(total_n, dtype=bool)
-    pair = None if wv is None else np.empty(total_n)
+    pair = np.empty(total_n)
     for d in range(1, size):
         m = total_n - d
         np.greater(key[:-d], key[d:], out=greater[:m])
-        if wv is None or pair is None:
-            total += int(np.count_nonzero(greater[:m]))
-        else:
-            np.multiply(wv[:-d], greater[:m], out=pair[:m])
-            total += float(np.einsum("i,i->", pair[:m], wv[d:]))
+        np.multiply(wv[:-d], greater[:m], out=pair[:m])
+        total += float(np.einsum("i,i->", pair[:m], wv[d:]))
+    return total
+
+
+ABOVE = ~((np.uint64(2) << np.arange(64, dtype=np.uint64)) - np.uint64(1))
+"""ABOVE[v]: the 64-bit mask of the offsets greater than v."""
+
+
+def _small_inversions(rows: np.ndarray) -> int:
+    """Σ of the inversions of every row of ``rows``, each a permutation of 0..S-1, S <= 64."""
+    count, size = rows.shape
+    if count * size * size <= 1 << 22:  # few rows: all pairs at once
+        pairs = np.triu(np.ones((size, size), dtype=bool), 1)  # i < j
+        return int(np.count_nonzero((rows[:, :, None] > rows[:, None, :]) & pairs))
+    # column by column, a bit mask per row of the offsets seen: each element adds the
+    # number of seen offsets above it (popcount); S steps of O(rows) numpy work
+    columns = np.ascontiguousarray(rows.T, dtype=np.uint64)
+    seen = np.zeros(count, dtype=np.uint64)
+    above = np.empty_like(seen)
+    total = 0
+    for column in columns:
+        np.take(ABOVE, column, out=above)
+        above &= seen
+        total += int(np.bitwise_count(above).sum())
+        np.left_shift(np.uint64(1), column, out=above)
+        seen |= above
     return total
 
 
