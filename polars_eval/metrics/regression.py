@@ -701,8 +701,8 @@ def _kendall_tau_b(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> float 
         else:
             total = float(w.sum())
             n0 = 0.5 * (total * total - float((w * w).sum()))
-        n1 = _tie_pairs(new_x, w_xy)  # pairs tied on x
-        n2 = _tie_pairs(new_y, None if w is None else w[oy])  # pairs tied on y
+        n1 = _tie_pairs(new_x, w_xy) if mx < n else 0  # pairs tied on x
+        n2 = _tie_pairs(new_y, None if w is None else w[oy]) if my < n else 0  # tied on y
         n3 = _tie_pairs(new_xy, w_xy) if mx < n and my < n else 0  # tied on both
         # rows in (x, y) order: pairs tied on x are never inverted
         discordant = _inversions(by_y, w_xy)
