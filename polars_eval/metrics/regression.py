@@ -532,8 +532,8 @@ def _inversions(order: np.ndarray, w: np.ndarray | None) -> float:
     dot product). Then all lower halves are compressed, in block order, into the first half
     of the array and the upper halves into the second (the order of the blocks does not
     matter). At the bottom, blocks of at most ``INVERSION_BLOCK`` positions count their
-    pairs by comparing each element with the ones up to a block length after it. The
-    positions are padded to S·2^J (S the bottom block) with positions that come last in
+    pairs directly (:func:`_small_inversions`; with weights, each element against the ones
+    up to a block length after it). The positions are padded to S·2^J (S the bottom block) with positions that come last in
     ``order``: never inverted. O(n log n) in all; unweighted counts are exact integers.
     """
     n = order.size
@@ -582,12 +582,13 @@ def _inversions(order: np.ndarray, w: np.ndarray | None) -> float:
                 low_per_block @ up_before_block
             )
             np.compress(lower, wv, out=w_next[:half])
-            np.compress(~lower, wv, out=w_next[half:])
-            wv, w_next = w_next, wv
         np.compress(lower, code, out=buf[:half])
-        np.logical_not(lower, out=lower)
+        np.logical_not(lower, out=lower)  # now the upper halves
         np.compress(lower, code, out=buf[half:])
         code, buf = buf, code
+        if wv is not None:
+            np.compress(lower, wv, out=w_next[half:])
+            wv, w_next = w_next, wv
     # bottom blocks of `size` positions, each row a permutation of the offsets 0..size-1
     offsets = code & ((1 << shift) - 1)
     if wv is None:
@@ -662,23 +663,35 @@ def _dense_rank(order: np.ndarray, new_run: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _codes(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """The index of every value in ``distinct`` (its sorted distinct values), by Polars'
+    hash lookup: no argsort and no random scatter (measured 1.5-8x faster than an argsort
+    and a scatter of the ranks at 1e7 rows, as fast at 1e6)."""
+    codes = pl.Series(values=values).replace_strict(distinct, np.arange(distinct.size))
+    return codes.to_numpy()
+
+
 def _kendall_tau_b(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> float | None:
     """Kendall's tau-b of two float arrays (no nulls), pairs weighted by w_i·w_j."""
     n = x.size
-    if np.isnan(x).any() or np.isnan(y).any():
+    if n == 0:
+        return None
+    # numpy's sorts, not Polars': vectorised (AVX-512 where the CPU has it); the value sorts
+    # tell the distinct values (and NaN, sorted last), the argsorts are one-key (ties in any
+    # order, broken below by integer keys) and only run when the table of counts does not
+    xs, ys = np.sort(x), np.sort(y)
+    if np.isnan(xs[-1]) or np.isnan(ys[-1]):
         return NAN
     if n < 2:
         return None
-    # numpy's sort, not Polars': one-key argsorts (ties in any order), vectorised (AVX-512
-    # where the CPU has it); the ties are broken below by integer keys
-    ox, oy = np.argsort(x), np.argsort(y)
-    xs, ys = x[ox], y[oy]
     new_x, new_y = _new_runs(xs[1:] == xs[:-1]), _new_runs(ys[1:] == ys[:-1])
     mx, my = int(np.count_nonzero(new_x)), int(np.count_nonzero(new_y))
-    ry = _dense_rank(oy, new_y) if mx < n or my < n else None
-    if ry is not None and mx < n and my < n and mx * my <= n:
-        n0, n1, n2, n3, discordant = _kendall_table(_dense_rank(ox, new_x), ry, mx, my, w)
+    if mx < n and my < n and mx * my <= n:
+        rx, ry = _codes(x, xs[new_x]), _codes(y, ys[new_y])
+        n0, n1, n2, n3, discordant = _kendall_table(rx, ry, mx, my, w)
     else:
+        ox, oy = np.argsort(x), np.argsort(y)
+        ry = _dense_rank(oy, new_y) if mx < n or my < n else None
         order = ox  # rows in (x, y) order
         new_xy = new_x
         if ry is not None and mx < n:
@@ -732,7 +745,8 @@ def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     pairs are counted as the inversions of the prediction once rows are sorted by actual
     (Knight 1966), by a vectorised merge sort in numpy (no sort inside its levels), run per
     group through ``map_batches``; with few distinct values on both sides (at most n
-    distinct pairs), from the table of counts of the distinct pairs instead, in O(n). With weights, a pair counts w_i·w_j (integer weights = repeated rows).
+    cells in their table), from the table of counts of the (actual, prediction) pairs
+    instead, in O(n). With weights, a pair counts w_i·w_j (integer weights = repeated rows).
     Null with a constant side or fewer than two rows.
 
     References
