@@ -9,8 +9,12 @@
    * utilsforecast ``evaluate`` on pandas and on polars,
    * the plain-Polars floor: one hand-written ``group_by`` (scale join included).
 2. ``kendall_tau`` on 1e6 rows vs ``scipy.stats.kendalltau``; floor: one Polars sort.
+   ``--kendall-data``: continuous, tied (about 25 distinct values a side) or decimals
+   (about 1,000); ``--kendall-groups G``: per group (``group_by().agg``) against a scipy
+   loop over the groups (sort by group and split included).
 
-Usage: ``python benchmarks/bench_regression_forecast.py --rows 1e7 --kendall-rows 1e6``.
+Usage: ``python benchmarks/bench_regression_forecast.py --rows 1e7 --kendall-rows 1e6``
+(``--only kendall`` or ``--only forecast`` runs one part).
 Prints the median of ``--repeat`` interleaved rounds and the ratio to ours.
 """
 
@@ -155,21 +159,50 @@ def bench_forecast(rows: int, points: int, repeat: int) -> list[tuple[str, float
     return timed(cases, repeat)
 
 
-def bench_kendall(rows: int, repeat: int) -> list[tuple[str, float]]:
+def bench_kendall(rows: int, repeat: int, data: str, groups: int) -> list[tuple[str, float]]:
     import scipy.stats as ss
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=rows)
     y = x + rng.normal(size=rows)
+    if data == "tied":  # about 25 distinct values on each side
+        x, y = np.round(x * 3), np.round(y * 3)
+    elif data == "decimals":  # 2 decimals: about 1,000 distinct values on each side
+        x, y = np.round(x, 2), np.round(y, 2)
     df = pl.DataFrame({"x": x, "y": y})
-    ours = df.eval.kendall_tau("x", "y")
-    ref = ss.kendalltau(x, y).statistic
-    assert abs(ours - ref) < 1e-9, (ours, ref)
-    print(f"kendall_tau: {rows:,} rows")
-    cases: list[tuple[str, Callable[[], Any]]] = [
-        ("polars_eval kendall_tau", lambda: df.select(pe.kendall_tau("x", "y"))),
-        ("scipy.stats.kendalltau", lambda: ss.kendalltau(x, y)),
-        ("plain-Polars floor (one sort)", lambda: df.select(pl.col("x").sort())),
+    label = f"kendall_tau: {rows:,} rows, {data}"
+    if groups == 0:
+        ours = df.eval.kendall_tau("x", "y")
+        ref = ss.kendalltau(x, y).statistic
+        assert abs(ours - ref) < 1e-9, (ours, ref)
+        print(label)
+        cases: list[tuple[str, Callable[[], Any]]] = [
+            ("polars_eval kendall_tau", lambda: df.select(pe.kendall_tau("x", "y"))),
+            ("scipy.stats.kendalltau", lambda: ss.kendalltau(x, y)),
+            ("plain-Polars floor (one sort)", lambda: df.select(pl.col("x").sort())),
+        ]
+        return timed(cases, repeat)
+    g = rng.integers(0, groups, rows)
+    df = df.with_columns(g=g)
+
+    def scipy_loop() -> list[float]:  # what a user writes without us: sort by group, split
+        order = np.argsort(g, kind="stable")
+        bounds = np.flatnonzero(np.diff(g[order])) + 1
+        return [
+            ss.kendalltau(a, b).statistic
+            for a, b in zip(np.split(x[order], bounds), np.split(y[order], bounds), strict=True)
+        ]
+
+    ours = df.group_by("g").agg(pe.kendall_tau("x", "y")).sort("g").get_column("kendall_tau")
+    assert np.allclose(ours.to_numpy(), scipy_loop(), rtol=0, atol=1e-9)
+    print(f"{label}, {groups:,} groups")
+    cases = [
+        (
+            "polars_eval kendall_tau per group",
+            lambda: df.group_by("g").agg(pe.kendall_tau("x", "y")),
+        ),
+        ("scipy.stats.kendalltau loop", scipy_loop),
+        ("plain-Polars floor (sort per group)", lambda: df.group_by("g").agg(pl.col("x").sort())),
     ]
     return timed(cases, repeat)
 
@@ -187,11 +220,19 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e7, help="forecast test rows")
     parser.add_argument("--points", type=int, default=1000, help="test points per series")
     parser.add_argument("--kendall-rows", type=float, default=1e6)
+    parser.add_argument(
+        "--kendall-data", choices=["continuous", "tied", "decimals"], default="continuous"
+    )
+    parser.add_argument("--kendall-groups", type=int, default=0, help="0: one group")
+    parser.add_argument("--only", choices=["forecast", "kendall"], default=None)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(f"polars {pl.__version__}, threads {pl.thread_pool_size()}")
-    report(bench_forecast(int(args.rows), args.points, args.repeat))
-    report(bench_kendall(int(args.kendall_rows), args.repeat))
+    if args.only != "kendall":
+        report(bench_forecast(int(args.rows), args.points, args.repeat))
+    if args.only != "forecast":
+        k_rows = int(args.kendall_rows)
+        report(bench_kendall(k_rows, args.repeat, args.kendall_data, args.kendall_groups))
 
 
 if __name__ == "__main__":

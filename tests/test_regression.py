@@ -23,7 +23,13 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.metrics.regression import _inversions, normal_quantile
+from polars_eval.metrics import regression as regression_module
+from polars_eval.metrics.regression import (
+    _inversions,
+    _kendall_tau_b,
+    _small_inversions,
+    normal_quantile,
+)
 
 SCALAR = [
     "mse",
@@ -162,8 +168,75 @@ def test_inversion_count_brute_force(n: int) -> None:
     y = rng.integers(0, 5 if n < 100 else 50, n).astype(float)
     w = rng.integers(0, 4, n).astype(float)
     order = np.lexsort((np.arange(n), y))
-    assert _inversions(order, None, y) == brute_inversions(y, np.ones(n))
-    assert _inversions(order, w, y) == pytest.approx(brute_inversions(y, w))
+    assert _inversions(order, None) == brute_inversions(y, np.ones(n))
+    assert _inversions(order, w) == pytest.approx(brute_inversions(y, w))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=0, max_size=80),
+    st.lists(st.integers(0, 3), min_size=80, max_size=80),
+    st.integers(1, 9),
+)
+def test_inversion_count_levels_against_brute_force(
+    values: list[int], weights: list[int], block: int
+) -> None:
+    # many ties; bottom blocks from 1 to 9 positions: every split level, the padding to
+    # S·2^J positions and the direct comparisons inside the bottom blocks
+    y = np.array(values, dtype=float)
+    n = y.size
+    w = np.array(weights[:n], dtype=float)
+    order = np.lexsort((np.arange(n), y))  # positions by (value, position)
+    saved = regression_module.INVERSION_BLOCK, regression_module.INVERSION_BLOCK_WEIGHTED
+    try:
+        regression_module.INVERSION_BLOCK = regression_module.INVERSION_BLOCK_WEIGHTED = block
+        unweighted, weighted = _inversions(order, None), _inversions(order, w)
+    finally:
+        regression_module.INVERSION_BLOCK, regression_module.INVERSION_BLOCK_WEIGHTED = saved
+    assert unweighted == brute_inversions(y, np.ones(n))
+    assert isinstance(unweighted, int)
+    assert weighted == pytest.approx(brute_inversions(y, w), abs=1e-9)
+
+
+@pytest.mark.parametrize("size", [33, 50, 64])
+def test_bottom_block_inversions_by_bit_masks(size: int) -> None:
+    # 5,000 rows of at least 33: enough that the rows are counted with a bit mask each
+    rng = np.random.default_rng(size)
+    rows = np.argsort(rng.random((5000, size)), axis=1).astype(np.int32)
+    assert rows.shape[0] * size * size > 1 << 22
+    expected = sum(int((row[i] > row[i + 1 :]).sum()) for row in rows for i in range(size))
+    assert _small_inversions(rows) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 3000),
+    st.sampled_from([0, 1, 2, 5, 40, 1000]),
+    st.sampled_from([0, 1, 3, 30, 700]),
+    st.integers(0, 2**32 - 1),
+)
+def test_kendall_paths_against_scipy(n: int, x_values: int, y_values: int, seed: int) -> None:
+    # 0 = continuous; few distinct values on both sides take the table of counts, the
+    # others the inversion count with ties on one side, the other or both
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) if x_values == 0 else rng.integers(0, x_values, n).astype(float)
+    y = x + rng.normal(size=n) if y_values == 0 else rng.integers(0, y_values, n).astype(float)
+    if y_values:
+        y = np.where(rng.random(n) < 0.5, np.round(x), y)  # correlated, still tied
+    expected = ss.kendalltau(x, y).statistic
+    got = _kendall_tau_b(x, y, None)
+    if np.isnan(expected):
+        assert got is None
+    else:
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
+    # integer weights = repeated rows
+    w = rng.integers(1, 4, n)
+    expected = ss.kendalltau(np.repeat(x, w), np.repeat(y, w)).statistic
+    got = _kendall_tau_b(x, y, w.astype(float))
+    if np.isnan(expected):
+        assert got is None
+    else:
+        assert got == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
 def test_kendall_large_and_per_group(collect) -> None:
