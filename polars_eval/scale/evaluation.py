@@ -8,8 +8,8 @@ That is the regression table without its order statistics, the multiclass table 
 ``classes=`` (without its AUCs), and binary tables of one-pass metrics (log loss, Brier
 score, the confusion-count metrics at ``threshold``). :meth:`Evaluation.update`
 computes, per group, every distinct state of the table's specs once (the planner's
-layout, columns ``__pe_s<i>``; a LazyFrame chunk by chunk, since co-moments take two
-passes), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each column
+layout, columns ``__pe_s<i>``; a LazyFrame in one streaming query, every state being a
+streaming aggregation, the co-moments included), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each column
 by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
 co-moments), and :meth:`Evaluation.compute` finalizes every metric over the merged
 states, as the task method finalizes its own ``group_by``. Memory is bounded by the
@@ -214,10 +214,6 @@ class _Definition:
 # -- the specs' states of a task table -----------------------------------------------------
 
 COUNTS = ("__pe_n", "__pe_complete", "__pe_used")  # rows, complete rows, used rows (no by)
-_CHUNK_ROWS = 1 << 20
-"""A LazyFrame's rows are turned into states about this many at a time."""
-_MERGE_EVERY = 8
-"""The states of this many chunks are merged into one as they come."""
 
 
 def _summed(value: pl.Expr) -> State:
@@ -419,8 +415,8 @@ class Evaluation:
     e.g. ``multiclass_jaccard_micro`` ..., the metrics outside its default table included),
     otherwise the names select its columns.
 
-    :meth:`update` adds rows (a DataFrame, a LazyFrame streamed in chunks, or an Arrow
-    table); :meth:`merge` adds another evaluation of the same definition over disjoint
+    :meth:`update` adds rows (a DataFrame, a LazyFrame collected with the streaming
+    engine, or an Arrow table); :meth:`merge` adds another evaluation of the same definition over disjoint
     rows; :attr:`state` is the merged state as a small ``pl.DataFrame``; :meth:`compute`
     gives the task method's table on every row seen.
 
@@ -681,11 +677,15 @@ class Evaluation:
         return self
 
     def _state_rows(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.DataFrame:
-        """The validated state rows of one batch (what :meth:`update` adds)."""
+        """The validated state rows of one batch (what :meth:`update` adds).
+
+        One streaming query, with the row checks counted beside it: every state is a
+        streaming aggregation (sums, extrema, Polars' own co-moments, or a hash
+        aggregation per distinct key), so a LazyFrame over a lake is read once and never
+        held (``tests/test_streaming.py`` checks the plans).
+        """
         lf = _lazy(data)
         checks = self._check(lf)
-        if self._table is not None and isinstance(data, pl.LazyFrame):
-            return self._streamed_states(lf, checks)
         rows_q = self._batch_rows(lf)
         if checks:
             rows, bad = pl.collect_all([rows_q, lf.select(checks)], engine="streaming")
@@ -693,34 +693,6 @@ class Evaluation:
         else:
             rows = rows_q.collect(engine="streaming")
         return rows
-
-    def _streamed_states(self, lf: pl.LazyFrame, checks: list[pl.Expr]) -> pl.DataFrame:
-        """The specs' states of a LazyFrame, from its rows in chunks (streaming engine).
-
-        The co-moments (two passes: the means, then the centred sums) are not a streaming
-        aggregation: over a whole lake Polars would hold every row of a group. Chunk by chunk, the rows held are
-        one chunk's, and the states of the chunks are merged by their rules as they come.
-        """
-        parts: list[pl.DataFrame] = []
-        bad: list[pl.DataFrame] = []
-        chunks = lf.select(self._inputs()).collect_batches(
-            chunk_size=_CHUNK_ROWS, maintain_order=False, engine="streaming"
-        )
-        for chunk in chunks:
-            rows = chunk.lazy()
-            if checks:
-                states, counts = pl.collect_all([self._batch_rows(rows), rows.select(checks)])
-                bad.append(counts)
-            else:
-                states = self._batch_rows(rows).collect()
-            parts.append(states)
-            if len(parts) >= _MERGE_EVERY:
-                parts = [self._merge_rows(parts)]
-        if bad:
-            raise_for_checks(pl.concat(bad).sum(), self._checks, per_row=False, source=lf)
-        if not parts:
-            return self._batch_rows(lf.select(self._inputs()).limit(0)).collect()
-        return self._merge_rows(parts) if len(parts) > 1 else parts[0]
 
     def _add(self, rows: pl.DataFrame) -> None:
         if self._rows is None or self._rows.height == 0:
