@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import polars as pl
 
@@ -35,6 +36,7 @@ def machine_line() -> str:
 
 _CHILD = """
 import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])  # the parent's polars_eval, whatever the working directory
 start = time.perf_counter()
 exec(sys.argv[1])
 elapsed = time.perf_counter() - start
@@ -44,9 +46,17 @@ print(json.dumps({"seconds": elapsed, "peak_mib": peak / 1024}))
 
 
 def run_child(code: str, timeout: float = 3600) -> dict[str, float]:
-    """Run ``code`` in a fresh Python process: its wall time and peak resident memory."""
+    """Run ``code`` in a fresh Python process: its wall time and peak resident memory.
+
+    The child imports the ``polars_eval`` the parent imported: a ``python -c`` child puts
+    its working directory first on ``sys.path``, so run from a checkout it would import
+    that checkout's package, not the one ``PYTHONPATH`` names for a before/after run.
+    """
+    import polars_eval
+
+    root = str(Path(polars_eval.__file__).resolve().parent.parent)
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, code],
+        [sys.executable, "-c", _CHILD, code, root],
         capture_output=True,
         text=True,
         timeout=timeout,

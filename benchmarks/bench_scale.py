@@ -18,6 +18,9 @@ With ``--task regression`` the lake holds ``actual``/``pred`` columns (continuou
 statistics (``REGRESSION_METRICS``: every metric whose state is sums, extrema or
 co-moments):
 
+* ``exprs streaming``: ``scan_parquet().group_by("seg").agg(pe.r2, pe.pearson,
+  pe.explained_variance, pe.mse, pe.mae, pe.max_error)`` collected with the streaming
+  engine (the bare expressions);
 * ``expr streaming``: ``scan_parquet().eval.regression(..., by="seg", metrics=...)``
   collected with the streaming engine;
 * ``Evaluation rows (old)``: ``pe.Evaluation`` forced onto the distinct-rows state
@@ -175,7 +178,14 @@ _REGRESSION_EV = (
     "{force}"
     "ev.update(pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True)).compute()"
 )
+REGRESSION_EXPRS = "pe.r2, pe.pearson, pe.explained_variance, pe.mse, pe.mae, pe.max_error"
 REGRESSION_RUNS = {
+    "exprs streaming": (
+        "import polars as pl, polars_eval as pe\n"
+        "pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True).group_by('seg').agg("
+        + ", ".join(f"{e}('actual', 'pred')" for e in REGRESSION_EXPRS.split(", "))
+        + ").collect(engine='streaming')"
+    ),
     "expr streaming": (
         "import polars as pl, polars_eval as pe\n"
         "pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True).eval.regression("
@@ -221,12 +231,16 @@ def main() -> None:
     parser.add_argument("--series", type=float, default=1e4, help="forecast: series")
     args = parser.parse_args()
     runs = TASK_RUNS[args.task]
-    print(machine_line())
+    print(machine_line(), f"| polars_eval from {Path(pe.__file__).parent}")
     for rows in args.rows:
         for dec in ["none"] if args.task == "forecast" else args.decimals:
             decimals = None if dec == "none" else int(dec)
             lake = write_lake(
-                Path(args.dir), int(rows), decimals, task=args.task, series=int(args.series)
+                Path(args.dir).resolve(),
+                int(rows),
+                decimals,
+                task=args.task,
+                series=int(args.series),
             )
             detail = (
                 f"{int(args.series):.0e} series"

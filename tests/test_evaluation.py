@@ -664,10 +664,9 @@ def test_states_evaluation_that_saw_no_rows():
         ev.compute()
 
 
-def test_lazy_update_in_chunks_equals_the_whole(monkeypatch, tmp_path):
+def test_lazy_update_in_morsels_equals_the_whole(monkeypatch, tmp_path):
     from polars_eval.scale import evaluation
 
-    monkeypatch.setattr(evaluation, "_CHUNK_ROWS", 100)  # 3000 rows: many chunks, merged
     calls = []
     batch_rows = evaluation.Evaluation._batch_rows
 
@@ -680,18 +679,19 @@ def test_lazy_update_in_chunks_equals_the_whole(monkeypatch, tmp_path):
     df.write_parquet(tmp_path / "lake.parquet")
     lake = pl.scan_parquet(tmp_path / "lake.parquet")
     kw = {"weight": "w", "by": "seg", "metrics": BINARY_STATE_METRICS}
-    ev = pe.Evaluation("binary", label="y", score="p", **kw).update(lake)
-    assert len(calls) >= 2 * evaluation._MERGE_EVERY
+    with pl.Config(streaming_chunk_size=100):  # 3000 rows: many morsels, states merged
+        ev = pe.Evaluation("binary", label="y", score="p", **kw).update(lake)
+    assert len(calls) == 1  # one streaming query over the lake
     assert_states_kept(ev, 3)
     assert_same(ev.compute(), df.eval.binary("y", "p", **kw))
-    # bad rows in several chunks: counted over every chunk, as the task method counts them
+    # bad rows in several morsels: counted over all, as the task method counts them
     bad = df.with_columns(
         w=pl.when(pl.int_range(pl.len()) % 700 == 5).then(-1.0).otherwise(pl.col("w"))
     )
     with pytest.raises(pe.DataValidationError) as want:
         bad.eval.binary("y", "p", **kw)
     ev = pe.Evaluation("binary", label="y", score="p", **kw)
-    with pytest.raises(pe.DataValidationError) as got:
+    with pytest.raises(pe.DataValidationError) as got, pl.Config(streaming_chunk_size=100):
         ev.update(bad.lazy())
     assert str(got.value) == str(want.value)
     assert "found 5 negative rows" in str(got.value)

@@ -43,9 +43,11 @@ class State:
         from several parts, to the list of their union (an aggregation);
     ``moments``
         the weighted count, the two means and the centred second moments of ``x`` and
-        ``y`` (``w, mx, my, sxx, syy, sxy``), centred before the products for accuracy;
-        merged with the pairwise formulas of Chan, Golub & LeVeque (1979), "Updating
-        formulae and a pairwise algorithm for computing sample variances".
+        ``y`` (``w, mx, my, sxx, syy, sxy``), in one pass of streaming aggregations
+        (Polars' centred ``cov``, about the unweighted means, shifted exactly to the
+        weighted ones: see :func:`_moments`); merged with the pairwise formulas of Chan,
+        Golub & LeVeque (1979), "Updating formulae and a pairwise algorithm for computing
+        sample variances".
     """
 
     value: pl.Expr
@@ -93,18 +95,46 @@ class State:
 
 
 def _moments(v: pl.Expr) -> pl.Expr:
+    """The co-moments in one pass of streaming aggregations (no row is held).
+
+    Centring on the weighted mean needs that mean first: a second pass over the group,
+    which Polars' streaming engine cannot run (it would hold every row of the lake). Its
+    own ``mean`` and ``cov`` stream, and each centres on the unweighted mean of its
+    inputs (in blocks merged by Chan et al.'s formulas): so the weighted moments are
+    taken about the unweighted means x̄, ȳ of the kept rows, shifted exactly to the
+    weighted means. With d = x − x̄, e = y − ȳ:
+
+    Σ w d = cov(w, x) · n, Σ w d e = cov(w x, y) · n − x̄ Σ w e (as Σ w x e = x̄ Σ w e +
+    Σ w d e), then mx = x̄ + Σ w d / W and sxy = Σ w d e − Σ w d · Σ w e / W.
+
+    Without weights (w = 1 on every kept row) cov(w, ·) is exactly 0 and this is
+    Polars' centred ``cov``. With weights, no product grows with the offset of x: the
+    rounding error is about 1e-16 · |x̄| / sd(x) relative (linear in the offset, where the
+    raw sums Σ w x² − (Σ w x)² / W lose (|x̄| / sd(x))²).
+    """
     w, x, y = (v.struct.field(f) for f in ("w", "x", "y"))
-    total = w.sum()
-    mx = pl.when(total > 0.0).then((w * x).sum() / total)
-    my = pl.when(total > 0.0).then((w * y).sum() / total)
-    dx, dy = x - mx, y - my
+    kept = (w > 0.0) & x.is_not_null() & y.is_not_null()
+    wk, xk, yk = (pl.when(kept).then(e) for e in (w, x, y))
+    n = xk.count().cast(F64)
+    total = wk.sum()
+    mx_u, my_u = xk.mean(), yk.mean()
+
+    def comoment(a: pl.Expr, b: pl.Expr) -> pl.Expr:  # Σ (a − ā)(b − b̄) over kept rows
+        return pl.when(n > 0.0).then(pl.cov(a, b, ddof=0) * n).otherwise(0.0)
+
+    ax, ay = comoment(wk, xk), comoment(wk, yk)  # Σ w d, Σ w e
+    wx, wy = wk * xk, wk * yk
+    sxx = comoment(wx, xk) - mx_u * ax - ax * ax / total
+    syy = comoment(wy, yk) - my_u * ay - ay * ay / total
+    sxy = comoment(wx, yk) - mx_u * ay - ax * ay / total
+    some = total > 0.0
     return pl.struct(
         total.alias("w"),
-        mx.alias("mx"),
-        my.alias("my"),
-        (w * dx * dx).sum().alias("sxx"),
-        (w * dy * dy).sum().alias("syy"),
-        (w * dx * dy).sum().alias("sxy"),
+        pl.when(some).then(mx_u + ax / total).alias("mx"),
+        pl.when(some).then(my_u + ay / total).alias("my"),
+        pl.when(some).then(sxx).otherwise(0.0).alias("sxx"),
+        pl.when(some).then(syy).otherwise(0.0).alias("syy"),
+        pl.when(some).then(sxy).otherwise(0.0).alias("sxy"),
     )
 
 
@@ -129,7 +159,7 @@ def _merge_moments(column: pl.Expr) -> pl.Expr:
 
 def moments(w: pl.Expr, x: pl.Expr, y: pl.Expr) -> State:
     """The centred co-moments of ``x`` and ``y`` under weights ``w`` (rows of weight 0 or
-    with a null already carry weight 0 and must not hold a NaN that is not data)."""
+    with a null are left out)."""
     return State(pl.struct(w.alias("w"), x.alias("x"), y.alias("y")), "moments")
 
 
@@ -165,7 +195,8 @@ class MetricSpec:
         finalize reads its states more than once more (MCC reads each confusion count three
         times; a weighted mean's one repeat of its total is cheaper than this) the states
         are aggregated once, into one struct, and the finalize runs on it inside
-        ``list.eval``.
+        ``list.eval`` (a one-element list from ``concat_list``, which the streaming engine
+        runs on the aggregated struct; ``implode`` would make it hold the rows).
         """
         inline = {name: s.inline() for name, s in self.states.items()}
         if self.has_rows or len(inline) == 1:
@@ -176,7 +207,7 @@ class MetricSpec:
         packed = pl.struct(*[e.alias(name) for name, e in inline.items()])
         e = pl.element()
         body = self.finalize({name: e.struct.field(name) for name in inline})
-        return packed.implode().list.eval(body).list.first()
+        return pl.concat_list([packed]).list.eval(body).list.first()
 
     def null_when(self, condition: State) -> MetricSpec:
         """The same metric, null where the state ``condition`` (a ``max`` of booleans)

@@ -28,7 +28,7 @@ from polars_eval._exprs import (
     F64,
     NAN,
     binary_label,
-    drop_null_rows,
+    masked_weight,
     not_null,
     safe_div,
     to_float,
@@ -450,9 +450,8 @@ def logloss(
     >>> round(df.eval.logloss("y", "p"), 6)
     0.693147
     """
-    y, p, w = drop_null_rows(
-        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
-    )
+    y, p = binary_label(label, pos_label), to_float(score)
+    w = masked_weight(y, p, weight=weight)
     pc = p.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
     return weighted_mean(-(y * pc.log() + (1.0 - y) * (1.0 - pc).log()), w)
 
@@ -477,10 +476,8 @@ def brier(
     >>> pl.DataFrame({"y": [1, 0], "p": [0.8, 0.4]}).select(pe.brier("y", "p")).item()
     0.1
     """
-    y, p, w = drop_null_rows(
-        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
-    )
-    return weighted_mean((p - y) ** 2, w)
+    y, p = binary_label(label, pos_label), to_float(score)
+    return weighted_mean((p - y) ** 2, masked_weight(y, p, weight=weight))
 
 
 # ---------------------------------------------------------------------------------------
@@ -989,10 +986,9 @@ def hinge_loss(
     >>> df.eval.hinge_loss("y", "margin")
     0.75
     """
-    y, s, w = drop_null_rows(
-        binary_label(label, pos_label), to_float(score), weight=weight_expr(weight)
-    )
-    return weighted_mean((1.0 - (2.0 * y - 1.0) * s).clip(lower_bound=0.0), w)
+    y, s = binary_label(label, pos_label), to_float(score)
+    term = (1.0 - (2.0 * y - 1.0) * s).clip(lower_bound=0.0)
+    return weighted_mean(term, masked_weight(y, s, weight=weight))
 
 
 @register(

@@ -6,9 +6,12 @@ Inputs are cast to Float64 first; a row with a null in any input is ignored; the
 formula is the only formula (no weight = every row weighs 1).
 
 State + finalize: the additive metrics (MSE, MAE, bias, WAPE, MAPE ...) are weighted sums
-finalized by a ratio; R², explained variance and Pearson centre on the weighted mean
-before squaring (no catastrophic cancellation on a large offset). The order-based ones
-(medians, Spearman, Kendall) sort once per group.
+finalized by a ratio; R², explained variance and Pearson read centred co-moments (Polars'
+streaming ``cov`` about the unweighted means, shifted to the weighted ones: no raw sums
+of squares, so a large offset costs digits linearly, not quadratically; see
+``polars_eval/_core/spec.py``). Both stream: over a lake, Polars' streaming engine
+aggregates them without holding the rows. The order-based ones (medians, Spearman,
+Kendall) sort once per group.
 
 Undefined values are null: an empty group (or all weights 0), R² / explained variance of a
 constant target, correlations with a constant side or fewer than two rows. A NaN input
@@ -36,6 +39,7 @@ from polars_eval._exprs import (
     NAN,
     column_name,
     drop_null_rows,
+    masked_weight,
     nan_guard,
     not_null,
     safe_div,
@@ -111,13 +115,9 @@ def _masked(
     actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None
 ) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """Inputs for the additive metrics, without filtering: the weight is 0 on rows with a
-    null input (and null where the weight is null), so every weighted sum skips those rows.
-    Cheaper than filtering three columns per metric inside a ``group_by``."""
+    null input (:func:`~polars_eval._exprs.masked_weight`)."""
     y, p = to_float(actual), to_float(pred)
-    if weight is None:  # the same as a weight of 1, with fewer passes
-        return y, p, not_null(y, p).cast(F64)
-    w = weight_expr(weight)
-    return y, p, w * not_null(y, p, w).cast(F64)
+    return y, p, masked_weight(y, p, weight=weight)
 
 
 def _only_kept(values: pl.Expr, w: pl.Expr) -> pl.Expr:
@@ -197,8 +197,9 @@ def zero_actual_count(
 ) -> pl.Expr:
     """Number of rows (non-null, positive weight) whose actual is 0: the rows that the
     percentage errors skip under ``zero_actuals="skip"``. Int64, aliased ``zero_actuals``."""
-    y, _, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    return (y == 0.0).sum().cast(pl.Int64).alias("zero_actuals")
+    y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
+    used = not_null(y, p, w) & (w != 0.0)  # a mask, not a filter: a streaming aggregation
+    return ((y == 0.0) & used).sum().cast(pl.Int64).alias("zero_actuals")
 
 
 def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:
@@ -444,7 +445,7 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
 def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Pearson correlation, Σ w (y − ȳ)(ŷ − ŷ̄) / √(Σ w (y − ȳ)² · Σ w (ŷ − ŷ̄)²).
 
-    Centred on the weighted means before the products. Null with a constant side or
+    From centred co-moments (no raw sums of squares). Null with a constant side or
     fewer than two rows.
 
     References

@@ -8,8 +8,8 @@ That is the regression table without its order statistics, the multiclass table 
 ``classes=`` (without its AUCs), and binary tables of one-pass metrics (log loss, Brier
 score, the confusion-count metrics at ``threshold``). :meth:`Evaluation.update`
 computes, per group, every distinct state of the table's specs once (the planner's
-layout, columns ``__pe_s<i>``; a LazyFrame chunk by chunk, since co-moments take two
-passes), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each column
+layout, columns ``__pe_s<i>``; a LazyFrame in one streaming query, every state being a
+streaming aggregation, the co-moments included), :meth:`Evaluation.merge` stacks two such frames and re-aggregates each column
 by its state's merge rule (a sum, a minimum, a maximum, Chan et al.'s merge of
 co-moments), and :meth:`Evaluation.compute` finalizes every metric over the merged
 states, as the task method finalizes its own ``group_by``. Memory is bounded by the
@@ -220,7 +220,7 @@ class _Definition:
 
 COUNTS = ("__pe_n", "__pe_complete", "__pe_used")  # rows, complete rows, used rows (no by)
 _CHUNK_ROWS = 1 << 20
-"""A LazyFrame's rows are turned into states about this many at a time."""
+"""A forecast LazyFrame's rows are turned into states about this many at a time."""
 _MERGE_EVERY = 8
 """The states of this many chunks are merged into one as they come."""
 
@@ -442,8 +442,8 @@ class Evaluation:
     e.g. ``multiclass_jaccard_micro`` ..., the metrics outside its default table included),
     otherwise the names select its columns.
 
-    :meth:`update` adds rows (a DataFrame, a LazyFrame streamed in chunks, or an Arrow
-    table); :meth:`merge` adds another evaluation of the same definition over disjoint
+    :meth:`update` adds rows (a DataFrame, a LazyFrame collected with the streaming
+    engine, or an Arrow table); :meth:`merge` adds another evaluation of the same definition over disjoint
     rows; :attr:`state` is the merged state as a small ``pl.DataFrame``; :meth:`compute`
     gives the task method's table on every row seen.
 
@@ -756,10 +756,17 @@ class Evaluation:
         return self
 
     def _state_rows(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.DataFrame:
-        """The validated state rows of one batch (what :meth:`update` adds)."""
+        """The validated state rows of one batch (what :meth:`update` adds).
+
+        One streaming query, with the row checks counted beside it: every state is a
+        streaming aggregation (sums, extrema, Polars' own co-moments, or a hash
+        aggregation per distinct key), so a LazyFrame over a lake is read once and never
+        held (``tests/test_streaming.py`` checks the plans). A forecast LazyFrame is
+        taken in chunks instead (:meth:`_streamed_states`).
+        """
         lf = _lazy(data)
         checks = self._check(lf)
-        if self._states and isinstance(data, pl.LazyFrame):
+        if self._forecast is not None and isinstance(data, pl.LazyFrame):
             return self._streamed_states(lf, checks)
         rows_q = self._batch_rows(lf)
         if checks:
@@ -770,11 +777,11 @@ class Evaluation:
         return rows
 
     def _streamed_states(self, lf: pl.LazyFrame, checks: list[pl.Expr]) -> pl.DataFrame:
-        """The specs' states of a LazyFrame, from its rows in chunks (streaming engine).
+        """The forecast states of a LazyFrame, from its rows in chunks (streaming engine).
 
-        The co-moments (two passes: the means, then the centred sums) are not a streaming
-        aggregation: over a whole lake Polars would hold every row of a group. Chunk by chunk, the rows held are
-        one chunk's, and the states of the chunks are merged by their rules as they come.
+        A forecast state is cut into stretches of consecutive times (a row compared with
+        the one before it), which is not a streaming aggregation: chunk by chunk, the rows
+        held are one chunk's, and the chunks' states are merged as they come.
         """
         parts: list[pl.DataFrame] = []
         bad: list[pl.DataFrame] = []
