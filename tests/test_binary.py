@@ -486,7 +486,8 @@ def test_namespace_by_equals_slices(name: str, engine: str) -> None:
     assert by["g"].to_list() == sorted(by["g"].to_list())
     lazy = getattr(df.lazy().eval, name)("y", "score", by="g", **kwargs)
     assert isinstance(lazy, pl.LazyFrame)
-    assert lazy.collect(engine=engine).equals(by)  # type: ignore[call-overload]
+    # the streaming engine sums its morsels in any order: equal to the last bits or so
+    assert_frame_equal(lazy.collect(engine=engine), by, rel_tol=1e-12, abs_tol=1e-15)
     for g, value in by.iter_rows():
         part = df.filter(pl.col("g") == g)
         assert_same(value, getattr(part.eval, name)("y", "score", **kwargs), 1e-12)
@@ -505,7 +506,7 @@ def test_binary_task_table_matches_single_metrics(engine: str) -> None:
     df = data(True, groups=3, n=300)
     wide = df.eval.binary("y", "score", weight="w", by="g", threshold=0.4)
     lazy = df.lazy().eval.binary("y", "score", weight="w", by="g", threshold=0.4)
-    assert lazy.collect(engine=engine).equals(wide)  # type: ignore[call-overload]
+    assert_frame_equal(lazy.collect(engine=engine), wide, rel_tol=1e-12, abs_tol=1e-15)
     for row in wide.iter_rows(named=True):
         part = df.filter(pl.col("g") == row["g"])
         y, s, w = arrays(part, True)
