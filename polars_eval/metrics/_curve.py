@@ -65,17 +65,20 @@ def sorted_state(
     weights are dropped, so its sign is the label, and sorting two columns instead of
     three saves a gather.
     """
+    return _sorted_rows(label, score, weight, pos_label, bins).implode()
+
+
+def _sorted_rows(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, bins: int | None
+) -> pl.Expr:
+    """The ``{s, sw}`` rows of :func:`sorted_state`, not yet a list."""
     y, s, w = drop_null_rows(
         binary_label(label, pos_label),
         binned_score(to_float(score), bins),
         weight=weight_expr(weight),
         drop_zero_weight=True,
     )
-    return (
-        pl.struct(s.alias("s"), (w * (2.0 * y - 1.0)).alias("sw"))
-        .sort_by(s, descending=True)
-        .implode()
-    )
+    return pl.struct(s.alias("s"), (w * (2.0 * y - 1.0)).alias("sw")).sort_by(s, descending=True)
 
 
 def threshold_state(
@@ -93,18 +96,41 @@ def threshold_state(
     accumulate again.
 
     Without weights (:func:`_counted_state`) each row is one integer (its score's bits and
-    its label) and the rows are sorted as plain integers and counted per run, so the work
-    after the sort follows the distinct scores, not the rows. With weights the rows are
-    sorted by score carrying their signed weight (:func:`sorted_state`).
+    its label), sorted as plain integers and counted per run, so the work after the sort
+    follows the distinct scores, not the rows. With weights the rows are sorted by score
+    carrying their signed weight (:func:`sorted_state`).
+
+    The cumulative sums run in ``struct.eval`` over a struct computed once (Polars shares
+    no repeated subexpression in an eager query, and ``list.eval`` copies its input for
+    anything but an elementwise expression); the one filter, to the last row of each tie
+    block, is ``list.filter``.
     """
     if weight is None:
         return _counted_state(label, score, pos_label, bins)
-    e = pl.element()
-    sw = e.struct.field("sw")
-    rows = sorted_state(label, score, weight, pos_label, bins)
-    return _block_ends(
-        rows, e.struct.field("s"), sw.clip(lower_bound=0.0), (-sw).clip(lower_bound=0.0)
+    s, sw = pl.field("s"), pl.field("sw")
+    return _tie_block_ends(
+        _sorted_rows(label, score, weight, pos_label, bins).struct.eval(
+            t=s,
+            tp=sw.clip(lower_bound=0.0).cum_sum(),
+            fp=(-sw).clip(lower_bound=0.0).cum_sum(),
+            end=(s != s.shift(-1)).fill_null(True),
+        )
     )
+
+
+def _tie_block_ends(rows: pl.Expr, **fields: pl.Expr) -> pl.Expr:
+    """The state from ``rows`` (a struct with ``end``, true at the last row of each tie
+    block): those rows, as ``{t, tp, fp}`` (or ``fields``, elementwise over the row's
+    fields) in one list per group."""
+    e = pl.element()
+    if not fields:
+        t = e.struct.field("t")  # -0.0 and 0.0 tie: the threshold is 0.0 whichever row ends
+        fields = {
+            "t": pl.when(t == 0.0).then(0.0).otherwise(t),
+            "tp": e.struct.field("tp"),
+            "fp": e.struct.field("fp"),
+        }
+    return rows.implode().list.filter(e.struct.field("end")).list.eval(pl.struct(**fields))
 
 
 # The bits of a float64 with the sign bit cleared: order-preserving for the magnitude.
@@ -139,58 +165,45 @@ def _counted_state(
     arg-sort and a gather of every column), and on tied scores it and the runs shrink
     with the distinct scores (pdqsort partitions equal keys once).
 
-    The score's 64 bits and the label do not fit one 64-bit integer (the 128-bit
-    integers Polars offers sort and gather much slower per group), so the rows of negative
-    scores are sorted apart by ascending magnitude and their runs follow those of the
-    scores >= 0 (−0.0 and NaN go with these: NaN first, as Polars sorts it): no branch on
-    the data, and a group without negative scores pays for an empty sort only.
+    The score's 64 bits and the label do not fit one 64-bit integer (Polars' 128-bit
+    integers sort and gather much slower per group), so the rows of negative scores are
+    sorted apart by ascending magnitude and their runs follow those of the scores >= 0
+    (−0.0 and NaN go with these: NaN first, as Polars sorts it): no branch on the data,
+    and a group without negative scores pays for an empty sort only.
     """
     y = binary_label(label, pos_label)
     s = binned_score(to_float(score), bins)
     row = _magnitude_key(s) * 2 + (y == 1.0).cast(pl.UInt64)
     negative = s < 0.0  # null where the score is null: the row is in neither part
     kept = y.is_not_null()
-    e = pl.element()
-    value, length = e.struct.field("value"), e.struct.field("len").cast(pl.Int64)
+    value, length = pl.field("value"), pl.field("len")
     key = (value // 2).cast(pl.Int64)
 
     def runs(part: pl.Expr, descending: bool) -> pl.Expr:
-        """The (score, label) runs of one part, in descending score order, as
-        ``{k, pos, n}``: the signed key, the positives and the rows of the run."""
-        ordered = row.filter(part & kept).sort(descending=descending).rle().implode()
-        signed = key if descending else -key
-        return ordered.list.eval(
-            pl.struct(k=signed, pos=length * (value & 1).cast(pl.Int64), n=length)
+        """The (score, label) runs of one part in descending score order, as ``{k, pos,
+        n}``: the signed key, the positives and the rows of the run."""
+        ordered = row.filter(part & kept).sort(descending=descending).rle()
+        return ordered.struct.eval(
+            k=key if descending else -key,
+            pos=length * (value & 1).cast(pl.UInt32),
+            n=length,
         )
 
-    k, n = e.struct.field("k"), e.struct.field("n")
-    # two list.eval stages: the cumulative sums first, then one filter of the struct
-    # (a filter of columns just accumulated costs twice as much inside list.eval)
-    cumulated = pl.struct(
+    k, pos, n = pl.field("k"), pl.field("pos"), pl.field("n")
+    cumulated = pl.concat([runs(~negative, True), runs(negative, False)]).struct.eval(
         k=k,
-        tp=e.struct.field("pos").cum_sum(),
-        c=n.cum_sum(),
+        tp=pos.cast(pl.Int64).cum_sum(),
+        rows=n.cast(pl.Int64).cum_sum(),
         end=(k != k.shift(-1)).fill_null(True),
     )
-    tp = e.struct.field("tp")
-    points = pl.struct(
-        t=_score_of_key(k), tp=tp.cast(F64), fp=(e.struct.field("c") - tp).cast(F64)
-    ).filter(e.struct.field("end"))
-    both = runs(~negative, descending=True).list.concat(runs(negative, descending=False))
-    return both.list.eval(cumulated).list.eval(points)
-
-
-def _block_ends(rows: pl.Expr, s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:
-    """:func:`_accumulate` over a list of rows sorted by score descending, in two
-    ``list.eval`` stages (the cumulative sums, then one filter of the struct)."""
     e = pl.element()
-    cumulated = pl.struct(
-        t=s, tp=p.cum_sum(), fp=n.cum_sum(), end=(s != s.shift(-1)).fill_null(True)
+    tp = e.struct.field("tp")
+    return _tie_block_ends(
+        cumulated,
+        t=_score_of_key(e.struct.field("k")),
+        tp=tp.cast(F64),
+        fp=(e.struct.field("rows") - tp).cast(F64),
     )
-    points = pl.struct(
-        t=e.struct.field("t"), tp=e.struct.field("tp"), fp=e.struct.field("fp")
-    ).filter(e.struct.field("end"))
-    return rows.list.eval(cumulated).list.eval(points)
 
 
 def _accumulate(s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:
