@@ -103,7 +103,8 @@ def threshold_state(
     The cumulative sums run in ``struct.eval`` over a struct computed once (Polars shares
     no repeated subexpression in an eager query, and ``list.eval`` copies its input for
     anything but an elementwise expression); the one filter, to the last row of each tie
-    block, is ``list.filter``.
+    block, runs in ``list.eval`` (``list.filter`` names a root column ``""``, which the
+    bootstrap reads as a missing column).
     """
     if weight is None:
         return _counted_state(label, score, pos_label, bins)
@@ -130,7 +131,8 @@ def _tie_block_ends(rows: pl.Expr, **fields: pl.Expr) -> pl.Expr:
             "tp": e.struct.field("tp"),
             "fp": e.struct.field("fp"),
         }
-    return rows.implode().list.filter(e.struct.field("end")).list.eval(pl.struct(**fields))
+    ends = e.filter(e.struct.field("end"))
+    return rows.implode().list.eval(ends).list.eval(pl.struct(**fields))
 
 
 # The bits of a float64 with the sign bit cleared: order-preserving for the magnitude.
