@@ -69,6 +69,16 @@ def not_null(*exprs: pl.Expr) -> pl.Expr:
     return pl.all_horizontal([e.is_not_null() for e in exprs])
 
 
+def count_true(flags: pl.Expr) -> pl.Expr:
+    """How many rows of a boolean expression are true, as Int64 (null counts as false).
+
+    Cast before summing: Polars sums booleans to its index type (UInt32 in the 32-bit
+    runtime), which wraps past 2^32 rows in a streaming or partitioned aggregation; a
+    cast after the sum would only widen the wrapped value (BAD_INPUTS 40).
+    """
+    return flags.cast(pl.Int64).sum()
+
+
 def masked_weight(*exprs: pl.Expr, weight: IntoExpr | None) -> pl.Expr:
     """The row weight as Float64, 0 where an input is null (null where the weight is), so
     that every weighted sum skips those rows without a filter.

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core.registry import Role
-from polars_eval._exprs import column_name, to_expr
+from polars_eval._exprs import column_name, count_true, to_expr
 from polars_eval.exceptions import DataValidationError
 
 N_EXAMPLES = 3
@@ -235,7 +235,7 @@ def check_aggs(checks: Sequence[Check], *, examples: bool = True) -> list[pl.Exp
     """
     aggs: list[pl.Expr] = []
     for i, check in enumerate(checks):
-        aggs.append(check.bad.fill_null(False).sum().cast(pl.Int64).alias(f"__pe_bad_{i}"))
+        aggs.append(count_true(check.bad).alias(f"__pe_bad_{i}"))
         if examples:
             aggs.append(_examples(check).implode().alias(f"__pe_ex_{i}"))
     return aggs

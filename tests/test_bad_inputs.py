@@ -116,6 +116,8 @@ COVERED_ELSEWHERE: dict[int, tuple[str, ...]] = {
         "tests/test_binary_bad_inputs.py::test_row40_boolean_inputs_are_cast_before_summing",
         "tests/test_binary_bad_inputs.py::test_row40_pred_is_cast_before_summing",
         "tests/test_edges.py::test_binary_confusion_counts_are_integers_unweighted",
+        "tests/test_counts.py::test_validation_counts_cast_before_summing",
+        "tests/test_counts.py::test_no_sum_of_flags_is_cast_after_summing",
     ),
     41: (
         "tests/test_binary_bad_inputs.py::test_row41_float32_inputs_equal_float64",

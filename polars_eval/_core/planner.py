@@ -22,7 +22,7 @@ import polars as pl
 
 from polars_eval._core.registry import MetricInfo, Role
 from polars_eval._core.spec import F64, MetricSpec, State
-from polars_eval._exprs import column_name, to_expr
+from polars_eval._exprs import column_name, count_true, to_expr
 from polars_eval._validate import (
     check_aggs,
     column_problems,
@@ -211,8 +211,8 @@ def row_counts(args: Mapping[str, Any], inputs: Mapping[str, Role]) -> list[pl.E
     used = complete & pl.all_horizontal(weights) if weights else complete
     return [
         pl.len().cast(pl.Int64).alias("n"),
-        complete.sum().cast(pl.Int64).alias("complete"),
-        used.sum().cast(pl.Int64).alias("used"),
+        count_true(complete).alias("complete"),
+        count_true(used).alias("used"),
     ]
 
 

@@ -22,6 +22,8 @@ from typing import Literal
 
 import polars as pl
 
+from polars_eval._exprs import count_true
+
 Kind = Literal["sum", "min", "max", "rows", "moments", "list"]
 F64 = pl.Float64
 
@@ -115,7 +117,7 @@ def _moments(v: pl.Expr) -> pl.Expr:
     w, x, y = (v.struct.field(f) for f in ("w", "x", "y"))
     kept = (w > 0.0) & x.is_not_null() & y.is_not_null()
     wk, xk, yk = (pl.when(kept).then(e) for e in (w, x, y))
-    n = xk.count().cast(F64)
+    n = count_true(kept).cast(F64)
     total = wk.sum()
     mx_u, my_u = xk.mean(), yk.mean()
 

@@ -35,7 +35,15 @@ import polars as pl
 
 from polars_eval._core.registry import register
 from polars_eval._core.spec import MetricSpec, State, nan_or, weighted_mean
-from polars_eval._exprs import F64, column_name, not_null, safe_div, to_float, weight_expr
+from polars_eval._exprs import (
+    F64,
+    column_name,
+    count_true,
+    not_null,
+    safe_div,
+    to_float,
+    weight_expr,
+)
 from polars_eval._params import (
     check_alpha,
     check_fraction,
@@ -993,7 +1001,7 @@ def _sorted_scale(
     if duplicates is not None:
         repeat = same_series(1) & (pl.col(time) == pl.col(time).shift(1))
         columns.append(repeat.alias("__pe_rep"))
-        aggs.append(pl.col("__pe_rep").sum().cast(pl.Int64).alias(duplicates))
+        aggs.append(count_true(pl.col("__pe_rep")).alias(duplicates))
     if len(keys) == 1:  # a sorted key: the group_by takes its slices instead of hashing
         lf = lf.with_columns(pl.col(keys[0]).set_sorted())
     return lf.with_columns(columns).group_by(keys).agg(aggs)

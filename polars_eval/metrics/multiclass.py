@@ -1254,7 +1254,7 @@ def _balanced_accuracy_body(adjusted: bool) -> Body:
         score = safe_div(s.c, s.t).mean()
         if not adjusted:
             return score
-        chance = 1.0 / (s.t > 0.0).sum().cast(F64)
+        chance = 1.0 / (s.t > 0.0).cast(F64).sum()
         return safe_div(score - chance, 1.0 - chance)
 
     return body

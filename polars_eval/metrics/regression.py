@@ -38,6 +38,7 @@ from polars_eval._exprs import (
     F64,
     NAN,
     column_name,
+    count_true,
     drop_null_rows,
     masked_weight,
     nan_guard,
@@ -199,7 +200,7 @@ def zero_actual_count(
     percentage errors skip under ``zero_actuals="skip"``. Int64, aliased ``zero_actuals``."""
     y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
     used = not_null(y, p, w) & (w != 0.0)  # a mask, not a filter: a streaming aggregation
-    return ((y == 0.0) & used).sum().cast(pl.Int64).alias("zero_actuals")
+    return count_true((y == 0.0) & used).alias("zero_actuals")
 
 
 def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:

@@ -28,7 +28,7 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
 from polars_eval._core.spec import nan_or
 from polars_eval._core.tasks import TASKS, Task
-from polars_eval._exprs import binary_label, to_expr, to_float
+from polars_eval._exprs import binary_label, count_true, to_expr, to_float
 from polars_eval._params import check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
@@ -148,9 +148,9 @@ def _row_count_aggs(
     used = ~has_null & ~zero_weight
     aggs = [
         pl.len().cast(pl.Int64).alias("rows"),
-        has_null.sum().cast(pl.Int64).alias("rows_null"),
-        zero_weight.sum().cast(pl.Int64).alias("rows_zero_weight"),
-        used.sum().cast(pl.Int64).alias("rows_used"),
+        count_true(has_null).alias("rows_null"),
+        count_true(zero_weight).alias("rows_zero_weight"),
+        count_true(used).alias("rows_used"),
     ]
     if positives is not None:
         w = to_float(weight) if weight is not None else pl.lit(1.0)

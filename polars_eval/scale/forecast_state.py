@@ -42,7 +42,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core.planner import no_rows_text, report_undefined, row_counts
-from polars_eval._exprs import to_float
+from polars_eval._exprs import count_true, to_float
 from polars_eval.exceptions import DataValidationError
 from polars_eval.metrics import forecast as _fc
 from polars_eval.tasks import forecast as _task
@@ -176,7 +176,7 @@ class ForecastState:
         aggs = [
             *self.plan.aggs,
             *(e.alias(name) for e, name in zip(counts, COUNTS, strict=True)),
-            pl.col(t).is_null().sum().cast(pl.Int64).alias(TNULL),
+            count_true(pl.col(t).is_null()).alias(TNULL),
         ]
         metric = lf.with_columns(self.plan.rows).group_by(g).agg(aggs)
         if not arithmetic(dtype):

@@ -72,7 +72,7 @@ import polars as pl
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec
-from polars_eval._exprs import F64
+from polars_eval._exprs import F64, count_true
 from polars_eval._params import check_choice, check_level, check_positive_int
 from polars_eval._validate import (
     check_aggs,
@@ -1083,7 +1083,8 @@ def percentile_summary(
     """Per (group, metric): estimate, percentile bounds, std and the undefined count."""
     alpha = 1.0 - level
     v = pl.col("__pe_v")
-    ok = v.filter(v.is_not_null() & ~v.is_nan())
+    defined = v.is_not_null() & ~v.is_nan()
+    ok = v.filter(defined)
     n_total = reps.get_column(R_COL).n_unique() if reps.height else 0
     long = reps.unpivot(
         index=[R_COL, *by], on=list(names), variable_name="metric", value_name="__pe_v"
@@ -1092,7 +1093,7 @@ def percentile_summary(
         ok.quantile(alpha / 2.0, interpolation="linear").alias("lower"),
         ok.quantile(1.0 - alpha / 2.0, interpolation="linear").alias("upper"),
         ok.std().alias("std"),
-        (pl.lit(n_total, dtype=pl.Int64) - ok.count().cast(pl.Int64)).alias("n_undefined"),
+        (pl.lit(n_total, dtype=pl.Int64) - count_true(defined)).alias("n_undefined"),
     )
     est_long = (
         est.select([*by, *names])

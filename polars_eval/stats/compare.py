@@ -15,7 +15,7 @@ import polars as pl
 
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY
-from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float
+from polars_eval._exprs import F64, NAN, binary_label, count_true, drop_null_rows, to_float
 from polars_eval._params import check_number
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
@@ -112,8 +112,8 @@ def mcnemar(
     truth = y == 1.0
     right_1 = (s1 >= threshold_1) == truth
     right_2 = (s2 >= threshold_2) == truth
-    b = (right_1 & ~right_2).sum().cast(pl.Int64)
-    c = (~right_1 & right_2).sum().cast(pl.Int64)
+    b = count_true(right_1 & ~right_2)
+    c = count_true(~right_1 & right_2)
     p = pl.struct(b.alias("b"), c.alias("c")).map_batches(
         _binom_sf, return_dtype=F64, returns_scalar=True
     )
@@ -193,8 +193,8 @@ def delong(
     )
     # stage 2: sums and variances of the components (within-class midranks once each)
     pos = field("y") == 1.0
-    m = pos.sum().cast(F64)
-    n = (~pos).sum().cast(F64)
+    m = pos.cast(F64).sum()
+    n = (~pos).cast(F64).sum()
     a = field("r1") - field("r2")
     d10 = (
         a.filter(pos)
@@ -207,8 +207,8 @@ def delong(
     sums = ranked.list.eval(
         pl.concat_list(
             [
-                field("r1").filter(pos).sum().cast(F64),
-                field("r2").filter(pos).sum().cast(F64),
+                field("r1").filter(pos).sum(),  # average ranks: Float64
+                field("r2").filter(pos).sum(),
                 d10.var(ddof=1),
                 d01.var(ddof=1),
                 m,
@@ -280,17 +280,18 @@ def paired_summary(
     """Difference of the two metrics per resample → estimate, interval, std, p-value."""
     alpha = 1.0 - level
     d = pl.col("__pe_1") - pl.col("__pe_2")
-    ok = d.filter(d.is_not_null() & ~d.is_nan())
+    defined = d.is_not_null() & ~d.is_nan()
+    ok = d.filter(defined)
     frac_le = (ok <= 0.0).mean()
     frac_ge = (ok >= 0.0).mean()
     summary = reps.group_by(by or pl.lit(0).alias("__pe_all")).agg(
         ok.quantile(alpha / 2.0, interpolation="linear").alias("lower"),
         ok.quantile(1.0 - alpha / 2.0, interpolation="linear").alias("upper"),
         ok.std().alias("std"),
-        pl.when(ok.count() > 0)
+        pl.when(defined.any())
         .then(pl.min_horizontal(pl.lit(1.0), 2.0 * pl.min_horizontal(frac_le, frac_ge)))
         .alias("p_value"),
-        (pl.lit(n_resamples, dtype=pl.Int64) - ok.count().cast(pl.Int64)).alias("n_undefined"),
+        (pl.lit(n_resamples, dtype=pl.Int64) - count_true(defined)).alias("n_undefined"),
     )
     est = est.with_columns(
         pl.col("__pe_1").cast(F64).alias("estimate_1"),

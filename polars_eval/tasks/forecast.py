@@ -38,7 +38,7 @@ from polars_eval._core.planner import (
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec, State
 from polars_eval._core.tasks import TASKS
-from polars_eval._exprs import not_null, to_float, weight_expr
+from polars_eval._exprs import count_true, not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
@@ -123,7 +123,7 @@ def duplicate_error(
     counts = lf.group_by(keys).agg(pl.len().alias("__pe_n")).filter(pl.col("__pe_n") > 1)
     total, examples = pl.collect_all(
         [
-            counts.select((pl.col("__pe_n").sum() - pl.len()).cast(pl.Int64)),
+            counts.select(pl.col("__pe_n").cast(pl.Int64).sum() - pl.len().cast(pl.Int64)),
             counts.sort(keys, nulls_last=True).head(N_KEY_EXAMPLES).select(keys),
         ]
     )
@@ -340,8 +340,8 @@ def series_plan(
     ]
     aggs = [
         *planned.aggs,
-        pl.col(STATE + "n").sum().cast(pl.Int64).alias("n"),
-        pl.col(STATE + "zero").sum().cast(pl.Int64).alias("zero_actuals"),
+        count_true(pl.col(STATE + "n")).alias("n"),
+        count_true(pl.col(STATE + "zero")).alias("zero_actuals"),
     ]
     names = [*point, *(n for n in specs if n not in point and not n.startswith(LATE))]
     return SeriesPlan(specs, late, planned, names, rows, aggs, row_scale)
@@ -362,10 +362,10 @@ def series_table(
         return q.select([*by_cols, *keys, "n", *names, "zero_actuals"])
     aggs = [
         pl.len().cast(pl.Int64).alias("n_series"),
-        pl.col("n").sum().cast(pl.Int64),
+        pl.col("n").sum(),  # Int64 counts
         *[pl.col(n).mean().alias(n) for n in names],
         *_late_merged(planned, late, names),  # the states of every series, merged
-        pl.col("zero_actuals").sum().cast(pl.Int64),
+        pl.col("zero_actuals").sum(),
     ]
     q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
     pooled = [n + "_pooled" for n in names]
@@ -588,7 +588,7 @@ class ForecastMethods:
         first = list(sp.aggs)
         checks = row_checks(schema, args, inputs) if validate else []
         if flag:
-            first.append((pl.col(DUP).sum().cast(pl.Int64) - 1).alias(DUP))
+            first.append((count_true(pl.col(DUP)) - 1).alias(DUP))
         lf = lf.with_columns(sp.rows)
         checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
@@ -824,7 +824,7 @@ def scale_frame(
     if not validate:
         return scale
     y = to_float(actual)
-    bad = train.select((~y.is_finite()).sum().cast(pl.Int64))
+    bad = train.select(count_true(~y.is_finite()))
 
     def checked(df: pl.DataFrame) -> pl.DataFrame:
         n = bad.collect().item()

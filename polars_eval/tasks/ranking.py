@@ -31,7 +31,7 @@ from polars_eval._core.planner import (
     normalize_by,
     report_undefined,
 )
-from polars_eval._exprs import F64, column_name, safe_div, to_expr, to_float
+from polars_eval._exprs import F64, column_name, count_true, safe_div, to_expr, to_float
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -196,10 +196,10 @@ def _partial_sums(
             w = pl.col(WEIGHT)
             aggs += [(value * w).sum().alias(NUM + name), w.filter(value.is_not_null()).sum()]
         else:
-            aggs += [value.sum().alias(NUM + name), value.count().cast(F64)]
+            aggs += [value.sum().alias(NUM + name), count_true(value.is_not_null())]
         aggs[-1] = aggs[-1].cast(F64).alias(DEN + name)
     if counts or zero_counts:
-        excluded = (pl.col(rk.NREL) == 0.0).sum() if counts else pl.lit(0)
+        excluded = count_true(pl.col(rk.NREL) == 0.0) if counts else pl.lit(0)
         aggs = [
             pl.len().cast(pl.Int64).alias(COUNTS[0]),
             excluded.cast(pl.Int64).alias(COUNTS[1]),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import F64, NAN, to_expr, to_float
+from polars_eval._exprs import F64, NAN, count_true, to_expr, to_float
 from polars_eval._params import check_choice, check_fraction, check_number, check_positive_int
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
@@ -678,12 +678,12 @@ def evaluate(
     given = [c for c in (NREL, NRET, NNONREL, HASNAN, IDEAL) if c in states.columns]
     judged = r < min_relevance if "_u" not in rows.columns else (r < min_relevance) & (U == 0.0)
     scalars = {
-        NREL: (r >= min_relevance).sum().cast(F64),
-        NRET: s.is_not_null().sum().cast(F64),
+        NREL: count_true(r >= min_relevance).cast(F64),
+        NRET: count_true(s.is_not_null()).cast(F64),
         HASNAN: (s.is_nan() | r.is_nan()).any(),
     }
     if any(spec.metric in ("bpref", "fallout_at_k") for spec in every):
-        scalars[NNONREL] = judged.sum().cast(F64)
+        scalars[NNONREL] = count_true(judged).cast(F64)
     top = _ideal_top(r, every)
     counted = [e.alias(n) for n, e in scalars.items() if n not in given]
     per_query = grouped.select(QI, *given)
