@@ -147,6 +147,37 @@ def test_duplicate_document_is_an_error() -> None:
         pe.trec_eval(run, qrels, ["map"])
 
 
+@pytest.mark.parametrize("retrieved", [True, False], ids=["retrieved", "unretrieved"])
+@pytest.mark.parametrize("complete", [False, True], ids=["", "complete"])
+def test_document_judged_twice_in_the_qrels_is_an_error(
+    tmp_path: Path, retrieved: bool, complete: bool
+) -> None:
+    """trec_eval stops on a document judged twice for a query ("duplicate docs"); counted
+    twice, it would add a relevant document that does not exist (num_rel 3, map 2/3)."""
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 2.0 x\n1 Q0 b 2 1.0 x\n")
+    qrels = tmp_path / "qrels.txt"
+    twice = "a" if retrieved else "c"
+    qrels.write_text(f"1 0 a 1\n1 0 b 0\n1 0 {twice} 1\n1 0 c 1\n")
+    if not retrieved:
+        qrels.write_text("1 0 a 1\n1 0 b 0\n1 0 c 1\n1 0 c 1\n")
+    with pytest.raises(DataValidationError, match=f'document "{twice}" .* query "1" in the qrels'):
+        pe.trec_eval(run, qrels, ["map", "num_rel"], complete_queries=complete)
+    frame = pe.read_trec_qrels(qrels).collect()
+    with pytest.raises(DataValidationError, match=f'document "{twice}" .* query "1" in the qrels'):
+        pe.trec_eval(pe.read_trec_run(run).collect(), frame, ["map"])
+
+
+def test_document_twice_in_the_qrels_of_a_query_only_there_with_complete(tmp_path: Path) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 2.0 x\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n2 0 d 1\n2 0 d 1\n")
+    assert pe.trec_eval(run, qrels, ["num_rel"]).item(0, "num_rel") == 1  # query 2 not evaluated
+    with pytest.raises(DataValidationError, match='document "d" .* query "2" in the qrels'):
+        pe.trec_eval(run, qrels, ["num_rel"], complete_queries=True)
+
+
 def test_readers_are_lazy_and_typed(tmp_path: Path) -> None:
     path = tmp_path / "run.txt"
     path.write_text("1 Q0 a 1 2.5 x\n\n1\tQ0  b 2 -1e3 x\n")

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import F64
+from polars_eval._exprs import F64, count_true
 from polars_eval._params import check_count, check_positive_int
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.io import _trec_measures as tm
@@ -693,23 +693,28 @@ def _empty_rankings(measures: list[Measure], flavor: str) -> list[pl.Expr]:
     return out
 
 
-def _raise_duplicate(joined: pl.LazyFrame, queries: pl.Series) -> None:
-    """Name the first repeated (query, document) pair (an error, as in trec_eval)."""
-    dups = (
-        joined.filter(pl.col("query").is_in(queries.implode()))
-        .group_by("query", "doc")
-        .len()
-        .filter(pl.col("len") > 1)
-        .sort("query", "doc")
-        .collect()
-    )
-    query, doc = dups.row(0)[:2]
-    raise DataValidationError(
-        f'document "{doc}" appears more than once for query "{query}" in the run (or in the '
-        f"qrels); {queries.len()} queries have repeated documents (trec_eval stops too)"
-    )
+def _raise_duplicate(run_lf: pl.LazyFrame, qrels_lf: pl.LazyFrame, queries: pl.Series) -> None:
+    """Name the first repeated (query, document) pair of the run, else of the qrels, among
+    ``queries`` (an error, as in trec_eval)."""
+    for lf, what in ((run_lf, "run"), (qrels_lf, "qrels")):
+        dups = (
+            lf.filter(pl.col("query").is_in(queries.implode()))
+            .group_by("query", "doc")
+            .len()
+            .filter(pl.col("len") > 1)
+            .sort("query", "doc")
+            .collect()
+        )
+        if dups.height:
+            query, doc = dups.row(0)[:2]
+            raise DataValidationError(
+                f'document "{doc}" appears more than once for query "{query}" in the {what}; '
+                f"{queries.len()} queries have repeated documents (trec_eval stops too)"
+            )
 
 
+QRELS_DUP = "__pe_qrels_dup"
+"""Per query: a document judged twice in the qrels."""
 MISSING = "__pe_missing"
 """Per query: absent from the run (``complete_queries``)."""
 GAINED = "__pe_gained"
@@ -933,7 +938,7 @@ def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
         if m.name == "num_q":
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
         elif m.name in SUMMED:
-            aggs.append(pl.col(m.column).sum().cast(pl.Int64))
+            aggs.append(pl.col(m.column).cast(pl.Int64).sum())
         elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
             aggs.append(pl.col(m.column).mean().exp().cast(F64))
         elif m.name == "runid":
@@ -943,6 +948,26 @@ def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
     if "num_q" not in {m.name for m in measures}:
         aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
     return per.select(aggs)
+
+
+def _count_aggs(level: int, *, qrels: bool = False) -> list[pl.Expr]:
+    """The per-query counts of the run side (retrieved, relevant and judged non-relevant
+    retrieved) or of the qrels side (relevant, gained, judged non-relevant), summed as
+    Int64 (a boolean sum is UInt32 and wraps, BAD_INPUTS 40)."""
+    rel = pl.col("relevance")
+    relevant, nonrel = count_true(rel >= level), count_true((rel >= 0) & (rel < level))
+    if qrels:
+        return [
+            relevant.cast(F64).alias(rk.NREL),
+            count_true(rel >= 1).cast(F64).alias(GAINED),
+            relevant.alias("num_rel"),
+            nonrel.cast(F64).alias(rk.NNONREL),
+        ]
+    return [
+        count_true(pl.col("score").is_not_null()).cast(F64).alias(rk.NRET),
+        relevant.alias("num_rel_ret"),
+        nonrel.alias("num_nonrel_judged_ret"),
+    ]
 
 
 def _per_query(
@@ -975,11 +1000,9 @@ def _per_query(
     judged = pl.when(rel >= 0).then(rel)  # unjudged documents: null, ranked as not relevant
     aggs = [
         rk.query_state(judged, "score", ties="first", tiebreak="doc"),
-        pl.col("score").is_not_null().sum().cast(F64).alias(rk.NRET),
+        *_count_aggs(level),
         (pl.col("score").is_nan().any() | rel.is_nan().any()).alias(rk.HASNAN),
         pl.len().cast(pl.Int64).alias("num_ret"),
-        (rel >= level).sum().cast(pl.Int64).alias("num_rel_ret"),
-        ((rel >= 0) & (rel < level)).sum().cast(pl.Int64).alias("num_nonrel_judged_ret"),
         (pl.col("doc").n_unique() < pl.len()).alias("__pe_dup"),
     ]
     if codes_needed:
@@ -991,12 +1014,10 @@ def _per_query(
     if flags.judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
         run_side = run_lf.select("query").unique().join(run_side, on="query", how="left")
     qrels_side = qrels_lf.group_by("query").agg(
-        (rel >= level).sum().cast(F64).alias(rk.NREL),
-        (rel >= 1).sum().cast(F64).alias(GAINED),
-        (rel >= level).sum().cast(pl.Int64).alias("num_rel"),
-        ((rel >= 0) & (rel < level)).sum().cast(F64).alias(rk.NNONREL),
+        *_count_aggs(level, qrels=True),
         *rk.ideal_aggs(rel.clip(lower_bound=0.0), specs),
         *([rel.filter(rel >= 0).cast(pl.Int64).alias(LEVELS)] if codes_needed else []),
+        (pl.col("doc").n_unique() < pl.len()).alias(QRELS_DUP),
     )
     # collected here: the readers' parsing (a Python batch function) runs once
     if flags.complete_queries:  # the queries of the qrels, those absent from the run empty
@@ -1009,6 +1030,10 @@ def _per_query(
         pl.col(rk.HASNAN, "__pe_dup").fill_null(False),
         pl.col("num_ret", "num_rel_ret", "num_nonrel_judged_ret").fill_null(0),
     )
+    # a document judged twice for a query evaluated (retrieved or not): trec_eval stops
+    # ("duplicate docs", form_res_rels.c); never counted twice (-c queries too)
+    repeated = pl.col(QRELS_DUP).fill_null(False)
+    grouped = grouped.with_columns((pl.col("__pe_dup") | repeated).alias("__pe_dup"))
     grouped = grouped.sort("query").collect()
     # the relevant items, the judged non-relevant ones and the ideal DCG come from the qrels
     options: dict[str, Any] = {
@@ -1038,7 +1063,7 @@ def _per_query(
     ).with_columns(*_count_measures(measures, flags.collection_size), *_log_measures(measures))
     per = per.with_columns(_empty_rankings(measures, flavor))
     if per.get_column("__pe_dup").any():
-        _raise_duplicate(joined, per.filter("__pe_dup").get_column("query"))
+        _raise_duplicate(run_lf, qrels_lf, per.filter("__pe_dup").get_column("query"))
     return per
 
 
