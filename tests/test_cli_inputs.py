@@ -105,6 +105,45 @@ def test_repeated_csv_column_is_an_error_naming_file_and_column(
         files.scan(path)
 
 
+@pytest.mark.parametrize(
+    "lines,bad_line",
+    [
+        (['{"y": 1, "p": 0.9}', '{"y": 0, "p": 0.2, "p": 0.8}', '{"y": 1, "p": 0.7}'], 2),
+        (['{"y":1,"p":0.9}', "", '{"y":0,"p":0.2}', '{"p":0.1,"y":1 , "p" :0.6}'], 4),
+    ],
+    ids=["spaced", "compact-after-a-blank-line"],
+)
+def test_repeated_ndjson_key_is_an_error_naming_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], bad_line: int
+) -> None:
+    """Polars keeps one of the two values of a repeated key and drops the other silently."""
+    path = tmp_path / "dup.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(pe.DataValidationError) as error:
+        files.scan(path)
+    text = str(error.value)
+    assert "dup.ndjson" in text and f"line {bad_line}" in text and 'key "p"' in text, text
+    line = _bad(capsys, "binary", path, "--label", "y", "--score", "p")
+    assert "dup.ndjson" in line and f"line {bad_line}" in line and 'key "p"' in line
+
+
+def test_ndjson_key_text_inside_a_value_or_a_nested_object_is_not_a_repeat(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ok.ndjson"
+    lines = [
+        '{"y": 1, "p": 0.9, "note": "\\"p\\": 2"}',  # the text "p": inside a string
+        '{"y": 0, "p": 0.2, "note": "p"}',
+        '{"y": 1, "p": 0.7, "note": "\\"y\\":\\"p\\":"}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    out = files.scan(path).collect()
+    assert out.get_column("p").to_list() == [0.9, 0.2, 0.7]
+    nested = tmp_path / "nested.ndjson"
+    nested.write_text('{"y": 1, "p": 0.9, "m": {"p": 1}}\n{"y": 0, "p": 0.1, "m": {"p": 2}}\n')
+    assert files.scan(nested).collect().get_column("p").to_list() == [0.9, 0.1]
+
+
 @pytest.mark.parametrize("sep", [",", "\t"], ids=["csv", "tsv"])
 @pytest.mark.parametrize(
     "lines,bad_line,found",

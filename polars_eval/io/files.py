@@ -13,6 +13,11 @@ built — never a raw Polars error at collect, a renamed column or a silent null
   bytes (numpy over a memory map, quoted fields understood as RFC 4180 has them);
   files with irregular quoting are checked line by line with Python's ``csv`` module.
   Lines are numbered as an editor numbers them: the header is line 1.
+* **NDJSON keys**: a key repeated in one line's object is an error naming the file, the
+  line and the key (Polars keeps one of the two values and drops the other silently).
+  Each column name is counted per line as a key, vectorised over blocks of lines; the
+  rare lines where one counts twice are parsed with :mod:`json` to tell a repeated key
+  from the same text inside a string value or in a nested object.
 * **The same columns in every file** (schema drift in a lake): a column missing from
   some files, or whose type changes between files (``Float64`` here, ``String`` there),
   is a :class:`~polars_eval.DataValidationError` naming the column, a file of each kind
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import json
 import mmap
 import os
 from collections.abc import Iterable, Sequence
@@ -61,7 +67,7 @@ INPUT_FORMATS = {
 }
 FORMATS = ("parquet", "csv", "tsv", "ndjson")
 INFER_SCHEMA_LENGTH = 10_000
-_WINDOW = 1 << 24  # bytes of a CSV checked at once
+_WINDOW = 1 << 24  # bytes of a CSV (or of NDJSON lines) checked at once
 _QUOTE, _LF, _CR = ord('"'), ord("\n"), ord("\r")
 
 
@@ -316,6 +322,82 @@ def csv_structure(path: str, separator: str = ",") -> tuple[list[str], int]:
 
 
 # ---------------------------------------------------------------------------------------
+# NDJSON keys
+# ---------------------------------------------------------------------------------------
+
+
+def _key_pattern(name: str) -> str:
+    """A regex matching ``name`` as a JSON key (``"name":``), written with or without
+    ``\\u`` escapes of its non-ASCII characters."""
+    forms = {json.dumps(name, ensure_ascii=False)[1:-1], json.dumps(name)[1:-1]}
+    inner = "|".join(pl.escape_regex(form) for form in sorted(forms))
+    return f'"(?:{inner})"\\s*:'
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_repeat(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def _repeated_key(line: str) -> str | None:
+    """The first key repeated in one object of a JSON line; None when none is (or when the
+    line is not JSON: Polars reports that)."""
+    try:
+        json.loads(line, object_pairs_hook=_no_repeat)
+    except _RepeatedKey as repeated:
+        return repeated.key
+    except ValueError:
+        return None
+    return None
+
+
+def _check_ndjson_keys(path: str, names: Sequence[str]) -> None:
+    """A column's key twice in one line of an NDJSON file is an error naming the file, the
+    line (the first is line 1) and the key."""
+    if not names:
+        return
+    patterns = [_key_pattern(name) for name in names]
+    line = pl.col("line")
+    twice = pl.any_horizontal(line.str.count_matches(p) > 1 for p in patterns)
+    first = 1  # the number of the block's first line
+    rest = b""
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(_WINDOW)
+            data = rest + block
+            if block:  # whole lines only; the partial last one goes with the next block
+                cut = data.rfind(b"\n") + 1
+                data, rest = data[:cut], data[cut:]
+            if data:
+                lines = data.decode("utf-8", errors="replace").split("\n")
+                if data.endswith(b"\n"):
+                    lines.pop()
+                frame = pl.DataFrame({"line": lines}, schema={"line": pl.String})
+                found = frame.with_row_index("n", offset=first).filter(twice)
+                # a Python loop over the few candidate lines only: JSON decides
+                for n, text in found.iter_rows():
+                    key = _repeated_key(text)
+                    if key is not None:
+                        raise DataValidationError(
+                            f'{path!r}, line {n}: key "{key}" appears more than once in one '
+                            "object; keys must be unique (Polars would keep one of the values "
+                            "and drop the other)"
+                        )
+                first += len(lines)
+            if not block:
+                return
+
+
+# ---------------------------------------------------------------------------------------
 # Schemas of many files
 # ---------------------------------------------------------------------------------------
 
@@ -370,6 +452,7 @@ def _read_source(path: str, fmt: str, infer_schema_length: int) -> _Source:
         schema = pl.scan_ndjson(path, infer_schema_length=infer_schema_length).collect_schema()
     except pl.exceptions.PolarsError as error:
         raise _polars_error(path, "NDJSON file", error) from error
+    _check_ndjson_keys(path, list(schema))
     return _Source(path, fmt, dict(schema), None)
 
 
