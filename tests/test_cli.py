@@ -838,6 +838,62 @@ def test_metrics_outside_the_default_table(
     _assert_one_line_error(err, "partial_auc needs max_fpr=")
 
 
+@pytest.mark.parametrize(
+    "task,name,needles",
+    [
+        ("binary", "nope", ["unknown metric 'nope'", "binary metrics:", "hinge_loss"]),
+        ("binary", "n", ["unknown metric 'n'"]),
+        ("binary", "roc_curve", ["'roc_curve' is a curve or table", "--metrics"]),
+        ("binary", "auc_lower", ["'auc_lower' is a column", "--ci"]),
+        ("ranking", "ndcg@10", ["'ndcg@10' is a column", "ndcg", "-k 10"]),
+        ("ranking", "n_queries", ["unknown metric 'n_queries'", "ranking metrics:"]),
+        ("ranking", "precision", ["'precision' is a column", "precision_at_k"]),
+        ("multiclass", "multiclass_f1_macro", ["is a column", "multiclass_f1"]),
+        ("regression", "zero_actuals", ["unknown metric 'zero_actuals'"]),
+        ("forecast", "mae_pooled", ["'mae_pooled' is a column", "mae"]),
+    ],
+)
+def test_metrics_takes_metric_names_only(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    task: str,
+    name: str,
+    needles: list[str],
+) -> None:
+    """--metrics takes the task's metric names, as the registry lists them (SPEC §1.3):
+    a column name (a count, an average, a cutoff, an interval bound) or an unknown name is
+    a one-line error that says what to pass instead, before any data is read."""
+    data = {
+        "binary": ["--label", "y", "--score", "p"],
+        "ranking": ["--query", "q", "--relevance", "y", "--score", "p"],
+        "multiclass": ["--label", "y", "--pred", "y"],
+        "regression": ["--actual", "p", "--pred", "p"],
+        "forecast": ["--actual", "p", "--forecast", "p", "--series", "q", "--time", "t"],
+    }
+    missing = tmp_path / "not_read.parquet"  # never opened: the names are checked first
+    code, out, err = _cli(capsys, task, missing, *data[task], "--metrics", name)
+    assert code == 2 and out == ""
+    _assert_one_line_error(err, *needles)
+
+
+def test_metrics_gives_every_column_of_a_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric name gives each of its columns: a ranking metric its whole-list value and
+    its cutoffs, whether it is in the default table or not."""
+    log = _demo.search_log(30, 6)
+    path = tmp_path / "log.parquet"
+    log.write_parquet(path)
+    base = ["ranking", path, "--query", "query_id", "--relevance", "relevance", "--score", "score"]
+    code, out, err = _cli(capsys, *base, "-k", "5,10", "--metrics", "ndcg,precision_at_k",
+                          "--format", "json")  # fmt: skip
+    assert code == 0, err
+    want = log.eval.ranking("relevance", "score", query="query_id", k=[5, 10])
+    want = want.select("ndcg", "ndcg@5", "ndcg@10", "precision@5", "precision@10")
+    assert list(json.loads(out)[0]) == want.columns
+    _same_numbers(json.loads(out), want)
+
+
 def test_trec_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """trec's -M/-l/-c/-J reach pe.trec_eval's flags (SPEC §7)."""
     run = tmp_path / "run.txt"
@@ -870,7 +926,9 @@ def test_forecast_metrics_outside_the_default_table(
                           "--format", "json")  # fmt: skip
     assert code == 0, err
     want = df.eval.forecast("y", "f", series="id", time="t", metrics=["linex", "mae"])
-    _same_numbers(json.loads(out), want.select("linex", "mae"))
+    # each metric with its pooled value beside it (the mean over series first)
+    assert list(json.loads(out)[0]) == ["linex", "linex_pooled", "mae", "mae_pooled"]
+    _same_numbers(json.loads(out), want.select("linex", "linex_pooled", "mae", "mae_pooled"))
 
 
 def test_ranking_metrics_outside_the_default_table(

@@ -99,7 +99,8 @@ def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -
         "--metrics",
         action="append",
         metavar="NAME[,NAME]",
-        help="keep only these metric columns in the output",
+        help="evaluate only these metrics (names as pe.metrics() lists them; a metric "
+        "gives each of its columns: averages, cutoffs)",
     )
     intervals = _interval_methods(task)
     if intervals:
@@ -621,34 +622,90 @@ def _with_intervals(table: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) ->
     return joined.select(order)
 
 
+AVERAGES = ("micro", "macro", "weighted")
+COMPANIONS = ("_pooled", "_lower", "_upper", "_baseline")
+"""Columns that come along with a metric's column: forecast's pooled value, the interval
+(``--ci``) and the baseline (``--baseline``)."""
+
+
+def _task_metrics(task: str) -> list[_registry.MetricInfo]:
+    """The registered metrics ``--metrics`` may name for ``task`` (forecast tables take the
+    regression metrics too)."""
+    infos = _registry.by_task(task)
+    return infos + (_registry.by_task("regression") if task == "forecast" else [])
+
+
+def _stems(info: _registry.MetricInfo) -> set[str]:
+    """The names a metric's columns start from: its name and its short name (ranking)."""
+    return {info.name, *([info.extra["short"]] if "short" in info.extra else [])}
+
+
+def check_metric_names(task: str, names: Sequence[str]) -> None:
+    """``--metrics`` takes metric names, as ``pe.metrics()`` lists them for the task (SPEC
+    §1.3: the CLI reads the registry), checked before any data is read. A column name (a
+    cutoff, an average, a pooled value, an interval bound, a count) or an unknown name is
+    an error that says what to pass instead."""
+    infos = _task_metrics(task)
+    scalar = [i for i in infos if i.kind == "scalar"]
+    known = {i.name for i in scalar}
+    available = f"{task} metrics: {', '.join(i.name for i in scalar)}"
+    for name in names:
+        if name in known:
+            continue
+        if any(i.name == name for i in infos):
+            raise CliError(
+                f"{name!r} is a curve or table, not a metric of one value: --metrics takes "
+                f"{available}"
+            )
+        hint = _column_hint(name, scalar)
+        if hint:
+            raise CliError(f"{name!r} is a column, not a metric name: {hint}")
+        raise CliError(f"unknown metric {name!r} for --metrics; {available}")
+
+
+def _column_hint(name: str, scalar: Sequence[_registry.MetricInfo]) -> str:
+    """What to pass to --metrics for a column name of a task table ("" if none)."""
+    stem, at, cutoff = name.partition("@")
+    for info in scalar:
+        if at and stem in _stems(info):
+            return f"pass --metrics {info.name} with -k {cutoff} (a metric gives each cutoff)"
+    for info in scalar:
+        if name in _stems(info):  # a short name that is not itself a metric name
+            return f"pass --metrics {info.name} (its columns are named {name}, {name}@k)"
+    for info in scalar:
+        for suffix in (*(f"_{a}" for a in AVERAGES), *COMPANIONS):
+            if name == info.name + suffix:
+                if suffix in ("_lower", "_upper"):
+                    return f"pass --metrics {info.name} with --ci (the interval comes along)"
+                if suffix == "_baseline":
+                    return f"pass --metrics {info.name} with --baseline"
+                return f"pass --metrics {info.name} (it gives each of its columns)"
+    return ""
+
+
 def _select_metrics(table: pl.DataFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+    """The columns of the metrics named (checked by :func:`check_metric_names`): a metric
+    gives its column, its cutoffs (ranking's ndcg, ndcg@10, under its short name:
+    precision@5 for precision_at_k) or its averages (multiclass_jaccard_micro, ...), each
+    with its pooled value, interval and baseline."""
     if not metrics:
         return table
 
-    # a metric asked for by name whose table has it at cutoffs only (ranking's ndcg@10),
-    # under its short name (ranking's precision for precision_at_k), or once per average
-    # (multiclass_jaccard_micro, _macro, _weighted)
     def columns_of(m: str) -> list[str]:
-        if m in table.columns:
-            return [m]
         info = _registry.REGISTRY.get(m)
-        stems = {m, *([info.extra["short"]] if info is not None and "short" in info.extra else [])}
-        averages = {f"{m}_{a}" for a in ("micro", "macro", "weighted")} if info else set()
-        found = [
-            c for c in table.columns if c in stems or c.split("@")[0] in stems or c in averages
-        ]
-        return found or [m]
+        stems = _stems(info) if info is not None else {m}
+        averages = {f"{m}_{a}" for a in AVERAGES}
+        return [c for c in table.columns if c in stems or c.split("@")[0] in stems or c in averages]
 
-    metrics = [c for m in metrics for c in columns_of(m)]
-    unknown = [m for m in metrics if m not in table.columns]
-    if unknown:
-        known = ", ".join(c for c in table.columns if c not in by)
-        raise CliError(f"unknown metric {unknown[0]!r} for --metrics; available: {known}")
     keep = [c for c in table.columns if c in by]
     for m in metrics:
-        companions = ("_lower", "_upper", "_baseline")  # its interval and baseline come along
-        keep += [m] + [f"{m}{s}" for s in companions if f"{m}{s}" in table.columns]
-    return table.select(keep)
+        columns = columns_of(m)
+        if not columns:  # a registered metric the table left out: say so, never drop it
+            known = ", ".join(c for c in table.columns if c not in by)
+            raise CliError(f"metric {m!r} is not in the table; its columns: {known}")
+        for c in columns:
+            keep += [c] + [f"{c}{s}" for s in COMPANIONS if f"{c}{s}" in table.columns]
+    return table.select(list(dict.fromkeys(keep)))
 
 
 def _table_config() -> pl.Config:
@@ -940,6 +997,8 @@ def evaluate(
     by = _split(args.by)
     ci = getattr(args, "ci", None)
     report = getattr(args, "report", None)
+    chosen = _split(args.metrics)
+    check_metric_names(task, chosen)
     method = getattr(pe.EvalNamespace, task)
     names = [
         p.name
@@ -969,18 +1028,13 @@ def evaluate(
             **opts,
             **(_report_intervals(args) if ci else {}),
         }
-        chosen = _split(args.metrics)
         # --metrics naming metrics outside the default table: the task method's metrics=
         # (ranking's names its columns at its cutoffs, map@10: without -k, the whole list)
         params = inspect.signature(method).parameters
-        registered = {i.name for i in _registry.by_task(task)}
-        if task == "forecast":  # its table takes the regression metrics too
-            registered |= {i.name for i in _registry.by_task("regression")}
         if (
             chosen
             and "metrics" in params
             and "metrics" not in opts
-            and {m.split("@")[0] for m in chosen} <= registered
             and not set(chosen) <= set(_default_columns(task))
         ):
             opts = {**opts, "metrics": chosen}
@@ -1003,7 +1057,7 @@ def evaluate(
                     validate=args.validate,
                     **opts,
                 )
-            table = _select_metrics(collect(result), by, _split(args.metrics))
+            table = _select_metrics(collect(result), by, chosen)
         if ci:
             with progress(f"computing the intervals ({ci})"):
                 metrics = [c for c in table.columns if c not in by]
