@@ -110,6 +110,8 @@ def row_checks(
     checks: list[Check] = []
     for arg, role in inputs.items():
         value = args.get(arg)
+        if value is not None and role == "key" and arg in CLASS_ARGS:
+            checks.extend(_class_id_checks(value, schema))
         if value is None or role in ("key", "row_id"):
             continue
         if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
@@ -124,17 +126,45 @@ def row_checks(
     return checks
 
 
+CLASS_ARGS = ("label", "pred")
+"""Arguments that hold class ids where their role is ``key`` (multiclass labels and
+predictions): float class ids must be finite (NaN is a prediction, never a class)."""
+
+
+def _dtype_of(item: Any, expr: pl.Expr, schema: Mapping[str, pl.DataType]) -> pl.DataType | None:
+    """The dtype of a column argument; None when the query will fail on it anyway."""
+    if isinstance(item, str) and item in schema:
+        return schema[item]
+    try:
+        return pl.LazyFrame(schema=schema).select(expr).collect_schema().dtypes()[0]
+    except Exception:  # noqa: BLE001 - leave it to the query to fail
+        return None
+
+
+def _class_id_checks(item: Any, schema: Mapping[str, pl.DataType]) -> list[Check]:
+    """NaN or ±inf class ids (a float label or prediction column) are an error (SPEC §2,
+    BAD_INPUTS 2): a NaN prediction would count as a wrong class, a silent number."""
+    if not isinstance(item, (str, pl.Expr)):
+        return []
+    expr = to_expr(item)
+    dtype = _dtype_of(item, expr, schema)
+    if dtype is None:
+        return []
+    bad = _float_bad(expr, dtype)
+    if bad is None:
+        return []
+    problem = "must hold finite class ids; found {n} rows with NaN or ±inf"
+    return [Check(column_name(item), bad, expr, problem)]
+
+
 def _checks_for(
     item: Any, role: Role, schema: Mapping[str, pl.DataType], args: Mapping[str, Any]
 ) -> list[Check]:
     name = column_name(item)
     expr = to_expr(item)
-    dtype = schema.get(item) if isinstance(item, str) else None
+    dtype = _dtype_of(item, expr, schema)
     if dtype is None:
-        try:
-            dtype = pl.LazyFrame(schema=schema).select(expr).collect_schema().dtypes()[0]
-        except Exception:  # noqa: BLE001 - leave it to the query to fail
-            return []
+        return []
     out: list[Check] = []
     if role == "binary_label" and args.get("pos_label") is not None:
         return [_pos_label_check(name, expr, args["pos_label"])]

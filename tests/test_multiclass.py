@@ -1447,3 +1447,27 @@ def test_evaluation_passes_metrics_to_the_table() -> None:
         "multiclass", metrics=["multiclass_accuracy", "multiclass_f1_macro"], **columns
     ).update(df)
     assert picked.compute().columns == ["multiclass_accuracy", "multiclass_f1_macro"]
+
+
+@pytest.mark.parametrize("column", ["y", "yhat"])
+def test_nan_class_ids_are_an_error_in_the_namespace(column: str) -> None:
+    """BAD_INPUTS 2: a NaN label or prediction (a float class column) is an error naming
+    the column, never a wrong class counted silently (it gave 2/3 here)."""
+    df = pl.DataFrame({"y": [0.0, 1.0, 2.0], "yhat": [0.0, 1.0, 2.0]})
+    df = df.with_columns(
+        pl.when(pl.int_range(3) == 1).then(float("nan")).otherwise(pl.col(column)).alias(column)
+    )
+    before = df.clone()
+    for call in (
+        lambda f: f.eval.multiclass_accuracy("y", "yhat"),
+        lambda f: f.eval.multiclass_f1("y", "yhat", average="macro"),
+        lambda f: f.eval.multiclass("y", pred="yhat"),
+        lambda f: f.lazy().eval.multiclass_accuracy("y", "yhat").collect(),
+    ):
+        with pytest.raises(
+            pe.DataValidationError,
+            match=f'column "{column}" must hold finite class ids; found 1 rows',
+        ):
+            call(df)
+    assert df.eval.multiclass_accuracy("y", "yhat", validate=False) is not None
+    assert_frame_equal(df, before)
