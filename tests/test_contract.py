@@ -688,3 +688,20 @@ def test_convention_option_is_checked() -> None:
     for bad in ("8", "10.0", True, 9.0):
         with pytest.raises(InvalidParameterError, match="convention"):
             pe.trec_eval(run, qrels, ["map"], convention=bad)
+
+
+def test_wilson_takes_n_as_spec_names_it() -> None:
+    """SPEC §8: ``pe.wilson(successes, n, level=0.95)``; ``total=`` (its old name) still
+    works, with a deprecation warning."""
+    assert "n" in inspect.signature(pe.wilson).parameters
+    by_name = pe.wilson(successes=81, n=263, level=0.9)
+    assert by_name == pe.wilson(81, 263, level=0.9)
+    frame = pl.DataFrame({"k": [8], "trials": [10]})
+    assert (
+        frame.select(pe.wilson("k", n="trials")).item()
+        == frame.select(pe.wilson("k", "trials")).item()
+    )
+    with pytest.warns(DeprecationWarning, match="n="):
+        assert pe.wilson(81, total=263, level=0.9) == by_name
+    with pytest.raises(pe.InvalidParameterError, match="n= and total="):
+        pe.wilson(81, 263, total=263)

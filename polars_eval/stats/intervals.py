@@ -15,6 +15,7 @@ one class present, empty group) gives a null value and null bounds.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, overload
 
@@ -150,28 +151,35 @@ def _wilson_hits(hits: IntoExpr, weight: IntoExpr | None, z: float) -> pl.Expr:
 
 @overload
 def wilson(
-    successes: int | float, total: int | float, *, level: float = 0.95, weight: None = None
+    successes: int | float,
+    n: int | float,
+    *,
+    level: float = 0.95,
+    weight: None = None,
+    total: None = None,
 ) -> Interval: ...
 
 
 @overload
 def wilson(
     successes: IntoExpr,
-    total: IntoExpr | int | float | None = None,
+    n: IntoExpr | int | float | None = None,
     *,
     level: float = 0.95,
     weight: IntoExpr | None = None,
+    total: IntoExpr | int | float | None = None,
 ) -> pl.Expr: ...
 
 
 def wilson(
     successes: Any,
-    total: Any = None,
+    n: Any = None,
     *,
     level: float = 0.95,
     weight: IntoExpr | None = None,
+    total: Any = None,
 ) -> Any:
-    """Wilson score interval of a proportion ``successes / total``.
+    """Wilson score interval of a proportion ``successes / n``.
 
     With p̂ = k/n and z = Φ⁻¹(1 − α/2):
     centre = (p̂ + z²/2n) / (1 + z²/n),
@@ -187,7 +195,9 @@ def wilson(
       other than 0/1 gives NaN).
     * ``pe.wilson("k", "n")``: two count columns or expressions (e.g.
       ``pl.col("y").sum()``, ``pl.len()``), row-wise or inside an aggregation. Null where
-      ``total`` is 0.
+      ``n`` is 0.
+
+    ``total=`` is the deprecated name of ``n`` (SPEC §8 names it ``n``).
 
     The expressions return a struct ``{value, lower, upper}`` named ``"wilson"``.
 
@@ -227,22 +237,31 @@ def wilson(
     >>> hits.select(pe.wilson("hit").struct.unnest().round(4)).row(0)
     (0.8, 0.4902, 0.9433)
     """
-    if _is_number(successes) and _is_number(total):
+    if total is not None:
+        if n is not None:
+            raise InvalidParameterError("wilson: give n= and total= not both (total= is n)")
+        warnings.warn(
+            "wilson(total=...) is deprecated: the trials are n= (SPEC §8)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        n = total
+    if _is_number(successes) and _is_number(n):
         if weight is not None:
             raise InvalidParameterError("weight= applies to a column of hits, not to counts")
-        return _wilson_counts(successes, total, level)
+        return _wilson_counts(successes, n, level)
     if _is_number(successes) or isinstance(successes, bool):
         raise InvalidParameterError(
             "wilson takes two counts (successes, n), a column of 0/1 hits, or two count "
-            f"columns; got successes={successes!r}, n={total!r}"
+            f"columns; got successes={successes!r}, n={n!r}"
         )
     z = z_quantile(level)
-    if total is None:
+    if n is None:
         return _wilson_hits(successes, weight, z)
     if weight is not None:
         raise InvalidParameterError("weight= applies to a column of hits, not to count columns")
-    n = pl.lit(float(total), dtype=F64) if _is_number(total) else to_float(total)
-    return finish([to_float(successes), n], lambda k, n: _wilson_parts(k, n, z), "wilson")
+    trials = pl.lit(float(n), dtype=F64) if _is_number(n) else to_float(n)
+    return finish([to_float(successes), trials], lambda k, t: _wilson_parts(k, t, z), "wilson")
 
 
 def _confusion_counts(
