@@ -696,3 +696,16 @@ def test_lazy_update_in_morsels_equals_the_whole(monkeypatch, tmp_path):
     assert str(got.value) == str(want.value)
     assert "found 5 negative rows" in str(got.value)
     assert ev.state.height == 1
+
+
+def test_arrow_table_with_a_repeated_column_name_is_named() -> None:
+    """BAD_INPUTS 6/48: an Arrow table may repeat a column name (a DataFrame cannot); the
+    error is ours and names the column, never Polars' DuplicateError."""
+    names = ["y", "p", "p"]
+    table = pa.table(
+        [pa.array([1, 0, 1]), pa.array([0.2, 0.3, 0.9]), pa.array([0.9, 0.1, 0.5])], names=names
+    )
+    ev = pe.Evaluation("binary", label="y", score="p", metrics=["auc"])
+    with pytest.raises(pe.DataValidationError, match='column "p" appears 2 times'):
+        ev.update(table)
+    assert table.column_names == names

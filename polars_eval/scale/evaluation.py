@@ -1087,6 +1087,13 @@ class Evaluation:
 def _lazy(data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.LazyFrame:
     """A batch given to :meth:`Evaluation.update` as a LazyFrame."""
     if isinstance(data, pa.Table):
+        names = data.column_names
+        repeated = next((name for name in names if names.count(name) > 1), None)
+        if repeated is not None:  # Polars would raise its own DuplicateError
+            raise DataValidationError(
+                f'column "{repeated}" appears {names.count(repeated)} times in the Arrow '
+                "table; column names must be unique"
+            )
         data = pl.from_arrow(data)  # type: ignore[assignment]
     if not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
         raise InvalidParameterError(
