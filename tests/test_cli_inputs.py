@@ -127,6 +127,15 @@ def test_repeated_ndjson_key_is_an_error_naming_file_line_and_key(
     assert "dup.ndjson" in line and f"line {bad_line}" in line and 'key "p"' in line
 
 
+def test_malformed_ndjson_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "broken.ndjson"
+    path.write_text('{"y": 1, "p": 0.9}\n\n{"y": 0, "p":\n{"y": 1, "p": 0.3}\n')
+    with pytest.raises(pe.DataValidationError, match=r"broken.ndjson.*line 3"):
+        files.scan(path)
+    line = _bad(capsys, "binary", path, "--label", "y", "--score", "p")
+    assert "broken.ndjson" in line and "line 3" in line
+
+
 def test_ndjson_key_text_inside_a_value_or_a_nested_object_is_not_a_repeat(
     tmp_path: Path,
 ) -> None:

@@ -360,6 +360,23 @@ def _repeated_key(line: str) -> str | None:
     return None
 
 
+def _first_bad_json_line(path: str) -> tuple[int, str] | None:
+    """The first line of an NDJSON file that is not a JSON object (blank lines pass), with
+    why; None when every line is one. Runs only after Polars failed to read the file: a
+    Python loop over the lines is then affordable, and names the line."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                return number, f"{error.msg} at column {error.colno}"
+            if not isinstance(value, dict):
+                return number, f"a JSON {type(value).__name__}, not an object"
+    return None
+
+
 def _check_ndjson_keys(path: str, names: Sequence[str]) -> None:
     """A column's key twice in one line of an NDJSON file is an error naming the file, the
     line (the first is line 1) and the key."""
@@ -451,7 +468,11 @@ def _read_source(path: str, fmt: str, infer_schema_length: int) -> _Source:
     try:
         schema = pl.scan_ndjson(path, infer_schema_length=infer_schema_length).collect_schema()
     except pl.exceptions.PolarsError as error:
-        raise _polars_error(path, "NDJSON file", error) from error
+        bad = _first_bad_json_line(path)
+        if bad is None:
+            raise _polars_error(path, "NDJSON file", error) from error
+        line, reason = bad
+        raise DataValidationError(f"{path!r}, line {line}: not a JSON object ({reason})") from error
     _check_ndjson_keys(path, list(schema))
     return _Source(path, fmt, dict(schema), None)
 
