@@ -369,7 +369,7 @@ def _first_bad_json_line(path: str) -> tuple[int, str] | None:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as error:
                 return number, f"{error.msg} at column {error.colno}"
             if not isinstance(value, dict):
