@@ -59,8 +59,10 @@ namespace (the ``namespace=`` hook: the expression to evaluate and the table it 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -1831,17 +1833,21 @@ def _ovr_auc(
             keys = np.empty(n * k, dtype=np.uint64)
             for i, (s, pos) in enumerate(zip(scores, positives, strict=True)):
                 _sort_keys(s, pos, out=keys[i * n : (i + 1) * n])
+
+        def auc_of(start: int, stop: int, npos: int) -> float | None:
+            """The AUC of the keys[start:stop] (a sorted copy), ``npos`` of them positive."""
+            part = None if keys is None else np.sort(keys[start:stop])
+            return _sorted_keys_auc(part, npos, stop - start - npos)
+
+        tasks = [functools.partial(auc_of, 0, n * k, n)] if micro else []
         if per_class:
-            aucs = [
-                _sorted_keys_auc(
-                    None if keys is None else np.sort(keys[i * n : (i + 1) * n]), npos, n - npos
-                )
-                for i, npos in enumerate(counts)
+            tasks += [
+                functools.partial(auc_of, i * n, (i + 1) * n, c) for i, c in enumerate(counts)
             ]
+        values = _run_all(tasks, parallel=n * k >= PARALLEL_KEYS)
         if micro:
-            if keys is not None:
-                keys.sort()
-            out["micro"] = _sorted_keys_auc(keys, n, n * (k - 1))
+            out["micro"] = values.pop(0)
+        aucs = values
         supports = [float(npos) for npos in counts]
     defined = [(a, s) for a, s in zip(aucs, supports, strict=False) if a is not None]
     if defined:
@@ -1849,6 +1855,21 @@ def _ovr_auc(
         out["macro"] = float(values.mean())
         out["weighted"] = float((values * weights).sum() / weights.sum())
     return out
+
+
+PARALLEL_KEYS = 1 << 18
+"""From this many keys (n × K) on, the one-vs-rest AUC sorts in threads."""
+
+
+def _run_all(tasks: Sequence[Callable[[], float | None]], *, parallel: bool) -> list[float | None]:
+    """The values of ``tasks`` in order; with ``parallel``, in a pool of threads (numpy's
+    sorts and array passes release the GIL, so the micro average's sort of the n × K keys,
+    the first task, runs beside the per-class ones)."""
+    workers = min(len(tasks), os.cpu_count() or 1)
+    if not parallel or workers < 2:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda task: task(), tasks))
 
 
 def _not_probabilities(score: np.ndarray) -> bool:
