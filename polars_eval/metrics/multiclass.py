@@ -38,10 +38,10 @@ State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
 * Log loss, Brier score, hinge loss and top-k accuracy: weighted sums (and a NaN flag, a
   maximum).
 * The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
-  per class in one numpy kernel (:func:`_ovr_auc`: per class one sort of its
-  probabilities and one of its positives', one sort of n × K UInt64 keys for the micro
-  average); the one-vs-one AUC: the same rows, the same per pair of classes
-  (:func:`_ovo_auc`).
+  in one numpy kernel (:func:`_ovr_auc`: UInt64 keys of each probability and its
+  one-vs-rest label, one sort of a class's n keys per class, one of all n × K keys for
+  the micro average, in threads; weighted: arg-sorts); the one-vs-one AUC: the same
+  rows, two sorts per pair of classes (:func:`_ovo_auc`).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
@@ -2075,9 +2075,8 @@ def multiclass_auc(
     * ``"micro"``: one binary AUC over the n × K one-hot labels and probabilities.
 
     Same as scikit-learn's ``roc_auc_score(multi_class="ovr", average=...)`` when every
-    class is present. Per class one sort of its probabilities and one of those of its
-    rows (weighted: one sort of its probabilities), one sort of the n × K probabilities
-    for ``"micro"``.
+    class is present. One sort per class (a UInt64 key of its probability and the label;
+    weighted: an arg-sort), one more of the n × K keys for ``"micro"``.
     ``classes=`` is required.
 
     ``multi_class="ovo"``: Hand & Till's M, over the pairs of classes present in the truth
