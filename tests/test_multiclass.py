@@ -352,6 +352,46 @@ def test_auc_class_absent_from_truth_is_left_out_of_macro() -> None:
     assert_same(got_weighted, np.average(per_class, weights=supports))
 
 
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ovr_auc_of_many_rows_matches_sklearn(tied: bool, weighted: bool) -> None:
+    # n x K keys past the threaded kernel's threshold and several tie-search chunks
+    df, classes = mc_data(n=70_000, kind="int", seed=21, tied=tied)
+    y, _, proba, w = np_inputs(df, weighted)
+    weight = "w" if weighted else None
+    got = df.eval.multiclass("y", proba=cols(), classes=classes, weight=weight)
+    for avg in AVERAGES:
+        want = skm.roc_auc_score(
+            y, proba, multi_class="ovr", average=avg, labels=classes, sample_weight=w
+        )
+        assert_same(got[f"multiclass_auc_{avg}"].item(), want)
+
+
+def test_auc_negative_zero_probability_is_zero() -> None:
+    df, classes = mc_data(kind="int", seed=22, tied=True)
+    assert (df.select(pl.col(cols()) == 0.0).to_numpy()).any()
+    signed = df.with_columns(
+        pl.when(pl.col(c) == 0.0).then(-0.0).otherwise(pl.col(c)).alias(c) for c in cols()
+    )
+    y, _, proba, _ = np_inputs(df, False)
+    for avg in AVERAGES:
+        want = skm.roc_auc_score(y, proba, multi_class="ovr", average=avg, labels=classes)
+        for frame in (df, signed):
+            got = frame.select(pe.multiclass_auc("y", cols(), average=avg, classes=classes))
+            assert_same(got.item(), want)
+
+
+def test_auc_negative_probability_gives_nan_in_bare_expressions() -> None:
+    df, classes = mc_data(kind="int", seed=23)
+    df = df.with_columns(p1=pl.when(pl.int_range(pl.len()) == 5).then(-0.25).otherwise("p1"))
+    for avg in AVERAGES:
+        for weight in (None, "w"):
+            got = df.select(
+                pe.multiclass_auc("y", cols(), average=avg, classes=classes, weight=weight)
+            )
+            assert math.isnan(got.item()), (avg, weight)
+
+
 def test_float32_probabilities_equal_float64() -> None:
     df, classes = mc_data(kind="int", seed=9)
     df32 = df.with_columns(pl.col(cols()).cast(pl.Float32), pl.col("p").cast(pl.List(pl.Float32)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -84,6 +84,9 @@ class Plan:
     # without groups: finalizers over the points of a ``list`` state, by its column
     # (``Planned.point_finals``), each run in a frame of that column exploded
     point_finalize: Mapping[str, Sequence[pl.Expr]] = field(default_factory=dict)
+    # the engine that collects the query of a DataFrame (a LazyFrame is returned: its
+    # caller chooses); "in-memory" where the default's streaming plan costs more
+    engine: Literal["auto", "in-memory", "streaming"] = "auto"
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -308,7 +311,7 @@ def execute(frame: Frame, plan: Plan) -> pl.DataFrame | pl.LazyFrame:
             return build(frame, plan)
         except DataValidationError as error:
             return _deferred(error)
-    return build(frame, plan).collect()
+    return build(frame, plan).collect(engine=plan.engine)
 
 
 @dataclass

@@ -38,9 +38,10 @@ State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
 * Log loss, Brier score, hinge loss and top-k accuracy: weighted sums (and a NaN flag, a
   maximum).
 * The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
-  per class in one numpy kernel (:func:`_ovr_auc`: one sort of a UInt64 key per class,
-  one more of the n × K keys for the micro average); the one-vs-one AUC: the same rows,
-  two sorts per pair of classes (:func:`_ovo_auc`).
+  in one numpy kernel (:func:`_ovr_auc`: UInt64 keys of each probability and its
+  one-vs-rest label, one sort of a class's n keys per class, one of all n × K keys for
+  the micro average, in threads; weighted: arg-sorts); the one-vs-one AUC: the same
+  rows, two sorts per pair of classes (:func:`_ovo_auc`).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
@@ -58,7 +59,10 @@ namespace (the ``namespace=`` hook: the expression to evaluate and the table it 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -490,12 +494,13 @@ def class_counts(inputs: PredInputs) -> ClassCounts:
     assert inputs.indicators is not None
     dtype = class_dtype(classes)
     states: dict[str, State] = {}
-    for i, (c, is_pred) in enumerate(zip(classes, inputs.indicators, strict=True)):
-        is_t = (inputs.label == class_lit(c, dtype)).cast(F64)
-        is_p = is_pred.cast(F64)
-        states[f"t{i}"] = State(w * is_t)
-        states[f"p{i}"] = State(w * is_p)
-        states[f"c{i}"] = State(w * is_t * is_p)
+    for i, (c, is_p) in enumerate(zip(classes, inputs.indicators, strict=True)):
+        # the weight where the row counts, null elsewhere (a sum skips it): a third of the
+        # passes of the weight times Float64 indicators
+        is_t = inputs.label == class_lit(c, dtype)
+        states[f"t{i}"] = State(pl.when(is_t).then(w))
+        states[f"p{i}"] = State(pl.when(is_p).then(w))
+        states[f"c{i}"] = State(pl.when(is_t & is_p).then(w))
 
     def vector(s: States) -> pl.Expr:
         return pl.concat_list(
@@ -1586,8 +1591,9 @@ def top_k_hits(pt: pl.Expr, probs: Sequence[pl.Expr], k: int) -> pl.Expr:
     included) exactly as probable, a random order of the ties puts it in the top k with
     probability clip((k − g) / e, 0, 1).
     """
-    greater = pl.sum_horizontal([(p > pt).cast(F64) for p in probs])
-    equal = pl.sum_horizontal([(p == pt).cast(F64) for p in probs])
+    # counted as booleans (a UInt32 sum), cast once: a Float64 cast per class costs 4x
+    greater = pl.sum_horizontal([p > pt for p in probs]).cast(F64)
+    equal = pl.sum_horizontal([p == pt for p in probs]).cast(F64)
     return ((k - greater) / equal).clip(0.0, 1.0)
 
 
@@ -1802,39 +1808,68 @@ def _ovr_auc(
     of the defined ones, weighted = their mean weighted by the support; micro = one binary
     AUC of the n × K one-hot labels against the n × K probabilities (each pair with its
     row's weight). A NaN propagates; a negative probability gives NaN (not a probability).
+
+    The n × K keys of :func:`_sort_keys` are built once, class after class: each class
+    sorts a copy of its n keys (weighted: arg-sorts them), the micro average all of them.
     """
     out: dict[str, float | None] = dict.fromkeys(AUC_AVERAGES)
     y = rows.struct.field("y").to_numpy()
     scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
     positives = [y == i for i in range(k)]
-    aucs: list[float | None] = []
+    n = len(y)
+    keys = None
+    if not any(_not_probabilities(s) for s in scores):
+        keys = np.empty(n * k, dtype=np.uint64)
+        for i, (s, pos) in enumerate(zip(scores, positives, strict=True)):
+            _sort_keys(s, pos, out=keys[i * n : (i + 1) * n])
     if weighted:
         w = rows.struct.field("w").cast(pl.Float64).to_numpy()
-        if micro:
-            all_scores, all_positives = np.concatenate(scores), np.concatenate(positives)
-            out["micro"] = _weighted_auc(all_scores, all_positives, np.tile(w, k))
-        if per_class:
-            aucs = [_weighted_auc(s, pos, w) for s, pos in zip(scores, positives, strict=True)]
-        supports = [float(w[pos].sum()) for pos in positives]
+        sides = [_sides(w, pos) for pos in positives]
     else:
-        keys = [_sort_keys(s, pos) for s, pos in zip(scores, positives, strict=True)]
-        counts = [int(pos.sum()) for pos in positives]
-        if micro:  # the n × K keys, before the per-class sorts reorder them
-            bad = any(key is None for key in keys)
-            all_keys = None if bad else np.concatenate(keys)  # type: ignore[arg-type]
-            out["micro"] = _sorted_keys_auc(all_keys, len(y), len(y) * (k - 1))
-        if per_class:
-            aucs = [
-                _sorted_keys_auc(key, npos, len(y) - npos)
-                for key, npos in zip(keys, counts, strict=True)
-            ]
-        supports = [float(npos) for npos in counts]
-    defined = [(a, s) for a, s in zip(aucs, supports, strict=False) if a is not None]
+        w = None
+        sides = [(float(c), float(n - c)) for c in map(np.count_nonzero, positives)]
+
+    def auc_of(start: int, stop: int, pos: float, neg: float) -> float | None:
+        """The AUC of keys[start:stop] (a sorted copy), of weight ``pos`` positive and
+        ``neg`` negative (counts unweighted)."""
+        if keys is None:
+            return NAN
+        if pos <= 0.0 or neg <= 0.0:
+            return None
+        if w is None:
+            return _sorted_keys_auc(np.sort(keys[start:stop]), int(pos), int(neg))
+        return _weighted_keys_auc(keys[start:stop], w, pos, neg)
+
+    tasks = []
+    if micro:  # n positives (one per row), the other n(K − 1) negative
+        totals = [sum(side[j] for side in sides) for j in (0, 1)]
+        tasks.append(functools.partial(auc_of, 0, n * k, *totals))
+    if per_class:
+        tasks += [functools.partial(auc_of, i * n, (i + 1) * n, *s) for i, s in enumerate(sides)]
+    values = _run_all(tasks, parallel=n * k >= PARALLEL_KEYS)
+    if micro:
+        out["micro"] = values.pop(0)
+    defined = [(a, s[0]) for a, s in zip(values, sides, strict=False) if a is not None]
     if defined:
-        values, weights = np.array(defined).T
-        out["macro"] = float(values.mean())
-        out["weighted"] = float((values * weights).sum() / weights.sum())
+        aucs, supports = np.array(defined).T
+        out["macro"] = float(aucs.mean())
+        out["weighted"] = float((aucs * supports).sum() / supports.sum())
     return out
+
+
+PARALLEL_KEYS = 1 << 18
+"""From this many keys (n × K) on, the one-vs-rest AUC sorts in threads."""
+
+
+def _run_all(tasks: Sequence[Callable[[], float | None]], *, parallel: bool) -> list[float | None]:
+    """The values of ``tasks`` in order; with ``parallel``, in a pool of threads (numpy's
+    sorts and array passes release the GIL, so the micro average's sort of the n × K keys,
+    the first task, runs beside the per-class ones)."""
+    workers = min(len(tasks), os.cpu_count() or 1)
+    if not parallel or workers < 2:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda task: task(), tasks))
 
 
 def _not_probabilities(score: np.ndarray) -> bool:
@@ -1845,21 +1880,56 @@ def _not_probabilities(score: np.ndarray) -> bool:
     return bool(np.isnan(low) or low < 0.0)
 
 
-def _sort_keys(score: np.ndarray, positive: np.ndarray) -> np.ndarray | None:
-    """UInt64 keys that sort as the score, the negatives of a tie first (None when a score
-    is NaN or negative): for x ≥ 0 the IEEE-754 bits read as an unsigned integer are in the
-    order of x, with the top bit clear, so ``bits << 1 | label`` loses nothing. numpy
-    because Polars cannot reinterpret float bits (and sorts a UInt64 array slower)."""
-    score = np.ascontiguousarray(score, dtype=np.float64) + 0.0  # -0.0 -> +0.0
+def _sort_keys(
+    score: np.ndarray, positive: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """UInt64 keys ``bits << 1 | label`` that sort as a score >= 0 (checked by the caller,
+    :func:`_not_probabilities`), the negatives of a tie first: for x >= 0 the IEEE-754
+    bits read as an unsigned integer are in the order of x, and the shift drops the sign
+    bit (−0.0 and 0.0 alike), so a key loses nothing. Written into ``out`` when given.
+    numpy because Polars cannot reinterpret float bits in place, and sorts a UInt64
+    column several times slower than numpy."""
+    bits = np.ascontiguousarray(score, dtype=np.float64).view(np.uint64)
+    out = np.left_shift(bits, np.uint64(1), out=out)
+    return np.bitwise_or(out, positive, out=out, casting="unsafe")
+
+
+def _binary_auc(score: np.ndarray, positive: np.ndarray) -> float | None:
+    """The ROC AUC of unweighted rows (:func:`_sorted_keys_auc`)."""
     if _not_probabilities(score):
-        return None
-    return (score.view(np.uint64) << np.uint64(1)) | positive.astype(np.uint64)
+        return NAN
+    npos = int(np.count_nonzero(positive))
+    return _sorted_keys_auc(np.sort(_sort_keys(score, positive)), npos, len(score) - npos)
+
+
+def _label_bits(keys: np.ndarray) -> np.ndarray:
+    """The label bits of keys as booleans, read from the lowest byte of each key (no UInt64
+    copy; booleans find their positions twice as fast as bytes)."""
+    low_byte = 0 if sys.byteorder == "little" else 7
+    return (keys.view(np.uint8)[low_byte::8] & 1).view(np.bool_)
+
+
+_CHUNK = 1 << 16
+
+
+def _has_ties(keys: np.ndarray) -> bool:
+    """Whether two neighbours of sorted keys share a score (differ in the label bit at
+    most): chunk by chunk, so that the XOR of neighbours stays in cache (half the time of
+    one pass over the whole array) and the search stops at the first tie."""
+    buf = np.empty(min(_CHUNK, len(keys)), dtype=np.uint64)
+    for start in range(0, len(keys) - 1, _CHUNK):
+        stop = min(start + _CHUNK, len(keys) - 1)
+        part = buf[: stop - start]
+        np.bitwise_xor(keys[start + 1 : stop + 1], keys[start:stop], out=part)
+        if (part <= 1).any():
+            return True
+    return False
 
 
 def _sorted_keys_auc(keys: np.ndarray | None, npos: int, nneg: int) -> float | None:
-    """ROC AUC (trapezoid rule, a tied pair counts ½) from the keys of :func:`_sort_keys`,
-    sorted here in place: NaN for keys of NaN or negative scores (None), null (None)
-    unless both classes are present.
+    """ROC AUC (trapezoid rule, a tied pair counts ½) from the sorted keys of
+    :func:`_sort_keys`: NaN for keys of NaN or negative scores (None), null (None) unless
+    both classes are present.
 
     The Mann-Whitney count: with the negatives of a tie block first, Σ over positives of
     their position − P(P − 1)/2 counts the negatives below or tied with each positive;
@@ -1869,41 +1939,57 @@ def _sorted_keys_auc(keys: np.ndarray | None, npos: int, nneg: int) -> float | N
         return NAN
     if npos == 0 or nneg == 0:
         return None
-    keys.sort()
-    bits = keys & np.uint64(1)
-    at = np.flatnonzero(bits)
-    below = float((at - np.arange(npos)).sum())  # negatives below or tied, per positive
-    blocks = keys >> np.uint64(1)
-    change = blocks[1:] != blocks[:-1]
-    tied = 0.0
-    if not change.all():
-        starts = np.flatnonzero(np.concatenate(([True], change)))
+    bits = _label_bits(keys)
+    below = float(np.flatnonzero(bits).sum()) - npos * (npos - 1) / 2.0
+    if _has_ties(keys):
+        blocks = keys >> np.uint64(1)
+        starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
         ends = np.append(starts[1:], len(keys))
         cum = np.concatenate(([0], np.cumsum(bits, dtype=np.int64)))
         pos_b = (cum[ends] - cum[starts]).astype(np.float64)
-        tied = float((pos_b * ((ends - starts) - pos_b)).sum())
-    return (below - tied / 2.0) / (float(npos) * float(nneg))
+        below -= float((pos_b * ((ends - starts) - pos_b)).sum()) / 2.0
+    return below / (float(npos) * float(nneg))
+
+
+def _sides(w: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
+    """The positive and the negative weight (no copy of either side)."""
+    return float(np.where(positive, w, 0.0).sum()), float(np.where(positive, 0.0, w).sum())
 
 
 def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float | None:
-    """Weighted ROC AUC: the rows sorted by score, then per tie block b with positive mass
-    Aᵦ and negative mass Bᵦ, Σ Aᵦ (negative mass below b + Bᵦ / 2) / (P·N). NaN if a
-    score is NaN or negative; null (None) unless both classes carry weight."""
+    """Weighted ROC AUC (:func:`_weighted_keys_auc`): NaN if a score is NaN or negative;
+    null (None) unless both classes carry weight."""
     if _not_probabilities(score):
         return NAN
-    wpos = np.where(positive, w, 0.0)
-    wneg = np.where(positive, 0.0, w)
-    total_pos, total_neg = float(wpos.sum()), float(wneg.sum())
+    total_pos, total_neg = _sides(w, positive)
     if total_pos <= 0.0 or total_neg <= 0.0:
         return None
-    order = np.argsort(score)
-    sorted_score = score[order]
-    ends = np.flatnonzero(np.append(sorted_score[1:] != sorted_score[:-1], True))
-    cum_pos = np.cumsum(wpos[order])[ends]
-    cum_neg = np.cumsum(wneg[order])[ends]
-    below = np.concatenate(([0.0], cum_neg[:-1]))
-    block_pos = np.diff(cum_pos, prepend=0.0)
-    area = float((block_pos * (below + (cum_neg - below) / 2.0)).sum())
+    return _weighted_keys_auc(_sort_keys(score, positive), w, total_pos, total_neg)
+
+
+def _weighted_keys_auc(
+    keys: np.ndarray, w: np.ndarray, total_pos: float, total_neg: float
+) -> float:
+    """Weighted ROC AUC from the keys of :func:`_sort_keys` and the weights of their rows
+    (key j belongs to row j mod n, n = len(w): the n × K keys of the micro average).
+
+    The keys arg-sorted (the negatives of a tie block first), Σ over positives of their
+    weight × the negative weight up to them is Σ_b Aᵦ (negative mass below b + Bᵦ) over
+    the tie blocks b (positive mass Aᵦ, negative mass Bᵦ); half the tied pairs, Σ_b AᵦBᵦ,
+    are taken off; over P·N.
+    """
+    order = np.argsort(keys)
+    keys = keys[order]
+    ordered_w = w[order % len(w) if len(keys) > len(w) else order]
+    bits = _label_bits(keys)
+    neg_w = np.where(bits, 0.0, ordered_w)
+    pos_w = ordered_w - neg_w
+    area = float((pos_w * np.cumsum(neg_w)).sum())  # not np.dot: BLAS threads spin
+    if _has_ties(keys):
+        blocks = keys >> np.uint64(1)
+        starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+        tied = (np.add.reduceat(pos_w, starts) * np.add.reduceat(neg_w, starts)).sum()
+        area -= float(tied) / 2.0
     return area / (total_pos * total_neg)
 
 
@@ -1947,9 +2033,7 @@ def _ovo_auc(rows: pl.Series, *, k: int, weighted: bool, average: str) -> float 
             for c, positive in ((a, is_a), (b, ~is_a)):
                 score = scores[c][pair]
                 if w is None:
-                    npos = int(positive.sum())
-                    key = _sort_keys(score, positive)
-                    halves.append(_sorted_keys_auc(key, npos, len(score) - npos))
+                    halves.append(_binary_auc(score, positive))
                 else:
                     halves.append(_weighted_auc(score, positive, w[pair]))
             assert halves[0] is not None and halves[1] is not None  # both classes present
@@ -1992,7 +2076,7 @@ def multiclass_auc(
 
     Same as scikit-learn's ``roc_auc_score(multi_class="ovr", average=...)`` when every
     class is present. One sort per class (a UInt64 key of its probability and the label;
-    weighted: of the probability), one more of the n × K keys for ``"micro"``.
+    weighted: an arg-sort), one more of the n × K keys for ``"micro"``.
     ``classes=`` is required.
 
     ``multi_class="ovo"``: Hand & Till's M, over the pairs of classes present in the truth
