@@ -77,9 +77,7 @@ class RegressionMethods:
         Columns: the metrics (``mse``, ``rmse``, ``mae``, ... ``wape``), then
         ``zero_actuals``: the number of rows whose actual is 0, which the percentage errors
         (MAPE, RMSPE, MER) skip under ``zero_actuals="skip"``. MSLE / RMSLE are null when
-        some value is <= -1 in the default table, so that it works on any numeric target;
-        asked for by name in ``metrics=``, they check their inputs as the single-metric
-        methods do and raise on values <= -1 (SPEC §5). With
+        some value is <= -1 (the single-metric methods raise instead). With
         ``baseline=True``, ``<metric>_baseline`` columns give each metric of the best
         constant predictor, the (weighted) mean of the actual in the group (SPEC §8; R² of
         the baseline is 0; correlations have no baseline). Undefined values are null and
@@ -144,10 +142,7 @@ class RegressionMethods:
         plan = Plan(
             exprs=[*planned.aggs, count],
             finalize=finals,
-            # a log metric asked for by name checks its domain, as its own method does
-            inputs=r.LOG_INPUTS
-            if metrics is not None and any(i.name in LOG_METRICS for i in infos)
-            else NUMERIC_INPUTS,
+            inputs=NUMERIC_INPUTS,
             args={"actual": actual, "pred": pred, "weight": weight},
             by=normalize_by(by),
             validate=validate,
