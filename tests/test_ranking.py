@@ -308,6 +308,15 @@ def test_leading_state_holds_the_top_tie_blocks() -> None:
     assert held(engine.Spec("ndcg", "ndcg", k=3)) == [9.0, 8.0, 7.0, 7.0, 7.0]
     assert held(engine.Spec("mrr", "mrr")) == [9.0, 8.0]
     assert len(held(engine.Spec("ap", "ap_at_k", k=None))) == df.height
+    # ties="first" with a tiebreak: the head of the whole list's order (query_state)
+    first = {**o, "ties": "first"}
+    tied = df.with_columns(doc=pl.Series([3, 1, 2, 6, 4, 5, 0]))
+    whole = tied.select(engine.query_state("rel", "s", ties="first", tiebreak="doc"))
+    spec = engine.Spec("ndcg", "ndcg", k=3)
+    lead = tied.select(engine.leading_state("rel", "s", [spec], tiebreak="doc", **first))
+    rows = lead.to_series().struct.field(engine.ST).explode()
+    assert rows.to_list() == whole.to_series().explode().head(5).to_list()
+    assert rows.struct.field("r").to_list() == [0.0, 1.0, 2.0, 0.0, 0.0]  # docs 6, 4, 2 at 7
 
 
 @pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr", "err"])

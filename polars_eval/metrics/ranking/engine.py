@@ -209,8 +209,8 @@ def leading_state(
     blocks, so every sum over their blocks is that of the whole list (the rows
     :func:`leading_rows` keeps), and NaN scores (sorted first). Polars sorts the indices of
     a group and gathers only the head. With them, as a struct, what the engine reads from
-    every row that counts (:func:`kept_rows`): NDCG's highest grades (``top_k``, any
-    order) or the highest grade (NaN when one is NaN; their guard: a relevant item, a NaN
+    every row that counts (:func:`kept_rows`): NDCG's highest grades (highest first) or
+    the highest grade (NaN when one is NaN; their guard: a relevant item, a NaN
     grade), and the scalars of :data:`READS` (:func:`query_metrics` hands them to
     :func:`evaluate`: :func:`_leading_scalars`).
     """
@@ -220,11 +220,14 @@ def leading_state(
     cutoff, first = read
     r, s = to_float(relevance), to_float(score)
     keep = kept_rows(r, s, unscored=unscored, unjudged=unjudged)
-    ranked = keep & s.is_not_null()
-    bounds = [] if cutoff is None else [pl.when(ranked).then(s).top_k(cutoff).min()]
+    # the ranked rows: those that count with a score
+    ranked = s.is_not_null() if unjudged == "nonrelevant" else r.is_not_null() & s.is_not_null()
+    scored = s if unjudged == "nonrelevant" else pl.when(ranked).then(s)  # nulls: not ranked
+    bounds = [] if cutoff is None else [scored.top_k(cutoff).min()]
     if first:
-        bounds.append(pl.when(ranked & (r >= min_relevance)).then(s).max())
-    threshold = pl.min_horizontal(bounds).fill_null(float("inf"))
+        bounds.append(pl.when(r >= min_relevance).then(scored).max())
+    bound = bounds[0] if len(bounds) == 1 else pl.min_horizontal(bounds)
+    threshold = bound.fill_null(float("inf"))
     by = [s] if tiebreak is None else [s, to_expr(tiebreak)]
     rows = (
         pl.struct(s.alias("s"), r.alias("r"))
@@ -237,8 +240,9 @@ def leading_state(
     cuts = [spec.k for spec in specs if spec.metric == "ndcg" and spec.k is not None]
     fields = [rows.alias(ST)]
     scalars = {}
-    if cuts:
-        fields.append(grade.top_k(max(cuts)).implode().alias(IDEAL))
+    if cuts:  # highest first, nulls (rows that do not count) last; as fast as top_k
+        top = grade.sort(descending=True, nulls_last=True).head(max(cuts))
+        fields.append(top.implode().alias(IDEAL))
     else:
         scalars[GMAX] = grade.nan_max()
     reads = {c for spec in specs for c in READS.get(spec.metric, ())}
@@ -257,17 +261,15 @@ def leading_state(
 def _leading_scalars(states: pl.DataFrame, min_relevance: float) -> pl.DataFrame:
     """The fields of :func:`leading_state` as the per-query columns :func:`evaluate` reads:
     a NaN grade (:data:`HASNAN`, or-ed with the rows'), and, when no spec reads its value, a
-    relevant item (``__pe_R`` 1 or 0) from the highest grade. The ideal grades stay
-    unsorted (:func:`ideal_scalars` sorts them); the scalars no spec reads are counted by
-    :func:`evaluate` from the rows held (and not read)."""
+    relevant item (``__pe_R`` 1 or 0) from the highest grade (the first ideal grade: NaN
+    sorts first). The scalars no spec reads are counted by :func:`evaluate` from the rows
+    held (and not read)."""
     c = pl.col
     states = states.with_columns(
         c(n).list.first() for n in (GMAX, NREL, NRET, NNONREL) if n in states.columns
     )
-    if IDEAL in states.columns:
-        nan = c(IDEAL).list.eval(pl.element().is_nan().any()).list.first()
-        top = pl.when(nan).then(NAN).otherwise(c(IDEAL).list.max())
-        states = states.with_columns(top.alias(GMAX))
+    if IDEAL in states.columns:  # sorted: NaN first
+        states = states.with_columns(c(IDEAL).list.first().alias(GMAX))
     top = c(GMAX)
     guard = [] if NREL in states.columns else [(top >= min_relevance).fill_null(False).cast(F64)]
     return states.with_columns(
@@ -749,24 +751,15 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
 
 def ideal_scalars(per_query: pl.LazyFrame, specs: Sequence[Spec]) -> pl.LazyFrame:
     """``per_query`` with the ideal DCG of each (gain, cutoff) of the NDCG specs, from its
-    ``__pe_ideal`` lists of grades, in any order, nulls ignored (laid out flat, one row per
-    grade, sorted: the lists are short, and a ``list.eval`` per query costs twice as much,
-    a ``list.sort`` ten times)."""
+    ``__pe_ideal`` lists of grades, highest first (nulls last, ignored), laid out flat, one
+    row per grade: the lists are short, and a ``list.eval`` per query costs twice as much."""
     cuts = sorted({(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}, key=str)
     if not cuts:
         return per_query
     c = pl.col
-    # highest first within each query (leading_state's lists are in any order); _j: the
-    # rank + 1 (a query's rows are contiguous)
-    i = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = pl.when(c(QI) != c(QI).shift(1)).then(i).forward_fill().fill_null(0)
-    grades = (
-        per_query.select(QI, IDEAL)
-        .explode(IDEAL)
-        .drop_nulls(IDEAL)
-        .with_columns(c(IDEAL).sort(descending=True).over(QI))
-        .with_columns((i - first + 2).alias("_j"))
-    )
+    grades = per_query.select(
+        QI, IDEAL, pl.int_ranges(2, c(IDEAL).list.len() + 2, dtype=pl.Int64).alias("_j")
+    ).explode([IDEAL, "_j"])
     sums = []
     for gain, k, base in cuts:
         term = _gain_expr(c(IDEAL), gain) / c("_j").cast(F64).log(base)
