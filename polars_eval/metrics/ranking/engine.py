@@ -794,11 +794,14 @@ def evaluate(
     ``__pe_n`` (retrieved items), ``__pe_N`` (judged non-relevant items), ``__pe_nan`` (a
     NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
     present, replace the ones counted from the rows (``pe.trec_eval`` takes the relevant
-    items and the ideal grades from the qrels; a given NaN flag is or-ed with the rows',
-    :func:`leading_state` gives the NaN grades of the rows it does not hold). ``baseline`` specs are evaluated for a constant score
-    (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
-    of relevant items (``__pe_R``) as the first column. ``leading``: the states hold only
-    the rows the specs read (:func:`leading_state`; no baseline), so every row is read.
+    items and the ideal grades from the qrels; a given NaN flag is or-ed with the rows':
+    :func:`leading_state` gives the NaN grades of the rows it does not hold). ``baseline``
+    specs are evaluated for a constant score (every retrieved item of a query tied), from
+    the same rows; ``counts`` adds the number of relevant items (``__pe_R``) as the first
+    column. ``leading``: the states hold only the rows the specs read
+    (:func:`leading_state`; no baseline), so every row is read. The rows of a query with
+    a NaN are left out of the sums (its values are NaN; a NaN grade would go through the
+    cumulative sums into the queries after it).
     """
     every = [*specs, *baseline]
     schema = {**({NREL: F64} if counts else {}), **{spec.out: F64 for spec in every}}
