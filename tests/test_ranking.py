@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -207,6 +207,116 @@ def test_many_queries_in_one_group_by_equal_brute_force(ties: str) -> None:
                     rels,
                     scores,
                 )
+
+
+LEADING = ["ndcg", "dcg", "precision_at_k", "recall_at_k", "hit_rate_at_k", "ap_at_k", "cg"]
+LEADING += ["f1_at_k", "fallout_at_k", "rbp", "rbp_residual", "reciprocal_rank", "mrr"]
+"""The expressions whose state holds only the top of each list (``engine.leading_state``):
+with a cutoff k, and MRR / reciprocal rank without one."""
+
+
+def _leading_exprs(o: dict) -> list[pl.Expr]:
+    """Each LEADING expression with the options of ``o`` it takes (MRR / reciprocal rank
+    also without a cutoff)."""
+    exprs = []
+    for name in LEADING:
+        params = REGISTRY[name].signature.parameters
+        kw = {key: value for key, value in o.items() if key in params}
+        exprs.append(AVERAGE_METRICS[name]("rel", "s", **kw).alias(name))
+        if name in ("mrr", "reciprocal_rank"):
+            exprs.append(AVERAGE_METRICS[name]("rel", "s", **{**kw, "k": None}).alias(name + "_"))
+    return exprs
+
+
+_GRADE = st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0, None, None, float("nan")])
+_SCORE = st.sampled_from([0.0, 1.0, 1.0, 2.0, None, float("nan"), float("inf")])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.lists(st.tuples(_GRADE, _SCORE), max_size=9), min_size=1, max_size=4),
+    st.fixed_dictionaries(
+        {
+            "k": st.sampled_from([1, 2, 3, 30]),
+            "ties": st.sampled_from(["average", "first"]),
+            "unscored": st.sampled_from(["ignore", "unretrieved"]),
+            "unjudged": st.sampled_from(["ignore", "nonrelevant"]),
+            "no_relevant": st.sampled_from([None, "zero"]),
+            "min_relevance": st.sampled_from([1, 2]),
+            "gain": st.sampled_from(["exp2", "linear"]),
+            "log_base": st.sampled_from([2.0, 10.0]),
+            "denominator": st.sampled_from(["all", "min_k"]),
+            "p": st.sampled_from([0.8, 0.5]),
+        }
+    ),
+)
+def test_leading_state_equals_the_whole_list(queries, options) -> None:
+    """The expressions reading the top of each list hold only its rows scored at least a
+    threshold, with the query's counts on the side: every option, ties, null and NaN
+    scores and grades, k beyond the list, queries without a relevant item or a row; the
+    values are the whole sorted list's, per group = per frame, lazy = eager."""
+    from polars_eval.metrics import ranking as rk_metrics
+    from polars_eval.metrics.ranking import engine
+
+    rows = [(q, r, s) for q, query in enumerate(queries) for r, s in query]
+    assume(rows)
+    df = pl.DataFrame(
+        rows, schema={"q": pl.Int64, "rel": pl.Float64, "s": pl.Float64}, orient="row"
+    )
+    exprs = _leading_exprs(options)
+    got = df.group_by("q").agg(exprs).sort("q")
+    with pytest.MonkeyPatch.context() as patch:  # every row, sorted (query_state)
+        whole = lambda r, s, specs, **o: engine.query_state(r, s, ties=o["ties"])  # noqa: E731
+        patch.setattr(rk_metrics, "leading_state", whole)
+        expected = df.group_by("q").agg(_leading_exprs(options)).sort("q")
+    assert_frame_equal(got, expected, abs_tol=1e-12, check_exact=False)
+    lazy = df.lazy().group_by("q").agg(exprs).sort("q").collect()
+    assert_frame_equal(lazy, got)
+    for q in got["q"]:
+        one = df.filter(pl.col("q") == q).select(exprs)
+        assert_frame_equal(one, got.filter(pl.col("q") == q).drop("q"))
+
+
+def test_nan_in_one_query_leaves_the_others() -> None:
+    """A NaN grade makes its own query's value NaN, never that of the queries evaluated
+    after it in the same aggregation (the engine's sums run over every query at once)."""
+    df = pl.DataFrame(
+        {"q": [1, 1, 0, 0, 0], "rel": [0.0, np.nan, 2.0, 0.0, 1.0], "s": [1.0, 0.0, 3, 2, 2]}
+    )
+    exprs = [fn("rel", "s", **_cut(name, 2)).alias(name) for name, fn in AVERAGE_METRICS.items()]
+    got = df.group_by("q", maintain_order=True).agg(exprs)
+    assert all(math.isnan(x) for x in got.row(0)[1:])
+    alone = df.filter(pl.col("q") == 0).select(exprs)
+    assert_frame_equal(got.filter(pl.col("q") == 0).drop("q"), alone)
+    assert not any(math.isnan(x) for x in alone.row(0) if x is not None)
+
+
+def test_leading_state_holds_the_top_tie_blocks() -> None:
+    """NDCG@2's state holds the rows down to the tie block at rank 2 (whole), MRR's down to
+    the block of its first relevant item; AP over the whole list holds every row."""
+    from polars_eval.metrics.ranking import engine
+
+    df = pl.DataFrame({"rel": [0, 1, 0, 2, 0, 1, 0], "s": [9.0, 8, 7, 7, 7, 1, 0]})
+    o = {"ties": "average", "unscored": "ignore", "min_relevance": 1.0, "unjudged": "ignore"}
+
+    def held(spec: engine.Spec) -> list[float]:
+        state = df.select(engine.leading_state("rel", "s", [spec], **o)).to_series()
+        rows = state.struct.field(engine.ST) if state.dtype == pl.Struct else state
+        return rows.explode().struct.field("s").to_list()
+
+    assert held(engine.Spec("ndcg", "ndcg", k=2)) == [9.0, 8.0]
+    assert held(engine.Spec("ndcg", "ndcg", k=3)) == [9.0, 8.0, 7.0, 7.0, 7.0]
+    assert held(engine.Spec("mrr", "mrr")) == [9.0, 8.0]
+    assert len(held(engine.Spec("ap", "ap_at_k", k=None))) == df.height
+    # ties="first" with a tiebreak: the head of the whole list's order (query_state)
+    first = {**o, "ties": "first"}
+    tied = df.with_columns(doc=pl.Series([3, 1, 2, 6, 4, 5, 0]))
+    whole = tied.select(engine.query_state("rel", "s", ties="first", tiebreak="doc"))
+    spec = engine.Spec("ndcg", "ndcg", k=3)
+    lead = tied.select(engine.leading_state("rel", "s", [spec], tiebreak="doc", **first))
+    rows = lead.to_series().struct.field(engine.ST).explode()
+    assert rows.to_list() == whole.to_series().explode().head(5).to_list()
+    assert rows.struct.field("r").to_list() == [0.0, 1.0, 2.0, 0.0, 0.0]  # docs 6, 4, 2 at 7
 
 
 @pytest.mark.parametrize("name", ["ndcg", "dcg", "ap_at_k", "hit_rate_at_k", "mrr", "err"])

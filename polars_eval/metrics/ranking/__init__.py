@@ -53,8 +53,8 @@ from polars_eval.metrics.ranking.engine import (
     Spec,
     check_log_base,
     check_persistence,
+    leading_state,
     query_metrics,
-    query_state,
 )
 
 __all__ = [
@@ -126,13 +126,23 @@ def _ranking_spec(
 ) -> MetricSpec:
     """A ranking metric as a spec: its states are the query's rows (relevance and score,
     merged by concatenation, so a query split across partitions merges exactly; the engine
-    leaves out the rows that do not count); the finalize sorts them (:func:`query_state`)
-    and runs the engine (:func:`query_metrics`)."""
+    leaves out the rows that do not count); the finalize sorts them, only those the metric
+    reads when it reads the top of the list (:func:`leading_state`), and runs the engine
+    (:func:`query_metrics`)."""
     spec = Spec(out or metric, metric, k=opts.k, gain=opts.gain, **params)
 
     def finalize(rows: Mapping[str, pl.Expr]) -> pl.Expr:
+        state = leading_state(
+            rows["r"],
+            rows["s"],
+            [spec],
+            ties=opts.ties,
+            unscored=opts.unscored,
+            min_relevance=opts.min_relevance,
+            unjudged=opts.unjudged,
+        )
         return query_metrics(
-            query_state(rows["r"], rows["s"], ties=opts.ties),
+            state,
             [spec],
             ties=opts.ties,
             unscored=opts.unscored,

@@ -163,6 +163,120 @@ def query_state(
     )
 
 
+def kept_rows(r: pl.Expr, s: pl.Expr, *, unscored: str, unjudged: str) -> pl.Expr:
+    """Per row: whether it counts (:func:`evaluate`): a relevance, and a score unless
+    ``unscored="unretrieved"``; with ``unjudged="nonrelevant"``, any row with a score."""
+    keep = r.is_not_null() if unscored == "unretrieved" else r.is_not_null() & s.is_not_null()
+    return keep | s.is_not_null() if unjudged == "nonrelevant" else keep
+
+
+GMAX = "__pe_gmax"
+""":func:`leading_state`'s highest grade of a query (NaN when one is NaN)."""
+READS = {
+    "precision_at_k": (NRET,),
+    "recall_at_k": (NREL,),
+    "ap_at_k": (NREL,),
+    "f1_at_k": (NREL, NRET),
+    "relative_precision": (NREL, NRET),
+    "fallout_at_k": (NNONREL,),
+    "rbp_residual": (NRET,),
+}
+"""The query scalars the value of a metric reading the top of a list reads (besides the
+shared guard: a relevant item, a NaN)."""
+
+
+def leading_state(
+    relevance: IntoExpr,
+    score: IntoExpr,
+    specs: Sequence[Spec],
+    *,
+    ties: str,
+    unscored: str,
+    min_relevance: float,
+    unjudged: str,
+    tiebreak: IntoExpr | None = None,
+) -> pl.Expr:
+    """In an aggregation over one query's rows: its state for the ``specs``, as
+    :func:`query_state`, holding only the rows they read when each reads only the top of a
+    list (:func:`reach`), with the query scalars those rows no longer give.
+
+    Each expression of a ``group_by().agg`` holds its own state (Polars shares no
+    aggregation between them): ``ndcg@10`` holds ~10 rows a query instead of every row.
+    The rows held are the head of the query's sort (as :func:`query_state`: a stable sort,
+    ``tiebreak`` after the score) down to the last row scored at least its threshold, the
+    score at the largest cutoff among the ranked rows (``top_k``; the lowest of a shorter
+    list) or the highest score of a ranked relevant item (+inf without one): whole tie
+    blocks, so every sum over their blocks is that of the whole list (the rows
+    :func:`leading_rows` keeps), and NaN scores (sorted first). Polars sorts the indices of
+    a group and gathers only the head. With them, as a struct, what the engine reads from
+    every row that counts (:func:`kept_rows`): NDCG's highest grades (highest first) or
+    the highest grade (NaN when one is NaN; their guard: a relevant item, a NaN
+    grade), and the scalars of :data:`READS` (:func:`query_metrics` hands them to
+    :func:`evaluate`: :func:`_leading_scalars`).
+    """
+    read = reach(specs)
+    if read is None:
+        return query_state(relevance, score, ties=ties, tiebreak=tiebreak)
+    cutoff, first = read
+    r, s = to_float(relevance), to_float(score)
+    keep = kept_rows(r, s, unscored=unscored, unjudged=unjudged)
+    # the ranked rows: those that count with a score
+    ranked = s.is_not_null() if unjudged == "nonrelevant" else r.is_not_null() & s.is_not_null()
+    scored = s if unjudged == "nonrelevant" else pl.when(ranked).then(s)  # nulls: not ranked
+    bounds = [] if cutoff is None else [scored.top_k(cutoff).min()]
+    if first:
+        bounds.append(pl.when(r >= min_relevance).then(scored).max())
+    bound = bounds[0] if len(bounds) == 1 else pl.min_horizontal(bounds)
+    threshold = bound.fill_null(float("inf"))
+    by = [s] if tiebreak is None else [s, to_expr(tiebreak)]
+    rows = (
+        pl.struct(s.alias("s"), r.alias("r"))
+        .sort_by(by, descending=True, nulls_last=True, maintain_order=ties == "first")
+        .head((s >= threshold).sum())
+        .implode()
+    )
+    # an unjudged item ranked as not relevant has grade 0 (evaluate)
+    grade = pl.when(keep).then(r.fill_null(0.0) if unjudged == "nonrelevant" else r)
+    cuts = [spec.k for spec in specs if spec.metric == "ndcg" and spec.k is not None]
+    fields = [rows.alias(ST)]
+    scalars = {}
+    if cuts:  # highest first, nulls (rows that do not count) last; as fast as top_k
+        top = grade.sort(descending=True, nulls_last=True).head(max(cuts))
+        fields.append(top.implode().alias(IDEAL))
+    else:
+        scalars[GMAX] = grade.nan_max()
+    reads = {c for spec in specs for c in READS.get(spec.metric, ())}
+    if NREL in reads:
+        scalars[NREL] = (keep & (r >= min_relevance)).sum().cast(F64)
+    if NRET in reads:
+        scalars[NRET] = ranked.sum().cast(F64)
+    if NNONREL in reads:
+        scalars[NNONREL] = (keep & r.is_not_null() & (r < min_relevance)).sum().cast(F64)
+    # each scalar as a list of one: Polars builds a struct of aggregated scalars and lists
+    # per group, ~2x the cost of a struct of lists (Polars 2.1)
+    fields += [x.implode().alias(n) for n, x in scalars.items()]
+    return pl.struct(fields).alias(ST)
+
+
+def _leading_scalars(states: pl.DataFrame, min_relevance: float) -> pl.DataFrame:
+    """The fields of :func:`leading_state` as the per-query columns :func:`evaluate` reads:
+    a NaN grade (:data:`HASNAN`, or-ed with the rows'), and, when no spec reads its value, a
+    relevant item (``__pe_R`` 1 or 0) from the highest grade (the first ideal grade: NaN
+    sorts first). The scalars no spec reads are counted by :func:`evaluate` from the rows
+    held (and not read)."""
+    c = pl.col
+    states = states.with_columns(
+        c(n).list.first() for n in (GMAX, NREL, NRET, NNONREL) if n in states.columns
+    )
+    if IDEAL in states.columns:  # sorted: NaN first
+        states = states.with_columns(c(IDEAL).list.first().alias(GMAX))
+    top = c(GMAX)
+    guard = [] if NREL in states.columns else [(top >= min_relevance).fill_null(False).cast(F64)]
+    return states.with_columns(
+        top.is_nan().fill_null(False).alias(HASNAN), *[g.alias(NREL) for g in guard]
+    ).drop(GMAX)
+
+
 def _ideal_top(relevance: pl.Expr, specs: Sequence[Spec]) -> pl.Expr | None:
     """The relevance grades, highest first, that the ideal DCG of the NDCG specs needs (the
     top max-k grades, or all of them): None without an NDCG spec. A sort then ``head`` is
@@ -224,20 +338,49 @@ def query_metrics(
     dtype = F64 if single else pl.Struct(fields)
 
     def kernel(states: pl.Series) -> pl.Series:
-        values = evaluate(
-            states.to_frame(ST),
-            specs,
-            ties=ties,
-            unscored=unscored,
-            min_relevance=min_relevance,
-            no_relevant=no_relevant,
-            baseline=baseline,
-            counts=counts,
-            unjudged=unjudged,
+        leading = states.dtype == pl.Struct  # leading_state: the rows and query scalars
+        if leading:
+            frame = _leading_scalars(states.struct.unnest(), min_relevance)
+        else:
+            frame = states.to_frame(ST)
+        values = pl.concat(
+            evaluate(
+                part,
+                specs,
+                ties=ties,
+                unscored=unscored,
+                min_relevance=min_relevance,
+                no_relevant=no_relevant,
+                baseline=baseline,
+                counts=counts,
+                unjudged=unjudged,
+                leading=leading,
+            )
+            for part in slices(frame)
         )
         return values.to_series() if single else values.to_struct()
 
     return state.map_batches(kernel, return_dtype=dtype, is_elementwise=True)
+
+
+ENGINE_ROWS = 1_000_000
+"""The engine evaluates the states of an aggregation in slices of whole queries holding
+about this many rows: it holds a dozen columns as long as its input (the namespace slices
+the frame the same way: ``tasks.ranking.PARTITION_ROWS``)."""
+
+
+def slices(states: pl.DataFrame) -> list[pl.DataFrame]:
+    """``states`` (one row per query) in slices of whole queries of about
+    :data:`ENGINE_ROWS` rows (a longer query alone); one slice when it is short or empty."""
+    lengths = states.get_column(ST).list.len().fill_null(0)
+    total = int(lengths.sum() or 0)
+    if total <= ENGINE_ROWS:
+        return [states]
+    # the slice of each query: its rows before it, in ENGINE_ROWS
+    part = ((lengths.cum_sum() - lengths) // ENGINE_ROWS).to_numpy()
+    starts = np.flatnonzero(np.diff(part, prepend=-1))
+    ends = [*starts[1:], states.height]
+    return [states.slice(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -608,8 +751,8 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
 
 def ideal_scalars(per_query: pl.LazyFrame, specs: Sequence[Spec]) -> pl.LazyFrame:
     """``per_query`` with the ideal DCG of each (gain, cutoff) of the NDCG specs, from its
-    ``__pe_ideal`` lists (laid out flat, one row per grade: the lists are short, and a
-    ``list.eval`` per query costs twice as much)."""
+    ``__pe_ideal`` lists of grades, highest first (nulls last, ignored), laid out flat, one
+    row per grade: the lists are short, and a ``list.eval`` per query costs twice as much."""
     cuts = sorted({(s.gain, s.k, s.log_base) for s in specs if s.metric == "ndcg"}, key=str)
     if not cuts:
         return per_query
@@ -637,6 +780,7 @@ def evaluate(
     baseline: Sequence[Spec] = (),
     counts: bool = False,
     unjudged: str = "ignore",
+    leading: bool = False,
 ) -> pl.DataFrame:
     """The engine: one column per spec (``spec.out``), one row per query of ``states``.
 
@@ -650,9 +794,14 @@ def evaluate(
     ``__pe_n`` (retrieved items), ``__pe_N`` (judged non-relevant items), ``__pe_nan`` (a
     NaN seen) and ``__pe_ideal`` (:func:`ideal_aggs`) of ``states``, when
     present, replace the ones counted from the rows (``pe.trec_eval`` takes the relevant
-    items and the ideal grades from the qrels). ``baseline`` specs are evaluated for a constant score
-    (every retrieved item of a query tied), from the same rows; ``counts`` adds the number
-    of relevant items (``__pe_R``) as the first column.
+    items and the ideal grades from the qrels; a given NaN flag is or-ed with the rows':
+    :func:`leading_state` gives the NaN grades of the rows it does not hold). ``baseline``
+    specs are evaluated for a constant score (every retrieved item of a query tied), from
+    the same rows; ``counts`` adds the number of relevant items (``__pe_R``) as the first
+    column. ``leading``: the states hold only the rows the specs read
+    (:func:`leading_state`; no baseline), so every row is read. The rows of a query with
+    a NaN are left out of the sums (its values are NaN; a NaN grade would go through the
+    cumulative sums into the queries after it).
     """
     every = [*specs, *baseline]
     schema = {**({NREL: F64} if counts else {}), **{spec.out: F64 for spec in every}}
@@ -660,9 +809,7 @@ def evaluate(
         return pl.DataFrame(schema=schema)
     grouped = states.lazy().with_row_index(QI)
     r, s = pl.col("r"), pl.col("s")
-    keep = r.is_not_null() if unscored == "unretrieved" else r.is_not_null() & s.is_not_null()
-    if unjudged == "nonrelevant":  # and retrieved rows without a relevance
-        keep = keep | s.is_not_null()
+    keep = kept_rows(r, s, unscored=unscored, unjudged=unjudged)
     rows = (
         grouped.select(QI, ST)
         .explode(ST)
@@ -686,6 +833,8 @@ def evaluate(
         scalars[NNONREL] = count_true(judged).cast(F64)
     top = _ideal_top(r, every)
     counted = [e.alias(n) for n, e in scalars.items() if n not in given]
+    if HASNAN in given:  # a NaN given (not in the rows) or in the rows
+        counted.append(scalars[HASNAN].alias("_nan"))
     per_query = grouped.select(QI, *given)
     if top is not None and IDEAL not in given:
         per_query = per_query.join(
@@ -703,14 +852,24 @@ def evaluate(
             )
             .with_columns(pl.col(HASNAN).fill_null(False))
         )
+        if HASNAN in given:
+            nan = pl.col(HASNAN) | pl.col("_nan").fill_null(False)
+            per_query = per_query.with_columns(nan.alias(HASNAN)).drop("_nan")
     per_query = ideal_scalars(per_query, every).collect()
     flat = rows.lazy().filter(s.is_not_null())
+    nan = per_query.get_column(HASNAN)
+    if nan.any():  # NaN anyway; a NaN grade would carry through the cumulative sums
+        flat = flat.filter(pl.lit(~nan).gather(pl.col(QI)))
     on_rows = sorted({c for spec in every for c in ROW_SCALARS.get(spec.metric, ())})
     if on_rows:  # query scalars on every row
         flat = flat.with_columns(
             pl.lit(per_query.get_column(c)).gather(QI).alias(c) for c in on_rows
         )
-    lead = leading_rows(flat, specs, min_relevance=min_relevance, n_queries=states.height)
+    lead = (
+        flat
+        if leading
+        else leading_rows(flat, specs, min_relevance=min_relevance, n_queries=states.height)
+    )
     longest = int(states.get_column(ST).list.len().max() or 0)  # type: ignore[arg-type]
     out = per_query.lazy().join(
         flat_sums(lead, specs, ties=ties, min_relevance=min_relevance, longest=longest),
@@ -861,20 +1020,11 @@ def _running_sum(x: pl.Expr, longest: int) -> pl.Expr:
     return pl.lit(pl.concat([pl.Series([0.0]), sums.cast(F64)]))
 
 
-def leading_rows(
-    flat: pl.LazyFrame, specs: Sequence[Spec], *, min_relevance: float, n_queries: int
-) -> pl.LazyFrame:
-    """The rows of ``flat`` that the specs read, when each reads only the top of a list: the
-    tie blocks starting within the largest cutoff (a :class:`Formula` with ``cutoff``), and
-    those up to the first block holding a relevant item (a formula over the places of that
-    block, without a cutoff: MRR); every row otherwise.
-
-    Each query keeps its rows scored at least its threshold: the score at the largest
-    cutoff (the last one of a shorter list), or that of its first relevant item. That is a
-    prefix of the query made of whole tie blocks (a tie of ``ties="first"`` past the cutoff
-    adds nothing), so the sums over its blocks are those of the whole list; ``ndcg@10`` then
-    runs over ~10 rows a query. ``__pe_qi`` numbers the queries 0 .. ``n_queries`` - 1.
-    """
+def reach(specs: Sequence[Spec]) -> tuple[int | None, bool] | None:
+    """How far down each list the specs read: the largest cutoff of a :class:`Formula` with
+    ``cutoff`` (None without one) and whether one reads up to the first block holding a
+    relevant item (a formula over the places of that block, without a cutoff: MRR); None
+    when one reads the whole list."""
     cutoffs, first = [], False
     for spec in specs:
         formula = FORMULAS[spec.metric](spec)
@@ -883,11 +1033,31 @@ def leading_rows(
         elif formula.place is not None and formula.block is None and spec.k is None:
             first = True
         else:
-            return flat
+            return None
     if not cutoffs and not first:
+        return None
+    return (max(cutoffs) if cutoffs else None), first
+
+
+def leading_rows(
+    flat: pl.LazyFrame, specs: Sequence[Spec], *, min_relevance: float, n_queries: int
+) -> pl.LazyFrame:
+    """The rows of ``flat`` that the specs read, when each reads only the top of a list
+    (:func:`reach`): the tie blocks starting within the largest cutoff, and those up to the
+    first block holding a relevant item; every row otherwise.
+
+    Each query keeps its rows scored at least its threshold: the score at the largest
+    cutoff (the last one of a shorter list), or that of its first relevant item. That is a
+    prefix of the query made of whole tie blocks (a tie of ``ties="first"`` past the cutoff
+    adds nothing), so the sums over its blocks are those of the whole list; ``ndcg@10`` then
+    runs over ~10 rows a query. ``__pe_qi`` numbers the queries 0 .. ``n_queries`` - 1.
+    """
+    read = reach(specs)
+    if read is None:
         return flat
+    cutoff, first = read
     s = pl.col("s")
-    bounds = [s.head(max(cutoffs)).last()] if cutoffs else []
+    bounds = [] if cutoff is None else [s.head(cutoff).last()]
     if first:
         bounds.append(s.filter(pl.col("r") >= min_relevance).first())
     found = flat.group_by(QI).agg(pl.min_horizontal(bounds).alias("t")).collect()
