@@ -247,11 +247,11 @@ def leading_state(
         scalars[GMAX] = grade.nan_max()
     reads = {c for spec in specs for c in READS.get(spec.metric, ())}
     if NREL in reads:
-        scalars[NREL] = (keep & (r >= min_relevance)).sum().cast(F64)
+        scalars[NREL] = count_true(keep & (r >= min_relevance)).cast(F64)
     if NRET in reads:
-        scalars[NRET] = ranked.sum().cast(F64)
+        scalars[NRET] = count_true(ranked).cast(F64)
     if NNONREL in reads:
-        scalars[NNONREL] = (keep & r.is_not_null() & (r < min_relevance)).sum().cast(F64)
+        scalars[NNONREL] = count_true(keep & r.is_not_null() & (r < min_relevance)).cast(F64)
     # each scalar as a list of one: Polars builds a struct of aggregated scalars and lists
     # per group, ~2x the cost of a struct of lists (Polars 2.1)
     fields += [x.implode().alias(n) for n, x in scalars.items()]
