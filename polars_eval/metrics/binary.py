@@ -1821,15 +1821,24 @@ def gain_table(
     """
     check_positive_int("bins", bins)
 
-    # Two list.eval stages so that the bin of each threshold is computed a few times only:
-    # (1) keep the last threshold of each bin (one struct filtered once), with the NaN
-    # flag; (2) the bin table.
+    # Two stages: (1) the last threshold of each bin, with the NaN flag; (2) the bin table.
     def ends(points: pl.Expr) -> pl.Expr:
         c = Curve(points)
         before = prev(c.tp + c.fp)  # weight of the rows above the tie block
-        bin_id = (before / (c.P + c.N) * bins).floor().clip(0, bins - 1).cast(pl.Int64)
-        last_of_bin = (bin_id != bin_id.shift(-1)).fill_null(True)
-        return pl.struct(bin=bin_id, point=points, nan=c.has_nan).filter(last_of_bin)
+        # a point's bin is floor(scaled) (clipped to the bins), and scaled grows along the
+        # points (descending scores): bin b ends before the first point with scaled >= b + 1,
+        # found by a binary search for each bin instead of a bin computed for every point
+        scaled = before / (c.P + c.N) * bins
+        steps = pl.lit(pl.Series(range(1, bins), dtype=F64))
+        below = scaled.search_sorted(steps, side="left").cast(pl.Int64)
+        start = pl.concat([pl.lit(0, dtype=pl.Int64), below])
+        end = pl.concat([below, c.tp.len().cast(pl.Int64)])
+        nonempty = start < end
+        return pl.struct(
+            bin=pl.int_range(bins, dtype=pl.Int64).filter(nonempty),
+            point=points.gather((end - 1).filter(nonempty)),
+            nan=c.has_nan,
+        )
 
     e = pl.element()
     point = e.struct.field("point")
