@@ -385,8 +385,10 @@ def test_thinned_state_gives_the_thinned_curve(tied: bool) -> None:
             got = states.select(curve(thin_state(pl.col("c"), points, offset, ks)).alias("x"))
             assert got.equals(want), (name, points)
             want = one.select(thin(curve(pl.col("c")), points, keep).alias("x"))
-            kept = one.select(pl.col("c").explode()).select(
-                thin_state(pl.col("c"), points, offset, ks, exploded=True)
+            kept = (
+                one.select(pl.col("c").explode())
+                .select(thin_state(pl.col("c"), points, offset, ks, exploded=True))
+                .select(pl.col("c").implode())
             )
             assert kept.select(curve(pl.col("c")).alias("x")).equals(want), (name, points)
 

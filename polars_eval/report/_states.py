@@ -1,22 +1,20 @@
-"""The threshold states of a binary report: one sort, every table and curve from it.
+"""The threshold states of a binary report: every table and curve from them.
 
-The report sorts the used rows by score once. The threshold state of the whole data
-(``{t, tp, fp}`` per distinct score, :mod:`polars_eval.metrics._curve`) and that of
-every segment come from that one sorted frame: a ``group_by`` keeps the rows of a group
-in the frame's order, so the sort inside each state meets rows already in order. The summary and segment metrics are
-the metric layer's own finalizers over these states (``df.eval.binary`` runs the same
-ones); the long curves are finalized from the kept states only when asked for
+The threshold state of the whole data (``{t, tp, fp}`` per distinct score,
+:mod:`polars_eval.metrics._curve`) and that of every segment are computed once, each
+sorting its own rows (the state's one sort). The summary and segment metrics are the
+metric layer's own finalizers over these states (``df.eval.binary`` runs the same ones);
+the long curves are finalized from the kept states only when asked for
 (``report.tables["roc_curve_by"]``), and the charts get them thinned inside Polars.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from typing import Any
 
 import polars as pl
 
-from polars_eval._exprs import binary_label, not_null, safe_div, to_expr, to_float, weight_expr
+from polars_eval._exprs import to_expr
 from polars_eval._typing import IntoExpr
 
 STATE = "__pe_state"
@@ -66,20 +64,13 @@ class Tables(MutableMapping[str, pl.DataFrame]):
         return f"Tables({list(self._items)})"
 
 
-def sorted_rows(
-    lf: pl.LazyFrame,
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    by: Sequence[str],
+def input_rows(
+    lf: pl.LazyFrame, label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, by: Sequence[str]
 ) -> pl.LazyFrame:
-    """The rows a threshold state counts (nulls and zero weights dropped), sorted by score
-    descending, with the columns the inputs and ``by`` read."""
-    y, s, w = binary_label(label, pos_label), to_float(score), weight_expr(weight)
+    """The columns that the inputs and ``by`` read (to read a lazy source once)."""
     inputs = [to_expr(x) for x in (label, score, weight) if x is not None]
     needed = dict.fromkeys([*by, *(name for e in inputs for name in e.meta.root_names())])
-    return lf.filter(not_null(y, s, w) & (w != 0.0)).select(list(needed)).sort(s, descending=True)
+    return lf.select(list(needed))
 
 
 def thin(curve: pl.Expr, points: int, keep: pl.Expr | None = None) -> pl.Expr:
@@ -120,19 +111,33 @@ def thin_state(
     first point: the curve is then NaN everywhere) too; ``ks`` keeps the ROC curve's KS
     point (:func:`ks_point`). ``exploded``: ``state`` is the column of one state's points
     (the state exploded into a frame of its own, several times cheaper than
-    ``list.eval``); the kept points come back as one list.
+    ``list.eval``); the kept points come back as a column (to implode in a next
+    ``select``: imploded in the same one, they cost six times more).
     """
     e = state if exploded else pl.element()
     t, tp, fp = (e.struct.field(f) for f in ("t", "tp", "fp"))
-    n = t.len()
-    j = pl.int_range(n)
-    i, m = j + offset, n + offset
-    step = (i * (points - 1) // m) != ((i - 1) * (points - 1) // m)
-    mask = step | (i == m - 1) | ((j == 0) & t.is_nan())
-    if ks:
-        gap = pl.when(t.is_finite()).then((safe_div(tp, tp.last()) - safe_div(fp, fp.last())).abs())
-        mask = mask | (j == (gap == gap.max()).arg_max()).fill_null(False)
-    return e.filter(mask).implode() if exploded else state.list.eval(e.filter(mask))
+    n = t.len().cast(pl.Int64)
+    # thin keeps curve point i where floor(i·(points−1)/m) steps up: the first i of each
+    # step k, ceil(k·m/(points−1)); these points−1 indices are computed, not found by a
+    # test of every point
+    k = pl.int_range(points - 1, dtype=pl.Int64)
+    steps = (k * (n + offset) + (points - 2)) // (points - 1) - offset
+    index = [
+        steps.filter((steps >= 0) & (steps < n)),
+        (n - 1).filter(n > 0),
+        pl.when(t.first().is_nan()).then(pl.lit(0, dtype=pl.Int64)),
+    ]
+    if ks:  # the first finite point of largest |tpr − fpr| (none when a class is absent)
+        P, N = tp.last(), fp.last()  # noqa: N806 - the textbook names
+        defined = t.is_finite() & (P != 0.0) & (N != 0.0)
+        # tp·(1/P): how Polars divides a column by one value inside an aggregation, so the
+        # rates (and their ties) are those of the ROC curve's points, finalized in list.eval
+        gap = pl.when(defined).then((tp * (1.0 / P) - fp * (1.0 / N)).abs())
+        index.append((gap == gap.max()).arg_max().cast(pl.Int64))
+    # (each index once in the expression: Polars evaluates a repeated subexpression of
+    # an aggregation again)
+    kept = e.gather(pl.concat(index).drop_nulls().unique().sort())
+    return kept if exploded else state.list.eval(kept)
 
 
 def segment_label(by: Sequence[str]) -> pl.Expr:
@@ -202,6 +207,7 @@ class StateCurves:
         frame, by, finalize = self._source(name)
         if labels is not None:
             frame = frame.with_columns(segment_label(by)).filter(pl.col(SEGMENT).is_in(labels))
+            frame = frame.sort(SEGMENT)  # the segments' states come in no fixed order
             by = [SEGMENT]
         offset = self.offsets[name.removesuffix("_by")]
         ks = name == "roc_curve"
@@ -210,6 +216,7 @@ class StateCurves:
         else:  # the whole data's one state: thinned as a column of its points
             kept = frame.lazy().select(pl.col(STATE).explode())
             kept = kept.select(thin_state(pl.col(STATE), points, offset, ks, exploded=True))
+            kept = kept.select(pl.col(STATE).implode())
         curve = finalize(pl.col(STATE)).alias(name)
         table = kept.select(*by, curve).explode(name).unnest(name).collect()
         self._thinned[key] = table

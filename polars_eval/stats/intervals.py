@@ -62,7 +62,11 @@ def scipy_stats():  # noqa: ANN201 - scipy is imported on first use, not with th
 def z_quantile(level: float) -> float:
     """The two-sided standard normal quantile Φ⁻¹(1 − (1 − level)/2)."""
     check_level(level)
-    return float(scipy_stats().norm.ppf(0.5 + level / 2.0))
+    # scipy.special.ndtri is what norm.ppf computes (the same value, bit for bit), without
+    # importing scipy.stats (about 0.4 s of CPU, most of what a report's intervals cost)
+    from scipy.special import ndtri
+
+    return float(ndtri(0.5 + level / 2.0))
 
 
 def _bounded(value: pl.Expr, half: pl.Expr, lo: float, hi: float) -> tuple[pl.Expr, pl.Expr]:
