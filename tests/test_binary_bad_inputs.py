@@ -200,6 +200,18 @@ def test_row5_empty_frame_raises_without_by(name: str) -> None:
         lazy.collect()
 
 
+@pytest.mark.parametrize("baseline", [False, True])
+@pytest.mark.parametrize("validate", [True, False])
+def test_row5_empty_frame_with_by_is_an_empty_table(baseline: bool, validate: bool) -> None:
+    # the schema of a table over rows, no rows (baseline=True raised Polars' own error)
+    kw = {"weight": "w", "by": "g", "baseline": baseline, "validate": validate}
+    want = frame().eval.binary("y", "score", **kw).schema
+    got = EMPTY.eval.binary("y", "score", **kw)
+    assert got.height == 0
+    assert got.schema == want
+    assert EMPTY.lazy().eval.binary("y", "score", **kw).collect().schema == want
+
+
 def test_row37_all_zero_weights_raise_without_by() -> None:
     df = frame().with_columns(w=pl.lit(0.0))
     with pytest.raises(pe.UndefinedMetricError):

@@ -33,7 +33,10 @@ def constant_predictor(
     valid = not_null(y, s, w)
     rate = pl.when(valid).then(w * y).sum() / pl.when(valid).then(w).sum()
     majority = (rate >= 0.5).cast(pl.Float64)
-    return pl.when(valid).then(rate), pl.when(valid).then(majority)
+    # 0 + the group's scalar, not when(valid).then(scalar): over a group_by of no groups
+    # Polars (2.1) types that broadcast as Null and a later float operation fails on it
+    zero = pl.when(valid).then(0.0)
+    return zero + rate, zero + majority
 
 
 def summary_infos(
