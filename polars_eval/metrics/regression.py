@@ -489,7 +489,15 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 
     def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
         y, p, w = r["y"], r["p"], r["w"]
-        value = _pearson_rows(_weighted_rank(y, w), _weighted_rank(p, w), w)
+        if weight is None:
+            # each rank read once, by Polars' own correlation: the streaming engine
+            # (Polars 2.1) shares no common subexpression, and the weighted formula reads
+            # each side's rank ~8 times (1e6 rows: 17 s against 0.3 s)
+            defined = _not_constant(y) & _not_constant(p)
+            corr = pl.corr(y.rank("average"), p.rank("average"))
+            value = pl.when(defined).then(corr.clip(-1.0, 1.0))
+        else:
+            value = _pearson_rows(_weighted_rank(y, w), _weighted_rank(p, w), w)
         return nan_guard(value, y, p)
 
     return _rows_spec(finalize, y=y, p=p, w=w)
