@@ -454,7 +454,9 @@ class Runs:
     a run of its own score (``same_next``) ends its tie block where that negative run
     does, and a positive run is the first of its tie block (the run before it ends the
     previous block). ``tp``/``rows`` are the positives and rows up to the end of each run;
-    ``P``/``N`` the class totals (integers: the sums are exact).
+    ``P``/``N`` the class totals. The counts stay UInt32 (a group has fewer than 2³² rows,
+    Polars' index type), exact and half the pages of Int64: a product of two counts is
+    taken in Float64 by the metric.
 
     The columns are computed once, by :meth:`columns` (only those a metric names), in a
     first ``struct.eval``; the metric reads them in a second. Polars' fused arithmetic
@@ -464,10 +466,10 @@ class Runs:
 
     DEFINITIONS: ClassVar[dict[str, Callable[[], pl.Expr]]] = {
         "k": lambda: pl.field("k"),
-        "pos": lambda: pl.field("pos").cast(I64),
-        "neg": lambda: (pl.field("n") - pl.field("pos")).cast(I64),
-        "tp": lambda: pl.field("pos").cast(I64).cum_sum(),
-        "rows": lambda: pl.field("n").cast(I64).cum_sum(),
+        "pos": lambda: pl.field("pos"),
+        "neg": lambda: pl.field("n") - pl.field("pos"),
+        "tp": lambda: pl.field("pos").cum_sum(),
+        "rows": lambda: pl.field("n").cum_sum(),
         "same_next": lambda: (pl.field("k") == pl.field("k").shift(-1)).fill_null(False),
     }
 

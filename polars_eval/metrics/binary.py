@@ -91,7 +91,7 @@ def _average_precision(c: Curve) -> pl.Expr:
 def _average_precision_runs(r: Runs) -> pl.Expr:
     """:func:`_average_precision` from the runs: a positive run adds its rows times the
     precision at the end of its tie block (a negative run has no positive to add)."""
-    return r.guard((r.pos * r.tp).cast(F64).truediv(r.rows_at_block_end).sum() / r.P)
+    return r.guard((r.pos.cast(F64) * r.tp).truediv(r.rows_at_block_end).sum() / r.P)
 
 
 def _pr_auc(c: Curve) -> pl.Expr:
