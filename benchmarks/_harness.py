@@ -34,6 +34,15 @@ def machine_line() -> str:
     )
 
 
+def status_mib(field: str) -> float:
+    """A field of ``/proc/self/status`` in MiB (``VmRSS``, ``VmHWM`` ...); NaN if absent."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 _CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])  # the parent's polars_eval, whatever the working directory

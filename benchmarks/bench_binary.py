@@ -2,6 +2,7 @@
 and the plain-Polars floor, on the same data in the same run (issue 2, SPEC §11).
 
 Run:  python benchmarks/bench_binary.py [--rows 1e6 1e7] [--repeat 3] [--segments 1000]
+      [--only threshold_free one_pass all_at_once per_segment memory]
 
 Prints one table per scenario: median seconds and the ratio to our time (peer / ours;
 > 1 means we are faster) and to the floor (ours / floor). Needs the ``bench`` extra.
@@ -22,7 +23,7 @@ import polars as pl
 import polars_eval as pe
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _harness import median_time  # noqa: E402
+from _harness import median_time, status_mib  # noqa: E402
 
 
 def make_data(n: int, *, tied: bool, segments: int = 0, seed: int = 0) -> pl.DataFrame:
@@ -178,34 +179,46 @@ def all_at_once(df: pl.DataFrame, repeat: int, title: str) -> None:
     table(f"binary() vs auc — {title}", rows, "polars_eval df.eval.auc alone")
 
 
-PEAK = """
-import resource, sys, polars as pl, polars_eval as pe
-df = pl.read_parquet(sys.argv[1])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-df.select(pe.auc("y", "score"))
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(before, after, df.estimated_size())
-"""
+MEMORY_CASES = {
+    "pe.auc": lambda: pe.auc("y", "score"),
+    "floor: one sort of score": lambda: pl.col("score").sort(),
+}
+
+
+def memory_child(case: str, n: int) -> None:
+    """In a fresh process: the peak resident memory one ``select`` adds over the memory
+    held before it (the peak counter reset just before, Linux ``clear_refs``), and the
+    input columns' size. The data is built first, so its own peak is not counted (the
+    old step's ``ru_maxrss``, which cannot be reset, printed 0 MiB)."""
+    df = make_data(n, tied=False)
+    df.head(1000).select(MEMORY_CASES[case]())  # imports and first calls, outside the measure
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status_mib("VmRSS")
+    df.select(MEMORY_CASES[case]())
+    print(f"{status_mib('VmHWM') - before:.1f} {df.estimated_size() / 2**20:.1f}")
 
 
 def peak_memory(n: int) -> None:
-    """Peak resident memory added by one ``pe.auc`` over the input's own size (a fresh process
-    that reads the data from parquet, so no numpy copy inflates the starting peak)."""
-    import os
-    import tempfile
+    """Peak memory of ``pe.auc`` (and of the floor) on ``n`` continuous rows, each in a
+    child process (:func:`memory_child`) that imports the parent's ``polars_eval``."""
+    import polars_eval
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "data.parquet")
-        make_data(n, tied=False).write_parquet(path)
-        out = subprocess.run(
-            [sys.executable, "-c", PEAK, path], capture_output=True, text=True, check=True
-        ).stdout
-    before, after, size = (int(x) for x in out.split())
-    extra = (after - before) * 1024  # ru_maxrss is in KiB on Linux
-    print(f"\n## peak memory of pe.auc on {n:.0e} rows")
-    print(
-        f"input columns {size / 2**20:.0f} MiB; peak growth {extra / 2**20:.0f} MiB = {extra / size:.2f}x the input"
-    )
+    root = str(Path(polars_eval.__file__).resolve().parent.parent)
+    print(f"\n## peak memory on {n:.0e} rows (child process, peak RSS over the RSS before)")
+    for case in MEMORY_CASES:
+        code = (
+            f"import sys; sys.path[:0] = [{root!r}, {str(Path(__file__).parent)!r}]; "
+            f"import bench_binary; bench_binary.memory_child({case!r}, {n})"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"{case}: failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        extra, size = (float(x) for x in out.stdout.split())
+        print(
+            f"{case}: +{extra:.0f} MiB over {size:.0f} MiB of input columns = {extra / size:.2f}x"
+        )
 
 
 def main() -> None:
@@ -215,26 +228,38 @@ def main() -> None:
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=["threshold_free", "one_pass", "all_at_once", "per_segment", "memory"],
+        help="run only these parts",
+    )
     args = parser.parse_args()
+    parts = set(args.only or ["threshold_free", "one_pass", "all_at_once", "per_segment", "memory"])
     print(
         f"machine: {platform.machine()} {platform.processor() or ''}, {resource.getpagesize()} B pages, "
         f"python {platform.python_version()}, polars {pl.__version__}, polars_eval {pe.__version__}"
     )
     for n in (int(r) for r in args.rows):
-        for tied in (False, True):
-            df = make_data(n, tied=tied)
-            title = f"{n:.0e} rows, {'tied (3 decimals)' if tied else 'continuous'} scores"
-            threshold_free(df, args.repeat, title)
+        if "threshold_free" in parts:
+            for tied in (False, True):
+                df = make_data(n, tied=tied)
+                title = f"{n:.0e} rows, {'tied (3 decimals)' if tied else 'continuous'} scores"
+                threshold_free(df, args.repeat, title)
         df = make_data(n, tied=False)
-        one_pass(df, args.repeat, f"{n:.0e} rows")
-        all_at_once(df, args.repeat, f"{n:.0e} rows")
+        if "one_pass" in parts:
+            one_pass(df, args.repeat, f"{n:.0e} rows")
+        if "all_at_once" in parts:
+            all_at_once(df, args.repeat, f"{n:.0e} rows")
     n = int(max(args.rows))
-    per_segment(
-        make_data(n, tied=False, segments=args.segments),
-        args.repeat,
-        f"{n:.0e} rows, {args.segments} segments",
-    )
-    peak_memory(n)
+    if "per_segment" in parts:
+        per_segment(
+            make_data(n, tied=False, segments=args.segments),
+            args.repeat,
+            f"{n:.0e} rows, {args.segments} segments",
+        )
+    if "memory" in parts:
+        peak_memory(n)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import oracles as O
 import polars as pl
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -224,3 +225,103 @@ def test_pos_label_and_bins_take_the_counted_path() -> None:
     assert math.isclose(
         df.select(pe.auc("y", "score", pos_label="a")).item(), O.sk_auc(y, df["score"])
     )
+
+
+# ---------------------------------------------------------------------------------------
+# A metric computed alone, unweighted: straight from the sorted keys, without the state
+# (``MetricSpec.alone``: AUC from the positives' places or per run, AP, PR-AUC and the ROC
+# curve from the runs). The AUC chooses its way by the data (a slice of the sorted keys
+# estimates the share of tied rows): each case below sits on one side of that choice.
+# ---------------------------------------------------------------------------------------
+
+
+def switch_frame(case: str, n: int = 4000, seed: int = 5) -> pl.DataFrame:
+    """Scores of both signs: ``continuous`` (every score distinct: counted row by row),
+    ``tied`` (9 distinct scores: counted per run), ``decimals`` (one decimal, about 100
+    distinct scores: per run, tie blocks of one label too), ``clipped`` (distinct in the
+    middle, tie blocks of both labels at both ends: row by row with tied pairs),
+    ``mid-tied`` (a large tie block at the middle of each sign, distinct scores elsewhere:
+    per run, most runs of one row)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = rng.normal(y * 0.8, 1.5, n)
+    if case == "tied":
+        s = np.round(s).clip(-4, 4)
+    elif case == "decimals":
+        s = np.round(s, 1)
+    elif case == "clipped":
+        s = s.clip(-2.0, 2.5)
+    elif case == "mid-tied":
+        s = np.where(np.abs(s - 1.2) < 0.3, 1.2, s)
+        s = np.where(np.abs(s + 1.2) < 0.3, -1.2, s)
+    return pl.DataFrame({"y": y, "score": s})
+
+
+SWITCH_CASES = ["continuous", "tied", "decimals", "clipped", "mid-tied"]
+
+
+@pytest.mark.parametrize("case", SWITCH_CASES)
+def test_metrics_alone_vs_sklearn_on_both_sides_of_the_switch(case: str) -> None:
+    df = switch_frame(case)
+    y, s = df["y"].to_numpy(), df["score"].to_numpy()
+    got = df.select(
+        pe.auc("y", "score"),
+        pe.gini("y", "score"),
+        pe.average_precision("y", "score"),
+        pe.pr_auc("y", "score"),
+    ).row(0)
+    auc = O.sk_auc(y, s)
+    assert math.isclose(got[0], auc, rel_tol=1e-12)
+    assert math.isclose(got[1], 2.0 * auc - 1.0, rel_tol=1e-12, abs_tol=1e-15)
+    assert math.isclose(got[2], O.sk_average_precision(y, s), rel_tol=1e-12)
+    assert math.isclose(got[3], O.brute_pr_auc(y, s), rel_tol=1e-12)
+    assert math.isclose(got[0], O.brute_auc_pairs(y, s), rel_tol=1e-12)
+    roc = df.eval.roc_curve("y", "score")
+    want = O.sk_roc_curve(y, s)
+    assert roc["threshold"].to_list() == want["threshold"].tolist()
+    np.testing.assert_allclose(roc["fpr"].to_numpy(), want["fpr"], rtol=1e-12)
+    np.testing.assert_allclose(roc["tpr"].to_numpy(), want["tpr"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", SWITCH_CASES)
+def test_metrics_alone_equal_the_state_path(case: str) -> None:
+    """Alone (no weight) and through the state (a weight column of ones: the state's
+    ``sort_by``), per group and lazily on the streaming engine."""
+    df = switch_frame(case).with_columns(one=pl.lit(1.0), g=pl.int_range(pl.len()) % 3)
+    names = ["auc", "gini", "average_precision", "pr_auc", "roc_curve"]
+    alone = [getattr(pe, m)("y", "score").alias(m) for m in names]
+    state = [getattr(pe, m)("y", "score", weight="one").alias(m) for m in names]
+    for by in ([], ["g"]):
+        got = df.group_by(by).agg(alone).sort(by) if by else df.select(alone)
+        want = df.group_by(by).agg(state).sort(by) if by else df.select(state)
+        lazy = df.lazy().select(alone) if not by else df.lazy().group_by(by).agg(alone).sort(by)
+        for frame in (got, lazy.collect(engine="streaming")):
+            for m in names[:4]:
+                np.testing.assert_allclose(frame[m].to_numpy(), want[m].to_numpy(), rtol=1e-12)
+            a = frame.select("roc_curve").explode("roc_curve").unnest("roc_curve")
+            b = want.select("roc_curve").explode("roc_curve").unnest("roc_curve")
+            assert a["threshold"].to_list() == b["threshold"].to_list()
+            for field in ("fpr", "tpr"):
+                np.testing.assert_allclose(a[field].to_numpy(), b[field].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 300])
+def test_auc_alone_on_few_rows_and_one_class(n: int) -> None:
+    """Fewer rows than the slice that estimates the ties; one class; NaN; nulls."""
+    df = switch_frame("tied", n=max(n, 1)).head(n)
+    y, s = df["y"].to_numpy(), df["score"].to_numpy()
+    got = df.select(pe.auc("y", "score")).item()
+    if len(set(y.tolist())) < 2:
+        assert got is None
+    else:
+        assert math.isclose(got, O.sk_auc(y, s), rel_tol=1e-12)
+    assert df.with_columns(y=pl.lit(1)).select(pe.auc("y", "score")).item() is None
+    if n:
+        nan = df.with_columns(score=pl.when(pl.int_range(pl.len()) == n - 1).then(float("nan")))
+        nan = nan.with_columns(score=pl.col("score").fill_null(df["score"]))
+        assert math.isnan(nan.select(pe.auc("y", "score")).item())
+        nulls = df.with_columns(y=pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise("y"))
+        kept = df.slice(1)
+        a = nulls.select(pe.auc("y", "score")).item()
+        b = kept.select(pe.auc("y", "score")).item()
+        assert a == b or (a is not None and math.isclose(a, b, rel_tol=1e-12))

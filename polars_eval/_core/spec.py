@@ -176,6 +176,11 @@ class MetricSpec:
     of the planner's state frame, or the merged state of stacked partitions; it must treat
     ``rows`` states as a column of the group's values and every other state as a scalar.
 
+    ``alone`` (optional) is the metric as one expression when nothing shares its states
+    (:meth:`expr`: the public function's expression), e.g. a sort-based metric of
+    unweighted rows computed straight from the sorted rows without building the state
+    the planner shares between metrics; it must give the finalize's value.
+
     ``one_group`` (optional, for a spec of one ``list`` state) is the same finalize over
     the points of one group's state as a column: the state exploded into a frame of its
     own, where the value is an aggregation of plain column expressions. Polars shares
@@ -189,6 +194,7 @@ class MetricSpec:
     undefined: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
     one_group: Finalize | None = None
+    alone: pl.Expr | None = None
 
     def expr(self) -> pl.Expr:
         """The metric as one aggregation expression (the states inline).
@@ -199,7 +205,10 @@ class MetricSpec:
         are aggregated once, into one struct, and the finalize runs on it inside
         ``list.eval`` (a one-element list from ``concat_list``, which the streaming engine
         runs on the aggregated struct; ``implode`` would make it hold the rows).
+        With ``alone``, that expression.
         """
+        if self.alone is not None:
+            return self.alone
         inline = {name: s.inline() for name, s in self.states.items()}
         if self.has_rows or len(inline) == 1:
             return self.finalize(inline)

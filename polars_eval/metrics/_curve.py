@@ -15,12 +15,20 @@ counts at the block's end are used, so the result never depends on the order of 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
 from polars_eval._core.spec import MetricSpec, State
-from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float, weight_expr
+from polars_eval._exprs import (
+    F64,
+    NAN,
+    binary_label,
+    drop_null_rows,
+    to_expr,
+    to_float,
+    weight_expr,
+)
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 
@@ -135,76 +143,237 @@ def _tie_block_ends(rows: pl.Expr, **fields: pl.Expr) -> pl.Expr:
     return rows.implode().list.eval(ends).list.eval(pl.struct(**fields))
 
 
-# The bits of a float64 with the sign bit cleared: order-preserving for the magnitude.
-_MAGNITUDE = 0x7FFF_FFFF_FFFF_FFFF
+# A row's key: the bits of its score doubled (the multiplication wraps, dropping the sign
+# bit: the bits of |s|, order-preserving for the magnitude), every NaN one above +inf, plus
+# the label. The rows of negative scores take the key XOR ``_FLIP`` (all bits but the
+# label's), which reverses the order of the magnitudes and keeps the label bit.
 _INF_BITS = 0x7FF0_0000_0000_0000
-_SIGN_BIT = -0x8000_0000_0000_0000  # as an Int64
+_NAN_MAGNITUDE = _INF_BITS + 1
+_FLIP = 0xFFFF_FFFF_FFFF_FFFE
+HEAD_KEY = 0x7FFF_FFFF_FFFF_FFFF  # above every score's key (NaN's is _NAN_MAGNITUDE)
+U64, I64, U32 = pl.UInt64, pl.Int64, pl.UInt32
 
 
-def _magnitude_key(s: pl.Expr) -> pl.Expr:
-    """|s| as an order-preserving UInt64: the float's bits without the sign; ±0.0 both 0,
-    every NaN (any sign or payload) one value above +inf."""
-    bits = s.reinterpret(dtype=pl.Int64) & _MAGNITUDE
-    return bits.clip(upper_bound=_INF_BITS + 1).cast(pl.UInt64)
+def _row_key(y: pl.Expr, s: pl.Expr) -> pl.Expr:
+    """``2·bits(|s|) + label`` as an order-preserving UInt64: ±0.0 both 0, every NaN (any
+    sign or payload) one magnitude above +inf."""
+    doubled = s.reinterpret(dtype=U64) * 2
+    top = pl.lit(2 * _NAN_MAGNITUDE, dtype=U64)
+    return doubled.clip(upper_bound=top) + (y == 1.0).cast(U64)
 
 
 def _score_of_key(k: pl.Expr) -> pl.Expr:
     """The score of a signed key (``+|s|`` bits for s >= 0, ``-|s|`` bits for s < 0)."""
-    bits = pl.when(k < 0).then((-k) | _SIGN_BIT).otherwise(k)
+    bits = pl.when(k < 0).then((-k) | -0x8000_0000_0000_0000).otherwise(k)
     return bits.reinterpret(dtype=F64)
+
+
+def score_runs(
+    label: IntoExpr,
+    score: IntoExpr,
+    pos_label: Any = None,
+    bins: int | None = None,
+    head: bool = False,
+) -> pl.Expr:
+    """The unweighted rows of one group as runs of equal (score, label), in descending
+    score order and the positives first within a score: ``{k, pos, n}`` per run, ``k``
+    the signed key of the score (its bits, negated for a negative score), ``pos`` the
+    positives of the run (0 or ``n``) and ``n`` its rows. At most two runs per
+    distinct score (a positive run, then a negative one), so the work after the sort
+    follows the distinct scores.
+
+    Each row is one integer (:func:`_row_key`), so one plain ``sort`` orders the rows by
+    score and the labels of a tied score next to each other, and ``rle`` counts the runs.
+    A plain sort of integers costs about a quarter of ``sort_by`` (an arg-sort and a
+    gather of every column), and on tied scores it and the runs shrink with the distinct
+    scores (pdqsort partitions equal keys once).
+
+    The score's 64 bits and the label do not fit one 64-bit integer (Polars' 128-bit
+    integers sort and gather much slower per group), so the rows of negative scores are
+    sorted apart, by their key XOR ``_FLIP`` (ascending magnitude, positives still
+    first), and their runs follow those of the scores >= 0 (−0.0 and NaN go with these:
+    NaN first, as Polars sorts it): no branch on the data, and a group without negative
+    scores pays for an empty sort only. Rows with a null label or score are left out.
+
+    ``head`` puts one empty run first, of key ``HEAD_KEY`` (no score's): the point
+    (threshold +inf, no row predicted positive) that a curve starts from.
+    """
+    y = binary_label(label, pos_label)
+    s = binned_score(to_float(score), bins)
+    negative = s < 0.0  # null where the score is null: the row is in neither part
+    kept = to_expr(label).is_not_null()
+    value, length = pl.field("value"), pl.field("len")
+    is_pos = (value & 1).cast(U32)
+
+    def part(rows: pl.Expr, flip: bool) -> pl.Expr:
+        # the part's rows first, then their keys: a filter that keeps every row (no null,
+        # no negative score) returns its input, and an empty part costs its mask only
+        keys = _row_key(y.filter(rows), s.filter(rows))
+        if flip:
+            keys = keys.xor(pl.lit(_FLIP, dtype=U64))
+        magnitude = (value.xor(pl.lit(_FLIP, dtype=U64)) if flip else value) // 2
+        k = magnitude.cast(I64)
+        runs = keys.sort(descending=True).rle()
+        return runs.struct.eval(k=-k if flip else k, pos=length * is_pos, n=length)
+
+    parts = [part(~negative & kept, False), part(negative & kept, True)]
+    if head:
+        zero = pl.lit(0, dtype=U32)
+        parts.insert(0, pl.struct(k=pl.lit(HEAD_KEY, dtype=I64), pos=zero, n=zero))
+    return pl.concat(parts)
+
+
+def _sorted_part_keys(
+    y: pl.Expr, s: pl.Expr, rows: pl.Expr, negative: bool, clip: bool = True
+) -> pl.Expr:
+    """The keys (:func:`_row_key`) of the ``rows`` of one part, sorted descending: the
+    scores >= 0 (and NaN) as they are, the negative scores XOR ``_FLIP``. The part's rows
+    are taken first: a filter that keeps every row (no null, no negative score) returns
+    its input, and an empty part costs its mask only. Without ``clip`` a NaN's key keeps
+    its payload (every NaN key is still above +inf's)."""
+    y, s = y.filter(rows), s.filter(rows)
+    if clip:
+        keys = _row_key(y, s)
+    else:
+        keys = s.reinterpret(dtype=U64) * 2 + (y == 1.0).cast(U64)
+    if negative:
+        keys = keys.xor(pl.lit(_FLIP, dtype=U64))
+    return keys.sort(descending=True)
+
+
+def _tied_pairs(runs: pl.Expr) -> pl.Expr:
+    """Σ P_b·N_b over the scores b with both labels, from ``rle`` runs of sorted keys: a
+    positive run (key 2m+1) directly followed by the negative run of its score (2m)."""
+    value, length = pl.field("value"), pl.field("len").cast(I64)
+    tied = pl.when(value.shift(1) == value + 1).then(length.shift(1)).otherwise(0)
+    pairs = runs.struct.eval(c=(tied * length).sum()).struct.field("c")
+    return pairs.implode().list.first().fill_null(0)  # no run: no struct.eval row
+
+
+def _auc_part(e: pl.Expr) -> pl.Expr:
+    """The pair counts of one part's keys ``e`` sorted descending (see
+    :func:`auc_from_rows`), as a struct: ``rows`` (the part's rows) and ``first`` (its
+    first key), then the counts of one of two ways, the other given no row.
+
+    The strategy follows the data, inside the expression: a slice of 256 sorted keys
+    from the middle estimates the share of rows tied with the next. Mostly ties (a few
+    distinct scores): the rows are counted per run (``rle``), so the work after the sort
+    follows the distinct scores (``runs``: twice the pairs, the positives, the
+    negatives). Otherwise row by row: ``places`` (the sum of the positives' places and
+    their count) and ``tied`` (the tied pairs, :func:`_tied_pairs` over the runs of the
+    rows that tie with a neighbour only). Each column of the sorted keys is read once:
+    Polars computes a repeated expression again, and every full-length temporary costs
+    its pages.
+    """
+    n = e.len().cast(I64)
+    middle = e.slice(n // 2, 256)
+    ties = (middle.shift(1).xor(middle) <= 1).mean().fill_null(0.0) >= 0.5
+    by_rows = e.head(pl.when(ties).then(0).otherwise(n))
+    by_runs = e.head(pl.when(ties).then(n).otherwise(0))
+
+    element = pl.element()
+    places = ((by_rows & 1) == 1).arg_true().implode()  # one pass, both sums (nested eval)
+    places = places.list.eval(pl.struct(s=element.cast(I64).sum(), n=element.len()))
+    m = by_rows.len().cast(I64)
+    pair_ties = by_rows.slice(0, (m - 1).clip(lower_bound=0)).xor(by_rows.slice(1)) <= 1
+    # a row tied with the one before or after it: the pair flags padded, maxima of 2
+    padded = pl.concat([pl.lit(False), pair_ties, pl.lit(False)]).cast(pl.UInt8)
+    in_tie = padded.rolling_max(2).slice(1) == 1
+
+    value, length = pl.field("value"), pl.field("len")
+    label = (value & 1).cast(U32)
+    pos, neg = length * label, length * (1 - label)
+    tp = pos.cum_sum().cast(I64)
+    tied = pl.when(value.shift(1) == value + 1).then(length.shift(1)).otherwise(0).cast(I64)
+    runs = by_runs.rle().struct.eval(
+        u2=(neg.cast(I64) * (tp + tp - tied)).sum(),
+        pos=pos.sum().cast(I64),
+        neg=neg.sum().cast(I64),
+    )
+    return pl.struct(
+        rows=n,
+        first=e.first(),
+        runs=runs.implode().list.first(),  # null: no run
+        places=places.list.first(),
+        tied=_tied_pairs(by_rows.filter(in_tie).rle()),
+    )
+
+
+def auc_from_rows(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any = None,
+    bins: int | None = None,
+) -> pl.Expr | None:
+    """The ROC AUC of the unweighted rows of each group without the threshold state: the
+    Mann–Whitney count of (positive, negative) pairs, a tied pair counting ½, over the
+    two parts of :func:`score_runs` (each sorted apart, :func:`_auc_part`), every
+    positive of the scores >= 0 above every negative of the negative scores; None with
+    weights. Twice the count is an integer, exact, as the trapezoids' sum is."""
+    if weight is not None:
+        return None
+    y = binary_label(label, pos_label)
+    s = binned_score(to_float(score), bins)
+    negative = s < 0.0
+    kept = to_expr(label).is_not_null()
+    parts = [
+        _sorted_part_keys(y, s, rows, flip, clip=False).implode().list.eval(_auc_part(pl.element()))
+        for rows, flip in ((~negative & kept, False), (negative & kept, True))
+    ]
+    e = pl.element()
+    a, b = e.struct.field("a"), e.struct.field("b")
+
+    def pairs(part: pl.Expr) -> pl.Expr:
+        """Twice the (positive, negative) pairs of a part, a tied pair counting ½. Row by
+        row: for each positive, the rows below it less the positives below it (every
+        pair of a tied score counted whole: positives sort first), less half the tied
+        pairs."""
+        places, runs = part.struct.field("places"), part.struct.field("runs")
+        p = places.struct.field("n").cast(I64)
+        m = part.struct.field("rows") - runs.struct.field("pos").fill_null(0)
+        m = m - runs.struct.field("neg").fill_null(0)  # the rows counted row by row
+        below = p * (m - 1) - places.struct.field("s").fill_null(0) - p * (p - 1) // 2
+        return below + below - part.struct.field("tied") + runs.struct.field("u2").fill_null(0)
+
+    def positives(part: pl.Expr) -> pl.Expr:
+        places, runs = part.struct.field("places"), part.struct.field("runs")
+        return places.struct.field("n").cast(I64) + runs.struct.field("pos").fill_null(0)
+
+    a_pos, b_pos = positives(a), positives(b)
+    pos = a_pos + b_pos
+    neg = a.struct.field("rows") + b.struct.field("rows") - pos
+    b_neg = b.struct.field("rows") - b_pos
+    u2 = pairs(a) + pairs(b) + a_pos * b_neg * 2
+    value = (
+        pl.when(a.struct.field("first") > 2 * _INF_BITS + 1)  # a NaN score (sorts first)
+        .then(pl.lit(NAN, dtype=F64))
+        .when((pos > 0) & (neg > 0))
+        .then(u2.cast(F64) / (pos.cast(F64) * neg.cast(F64) * 2.0))
+        .otherwise(pl.lit(None, dtype=F64))
+    )
+    both = pl.struct(a=parts[0].list.first(), b=parts[1].list.first())
+    return pl.concat_list([both]).list.eval(value).list.first()
 
 
 def _counted_state(
     label: IntoExpr, score: IntoExpr, pos_label: Any = None, bins: int | None = None
 ) -> pl.Expr:
-    """:func:`threshold_state` without weights: a plain sort of one integer per row.
-
-    Each row becomes ``2·key + label``, ``key`` the bits of ``|score|`` (order-preserving,
-    :func:`_magnitude_key`), so one plain ``sort`` orders the rows by score and puts the
-    positives and negatives of a tied score next to each other, and ``rle`` counts each
-    (score, label) run: the cumulative counts then run over the runs, at most two per
-    distinct score. A plain sort of integers costs about a quarter of ``sort_by`` (an
-    arg-sort and a gather of every column), and on tied scores it and the runs shrink
-    with the distinct scores (pdqsort partitions equal keys once).
-
-    The score's 64 bits and the label do not fit one 64-bit integer (Polars' 128-bit
-    integers sort and gather much slower per group), so the rows of negative scores are
-    sorted apart by ascending magnitude and their runs follow those of the scores >= 0
-    (−0.0 and NaN go with these: NaN first, as Polars sorts it): no branch on the data,
-    and a group without negative scores pays for an empty sort only.
-    """
-    y = binary_label(label, pos_label)
-    s = binned_score(to_float(score), bins)
-    row = _magnitude_key(s) * 2 + (y == 1.0).cast(pl.UInt64)
-    negative = s < 0.0  # null where the score is null: the row is in neither part
-    kept = y.is_not_null()
-    value, length = pl.field("value"), pl.field("len")
-    key = (value // 2).cast(pl.Int64)
-
-    def runs(part: pl.Expr, descending: bool) -> pl.Expr:
-        """The (score, label) runs of one part in descending score order, as ``{k, pos,
-        n}``: the signed key, the positives and the rows of the run."""
-        ordered = row.filter(part & kept).sort(descending=descending).rle()
-        return ordered.struct.eval(
-            k=key if descending else -key,
-            pos=length * (value & 1).cast(pl.UInt32),
-            n=length,
-        )
-
-    k, pos, n = pl.field("k"), pl.field("pos"), pl.field("n")
-    cumulated = pl.concat([runs(~negative, True), runs(negative, False)]).struct.eval(
+    """:func:`threshold_state` without weights: the cumulative counts over the runs of
+    :func:`score_runs`, at the end of each tie block."""
+    k = pl.field("k")
+    cumulated = score_runs(label, score, pos_label, bins).struct.eval(
         k=k,
-        tp=pos.cast(pl.Int64).cum_sum(),
-        rows=n.cast(pl.Int64).cum_sum(),
+        tp=pl.field("pos").cum_sum(),
+        fp=(pl.field("n") - pl.field("pos")).cum_sum(),
         end=(k != k.shift(-1)).fill_null(True),
     )
     e = pl.element()
-    tp = e.struct.field("tp")
     return _tie_block_ends(
         cumulated,
         t=_score_of_key(e.struct.field("k")),
-        tp=tp.cast(F64),
-        fp=(e.struct.field("rows") - tp).cast(F64),
+        tp=e.struct.field("tp").cast(F64),
+        fp=e.struct.field("fp").cast(F64),
     )
 
 
@@ -258,16 +427,152 @@ def thresholds(
     )
 
 
-def sorted_spec(state: State, body: Callable[[Curve], pl.Expr], form: str = "scalar") -> MetricSpec:
+def sorted_spec(
+    state: State,
+    body: Callable[[Curve], pl.Expr],
+    form: str = "scalar",
+    alone: pl.Expr | None = None,
+) -> MetricSpec:
     """A sort-based metric: ``body`` over the :class:`Curve` of one threshold state, read as
-    a scalar, a struct (one row) or a list of points (a curve or table)."""
+    a scalar, a struct (one row) or a list of points (a curve or table). ``alone``: the
+    same metric as one expression that builds no state (``MetricSpec.alone``)."""
     run = {"scalar": finalize, "struct": finalize_struct, "list": finalize_list}[form]
     one = {"scalar": finalize_one, "struct": finalize_struct_one}.get(form)
     return MetricSpec(
         {"c": state},
         lambda s: run(s["c"], body),
         one_group=None if one is None else lambda s: one(s["c"], body),
+        alone=alone,
     )
+
+
+class Runs:
+    """The runs of :func:`score_runs` as columns for a metric computed straight from
+    them (:func:`from_runs`), without the state.
+
+    Within a distinct score the positive run comes first, so a positive run followed by
+    a run of its own score (``same_next``) ends its tie block where that negative run
+    does, and a positive run is the first of its tie block (the run before it ends the
+    previous block). ``tp``/``rows`` are the positives and rows up to the end of each run;
+    ``P``/``N`` the class totals. The counts stay UInt32 (a group has fewer than 2³² rows,
+    Polars' index type), exact and half the pages of Int64: a product of two counts is
+    taken in Float64 by the metric.
+
+    The columns are computed once, by :meth:`columns` (only those a metric names), in a
+    first ``struct.eval``; the metric reads them in a second. Polars' fused arithmetic
+    (``a + b * c``, ``a * b - c`` ...) loses the struct inside ``struct.eval``
+    (``StructFieldNotFoundError``, Polars 2.1): the bodies avoid those forms.
+    """
+
+    DEFINITIONS: ClassVar[dict[str, Callable[[], pl.Expr]]] = {
+        "k": lambda: pl.field("k"),
+        "pos": lambda: pl.field("pos"),
+        "neg": lambda: pl.field("n") - pl.field("pos"),
+        "tp": lambda: pl.field("pos").cum_sum(),
+        "rows": lambda: pl.field("n").cum_sum(),
+        "same_next": lambda: (pl.field("k") == pl.field("k").shift(-1)).fill_null(False),
+    }
+
+    def __init__(self, head: bool = False) -> None:
+        self.head = head
+        for name in self.DEFINITIONS:
+            setattr(self, name, pl.field(name))
+        self.P = self.pos.sum()  # noqa: N815 - the textbook name
+        self.N = self.neg.sum()  # noqa: N815 - the textbook name
+
+    @classmethod
+    def columns(cls, names: tuple[str, ...]) -> dict[str, pl.Expr]:
+        """The first ``struct.eval``: the named columns (``k``, ``pos`` and ``neg`` always)."""
+        wanted = ("k", "pos", "neg", *(c for c in names if c not in ("k", "pos", "neg")))
+        return {name: cls.DEFINITIONS[name]() for name in wanted}
+
+    @property
+    def has_nan(self) -> pl.Expr:
+        # NaN sorts first (after the head run)
+        return self.k.slice(1 if self.head else 0, 1).first() == _NAN_MAGNITUDE
+
+    @property
+    def fp(self) -> pl.Expr:
+        """The negatives up to the end of each run: needs ``rows``."""
+        return self.rows - self.tp
+
+    @property
+    def rows_at_block_end(self) -> pl.Expr:
+        """The rows up to the end of each run's tie block (a positive run followed by the
+        negative run of its score ends where that run does): needs ``same_next``."""
+        rows = self.rows
+        return pl.when(self.same_next).then(rows.shift(-1)).otherwise(rows)
+
+    @property
+    def threshold(self) -> pl.Expr:
+        """Each run's score (+inf for the head run)."""
+        inf = pl.lit(float("inf"), dtype=F64)
+        return pl.when(self.k == HEAD_KEY).then(inf).otherwise(_score_of_key(self.k))
+
+    def guard(self, value: pl.Expr) -> pl.Expr:
+        """NaN if any score is NaN; null unless both classes are present."""
+        return (
+            pl.when(self.has_nan)
+            .then(pl.lit(NAN, dtype=F64))
+            .when((self.P > 0) & (self.N > 0))
+            .then(value)
+            .otherwise(pl.lit(None, dtype=F64))
+        )
+
+    def nan_struct(self, **fields: pl.Expr) -> pl.Expr:
+        """The fields of a curve's point; every one NaN if any score is NaN."""
+        nan = pl.lit(NAN, dtype=F64)
+        return pl.struct(
+            **{name: pl.when(self.has_nan).then(nan).otherwise(v) for name, v in fields.items()}
+        )
+
+
+def from_runs(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    body: Callable[[Runs], pl.Expr],
+    needs: tuple[str, ...],
+) -> pl.Expr | None:
+    """``body`` (a scalar over :class:`Runs`, reading the columns ``needs``) of the
+    unweighted rows of each group, straight from the runs of :func:`score_runs`; None
+    with weights (their rows need a ``sort_by``).
+
+    One sort and two passes over the runs: no threshold state is built (no list of
+    cumulative counts per distinct score), which is what a metric computed alone needs.
+    """
+    if weight is None:
+        runs = score_runs(label, score, pos_label, bins).struct.eval(**Runs.columns(needs))
+        value = runs.struct.eval(v=body(Runs()).cast(F64)).struct.field("v")
+        # (``first()`` here is pushed into the runs by Polars 2.1's slice pushdown, and an
+        # order-blind aggregation such as ``max()`` lets the optimizer drop the sort: the
+        # value is read from a list, which keeps the order and the length)
+        return value.implode().list.first()
+    return None
+
+
+def points_from_runs(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    fields: Callable[[Runs], pl.Expr],
+    needs: tuple[str, ...],
+) -> pl.Expr | None:
+    """A curve of the unweighted rows of each group straight from the runs: one point
+    per distinct threshold (the end of each tie block, the struct ``fields`` over
+    :class:`Runs`, reading the columns ``needs``), after the point of the head run
+    (:func:`score_runs`), as a list of structs per group; None with weights."""
+    if weight is None:
+        r = Runs(head=True)
+        point = pl.when(~r.same_next).then(fields(r))
+        runs = score_runs(label, score, pos_label, bins, head=True)
+        runs = runs.struct.eval(**Runs.columns((*needs, "same_next")))
+        return runs.struct.eval(p=point).struct.field("p").drop_nulls().implode()
+    return None
 
 
 class Curve:
@@ -352,4 +657,4 @@ def finalize_struct_one(points: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl
 
 def prev(expr: pl.Expr, first: float = 0.0) -> pl.Expr:
     """The previous point's value, ``first`` before the first point."""
-    return expr.shift(1).fill_null(first)
+    return expr.shift(1, fill_value=first)

@@ -45,6 +45,10 @@ from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics._curve import (
     Curve,
+    Runs,
+    auc_from_rows,
+    from_runs,
+    points_from_runs,
     prev,
     sorted_spec,
     thresholds,
@@ -76,9 +80,18 @@ def _auc(c: Curve) -> pl.Expr:
     return c.guard(area / (c.P * c.N))
 
 
+CURVE_RUNS = ("tp", "rows", "same_next")
+
+
 def _average_precision(c: Curve) -> pl.Expr:
     tp, fp = c.tp, c.fp
     return c.guard(((tp - prev(tp)) * tp / (tp + fp)).sum() / c.P)
+
+
+def _average_precision_runs(r: Runs) -> pl.Expr:
+    """:func:`_average_precision` from the runs: a positive run adds its rows times the
+    precision at the end of its tie block (a negative run has no positive to add)."""
+    return r.guard((r.pos.cast(F64) * r.tp).truediv(r.rows_at_block_end).sum() / r.P)
 
 
 def _pr_auc(c: Curve) -> pl.Expr:
@@ -86,6 +99,15 @@ def _pr_auc(c: Curve) -> pl.Expr:
     precision = tp / (tp + fp)
     recall = tp / c.P
     return c.guard(((precision + prev(precision, 1.0)) / 2.0 * (recall - prev(recall))).sum())
+
+
+def _pr_auc_runs(r: Runs) -> pl.Expr:
+    """:func:`_pr_auc` from the runs: the recall grows at the positive runs only, each the
+    first run of its tie block, so the previous point is the run before it."""
+    precision = r.tp / r.rows_at_block_end
+    before = prev(r.tp / r.rows, 1.0)
+    recall = r.tp / r.P
+    return r.guard(((precision + before) / 2.0 * (recall - prev(recall))).sum())
 
 
 def _ks(c: Curve) -> pl.Expr:
@@ -196,7 +218,11 @@ def auc(
     │ b   ┆ 0.75 │
     └─────┴──────┘
     """
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _auc)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        _auc,
+        alone=auc_from_rows(label, score, weight, pos_label, bins),
+    )
 
 
 @register(
@@ -230,7 +256,12 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), AUC_FINALIZE["gini"])
+    auc_alone = auc_from_rows(label, score, weight, pos_label, bins)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        AUC_FINALIZE["gini"],
+        alone=None if auc_alone is None else (auc_alone - 0.5) / 0.5,
+    )
 
 
 @register(
@@ -275,7 +306,11 @@ def pr_auc(
     >>> round(df.eval.pr_auc("y", "p"), 6)
     0.958333
     """
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _pr_auc)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        _pr_auc,
+        alone=from_runs(label, score, weight, pos_label, bins, _pr_auc_runs, CURVE_RUNS),
+    )
 
 
 @register(
@@ -317,7 +352,11 @@ def average_precision(
     >>> round(df.eval.average_precision("y", "p"), 6)
     0.916667
     """
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _average_precision)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        _average_precision,
+        alone=from_runs(label, score, weight, pos_label, bins, _average_precision_runs, CURVE_RUNS),
+    )
 
 
 @register(
@@ -1490,7 +1529,19 @@ def roc_curve(
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), body, "list")
+    def point(r: Runs) -> pl.Expr:
+        return r.nan_struct(
+            threshold=r.threshold,
+            fpr=safe_div(r.fp, r.N),
+            tpr=safe_div(r.tp, r.P),
+        )
+
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        body,
+        "list",
+        alone=points_from_runs(label, score, weight, pos_label, bins, point, ("tp", "rows")),
+    )
 
 
 @register(
