@@ -287,8 +287,8 @@ def _auc_part(e: pl.Expr) -> pl.Expr:
     tied = pl.when(value.shift(1) == value + 1).then(length.shift(1)).otherwise(0).cast(I64)
     runs = by_runs.rle().struct.eval(
         u2=(neg.cast(I64) * (tp + tp - tied)).sum(),
-        pos=pos.sum().cast(I64),
-        neg=neg.sum().cast(I64),
+        pos=pos.cast(I64).sum(),
+        neg=neg.cast(I64).sum(),
     )
     return pl.struct(
         rows=n,
