@@ -325,3 +325,15 @@ def test_auc_alone_on_few_rows_and_one_class(n: int) -> None:
         a = nulls.select(pe.auc("y", "score")).item()
         b = kept.select(pe.auc("y", "score")).item()
         assert a == b or (a is not None and math.isclose(a, b, rel_tol=1e-12))
+
+
+def test_auc_adjacent_magnitudes_are_no_tie() -> None:
+    """A negative at the magnitude just above a positive's (5e-324 over ±0.0: keys 2 and
+    1) is no tied pair; found by hypothesis as a negative AUC."""
+    rows = [(0, 2.0), (1, -0.0), (0, 5e-324), (0, 1e308), (0, 1e308), (0, 3.0)]
+    rows += [(0, 1e308), (0, -0.0), (0, 3.0), (0, 1e308), (0, 5e-324)]
+    df = pl.DataFrame({"y": [r[0] for r in rows], "score": [r[1] for r in rows]})
+    want = O.brute_auc_pairs(df["y"].to_numpy(), df["score"].to_numpy(), None)
+    assert want == 0.05  # the positive ties the negative -0.0 only: ½ of 10 pairs
+    assert math.isclose(df.select(pe.auc("y", "score")).item(), want, rel_tol=1e-12)
+    assert math.isclose(df.eval.auc("y", "score"), want, rel_tol=1e-12)

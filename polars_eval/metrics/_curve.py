@@ -245,7 +245,11 @@ def _tied_pairs(runs: pl.Expr) -> pl.Expr:
     """Σ P_b·N_b over the scores b with both labels, from ``rle`` runs of sorted keys: a
     positive run (key 2m+1) directly followed by the negative run of its score (2m)."""
     value, length = pl.field("value"), pl.field("len").cast(I64)
-    tied = pl.when(value.shift(1) == value + 1).then(length.shift(1)).otherwise(0)
+    # a negative run (even key) after the key one above it: the positives of its score (a
+    # positive run after the negative run of the next magnitude, e.g. 5e-324 then ±0.0,
+    # is no tie)
+    tie = (value.shift(1) == value + 1) & ((value & 1) == 0)
+    tied = pl.when(tie).then(length.shift(1)).otherwise(0)
     pairs = runs.struct.eval(c=(tied * length).sum()).struct.field("c")
     return pairs.implode().list.first().fill_null(0)  # no run: no struct.eval row
 
