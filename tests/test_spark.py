@@ -121,6 +121,30 @@ def test_binary_exact_equals_one_machine(spark, weight, by):
     assert_same(got, df.eval.binary("y", "p", weight=weight, by=by))
 
 
+@pytest.mark.parametrize("partitions", [1, 2, 7])
+def test_binary_partitions_and_empty_partitions(spark, partitions):
+    """Input partitions that are empty, with distinct scores, with ties (one of each kind of
+    state), groups split across them; 1, 2 or 7 finalizing partitions (some empty)."""
+    df = mixed_frame(21)
+    parts = [df.head(600).rows(), [], df.tail(600).rows(), []]  # one list per partition
+    rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(lambda rows: rows)
+    sdf = spark.createDataFrame(rdd, "seg string, y long, p double, w double")
+    assert sdf.rdd.glom().map(len).collect() == [600, 0, 600, 0]
+    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    got = pe.spark.evaluate(sdf, "binary", partitions=partitions, **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+    kw = {"label": "y", "score": "p", "metrics": ["auc", "ks"]}  # one partition finalizes
+    got = pe.spark.evaluate(sdf, "binary", partitions=partitions, **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_partitions_must_be_a_positive_integer(spark):
+    sdf = to_spark(spark, binary_frame(12))
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(pe.InvalidParameterError, match="partitions"):
+            pe.spark.evaluate(sdf, "binary", label="y", score="p", by="seg", partitions=bad)
+
+
 def test_binary_metrics_selection_equals_sklearn(spark):
     from sklearn.metrics import log_loss, roc_auc_score
 
@@ -331,18 +355,71 @@ def test_arguments_refused_by_name(spark):
 # -- without Spark: the executor functions and the lazy import ------------------------------
 
 
-def test_partition_states_gather_batches_in_chunks(monkeypatch):
-    df = binary_frame(13)
-    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg")
-    rows = ev._batch_rows(df.head(0).lazy()).collect_schema()
-    arrow = pl.DataFrame(schema=rows).to_arrow(compat_level=pl.CompatLevel.oldest()).schema
-    monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks, merged once
-    batches = df.to_arrow().to_batches(max_chunksize=128)
-    state = pl.from_arrow(
-        pa.Table.from_batches(list(pe_spark._partition_states(ev, arrow, batches)))
-    )
-    ev._rows = state
-    assert_same(ev.compute(), df.eval.binary("y", "p", weight="w", by="seg"))
+def mixed_frame(seed: int, n: int = 1200) -> pl.DataFrame:
+    """Rows whose first half has distinct scores, the second half scores at 1 decimal."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    p = np.clip(0.3 * y + rng.random(n) * 0.7, 0, 1)
+    p[n // 2 :] = np.round(p[n // 2 :], 1)
+    w = rng.integers(0, 4, n).astype(float)
+    return pl.DataFrame(
+        {"seg": rng.choice(["a", "b", "c", "d", "e"], n), "y": y, "p": p, "w": w}
+    ).with_columns(w=pl.when(pl.int_range(pl.len()) % 97 == 5).then(None).otherwise("w"))
+
+
+def run_executors(ev, partitions: list[pl.DataFrame], n: int) -> list[pl.DataFrame]:
+    """The two executor functions as Spark runs them: blobs per input partition, routed by
+    their target to ``n`` partitions, then each partition's table."""
+    keys = pe_spark.partition_keys(n)
+    routed: dict[int, list[pa.RecordBatch]] = {k: [] for k in keys}
+    for part in partitions:
+        for batch in pe_spark._partition_blobs(ev, keys, part.to_arrow().to_batches(128)):
+            for key, blob in zip(batch.column(0).to_pylist(), batch.column(1), strict=True):
+                routed[key].append(pa.RecordBatch.from_arrays([pa.array([blob.as_py()])], ["b"]))
+    out = []
+    for batches in routed.values():
+        blobs = [pa.RecordBatch.from_arrays([b.column(0)], [pe_spark._BLOB]) for b in batches]
+        for result in pe_spark._partition_results(ev, blobs):
+            out.append(pl.read_ipc(result.column(0)[0].as_py()))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 3, 20])
+def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n):
+    """Without Spark: chunks of several batches, a partition sending its rows as they are
+    (distinct scores) and one sending its distinct rows (ties), groups split across both,
+    n target partitions (some empty): each group finalized once, equal to one machine."""
+    df = mixed_frame(13)
+    monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks per partition
+    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    ev = pe.Evaluation("binary", **kw)
+    first, second = df.head(600), df.tail(600)
+    assert not pe_spark._few_distinct(ev, first.head(300).to_arrow())  # the rows, as they are
+    assert pe_spark._few_distinct(ev, second.head(300).to_arrow())  # the distinct rows
+    tables = run_executors(ev, [first, second], n)
+    out = pl.concat(tables).sort("seg")
+    assert out["seg"].to_list() == sorted(set(df["seg"]))  # each group in one partition only
+    assert len(tables) <= min(n, 5)
+    assert_same(out, one_machine(df, "binary", **kw))
+    assert_same(out, df.eval.binary("y", "p", weight="w", by="seg"))
+    # and a subset of metrics, asked of the task method
+    ev = pe.Evaluation("binary", metrics=["ks", "auc", "logloss"], **kw)
+    out = pl.concat(run_executors(ev, [first, second], n)).sort("seg")
+    assert out.columns == ["seg", "ks", "auc", "logloss"]
+    assert_same(out, one_machine(df, "binary", metrics=["ks", "auc", "logloss"], **kw))
+
+
+def test_partition_keys_land_in_their_partitions(spark):
+    from pyspark.sql import functions as F
+
+    values = [-(2**31), -7, -1, 0, 1, 2, 42, 1000, 2**31 - 1]
+    hashed = spark.createDataFrame([(v,) for v in values], "v int").select(F.hash("v"))
+    assert [r[0] for r in hashed.collect()] == [pe_spark._murmur3_int(v) for v in values]
+    for n in (1, 2, 3, 7, 16):
+        keys = pe_spark.partition_keys(n)
+        frame = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "k int, i int")
+        placed = frame.repartition(n, F.col("k")).select("i", F.spark_partition_id().alias("at"))
+        assert sorted((r["i"], r["at"]) for r in placed.collect()) == [(i, i) for i in range(n)]
 
 
 def test_importing_polars_eval_does_not_import_pyspark():
