@@ -394,8 +394,8 @@ def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n):
     kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
     ev = pe.Evaluation("binary", **kw)
     first, second = df.head(600), df.tail(600)
-    assert not pe_spark._few_distinct(ev, first.head(300).to_arrow())  # the rows, as they are
-    assert pe_spark._few_distinct(ev, second.head(300).to_arrow())  # the distinct rows
+    assert not pe_spark._few_distinct(ev, first.head(300))  # the rows, as they are
+    assert pe_spark._few_distinct(ev, second.head(300))  # the distinct rows
     tables = run_executors(ev, [first, second], n)
     out = pl.concat(tables).sort("seg")
     assert out["seg"].to_list() == sorted(set(df["seg"]))  # each group in one partition only

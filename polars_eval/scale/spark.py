@@ -9,10 +9,10 @@ Python stages and one shuffle of a few binary rows:
    per distinct group and input values with the summed weight; the bins in binned mode;
    the metrics' own states where they are bounded; the rows as they are for keyed
    tasks), validated as ``Evaluation.update`` validates them. Where the distinct rows do
-   not pay (the first chunk of a partition shrank by less than half: continuous
-   scores), the chunk's rows are the state as they are, each with its weight: an
-   unmerged state, which the finalize sums as it sums equal keys of different
-   partitions. The state rows are hashed by the ``by`` columns (in Polars) to one of
+   not pay (by an estimate of their number in a partition's first chunk, more than half
+   its rows: continuous scores), the rows are the state as they are, each with its
+   weight: an unmerged state, which the finalize sums as it sums equal keys of
+   different partitions. The state rows are hashed by the ``by`` columns (in Polars) to one of
    ``partitions`` targets, and each target's rows leave Python as **one zstd-compressed
    Arrow IPC blob**: Spark shuffles one binary row per (chunk, target), not the state
    rows.
@@ -321,8 +321,10 @@ def _ours(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     return run
 
 
-def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """Arrow batches gathered into tables of about ``_CHUNK_ROWS`` rows."""
+def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pl.DataFrame]:
+    """Arrow batches gathered into frames of about ``_CHUNK_ROWS`` rows, each in one piece
+    (the batches are small: contiguous columns filter, hash and compress several times
+    faster, and each blob then holds one Arrow batch)."""
     buffer: list[pa.RecordBatch] = []
     n = 0
     for batch in batches:
@@ -331,17 +333,21 @@ def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
         buffer.append(batch)
         n += batch.num_rows
         if n >= _CHUNK_ROWS:
-            yield pa.Table.from_batches(buffer)
+            yield _frame(buffer)
             buffer, n = [], 0
     if buffer:
-        yield pa.Table.from_batches(buffer)
+        yield _frame(buffer)
 
 
-def _weighted_rows(ev: Evaluation, chunk: pa.Table) -> pl.DataFrame:
+def _frame(batches: list[pa.RecordBatch]) -> pl.DataFrame:
+    frame = pl.from_arrow(pa.Table.from_batches(batches))
+    assert isinstance(frame, pl.DataFrame)
+    return frame.rechunk()
+
+
+def _weighted_rows(ev: Evaluation, frame: pl.DataFrame) -> pl.DataFrame:
     """The validated rows of a chunk as an unmerged state: the state's columns, each row
     with its weight (a null weight as 0, as the distinct rows sum it)."""
-    frame = pl.from_arrow(chunk)
-    assert isinstance(frame, pl.DataFrame)
     checks = ev._check(frame.lazy())
     if checks:
         raise_for_checks(frame.select(checks), ev._checks, per_row=False, source=frame.lazy())
@@ -351,12 +357,10 @@ def _weighted_rows(ev: Evaluation, chunk: pa.Table) -> pl.DataFrame:
     return frame.select(*values, w.alias(W))
 
 
-def _few_distinct(ev: Evaluation, chunk: pa.Table) -> bool:
+def _few_distinct(ev: Evaluation, frame: pl.DataFrame) -> bool:
     """Whether the distinct rows of ``chunk`` are at most ``_KEEP_ROWS`` of its rows (an
     estimate: a HyperLogLog count of the keys' hashes, a twentieth of a group_by's time)."""
     keys = [c for c in ev._row_columns() if c != W]
-    frame = pl.from_arrow(chunk.select(keys))
-    assert isinstance(frame, pl.DataFrame)
     try:
         estimate = frame.select(pl.struct(keys).hash(seed=0).approx_n_unique()).item()
     except pl.exceptions.PolarsError:  # a key type without a hash: take the distinct rows
