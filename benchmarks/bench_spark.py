@@ -13,9 +13,12 @@ Run:  python benchmarks/bench_spark.py [--rows 1e7] [--segments 1000] [--repeat 
       [--decimals 4] [--cores 2]
 (with this checkout installed, or ``PYTHONPATH=.``: the executors import it too).
 
-Prints the machine line, median seconds, ratios (peer / ours: > 1 means we are faster)
-and the largest difference between the results. Needs the ``spark`` and ``bench`` extras
-and a Java runtime.
+Prints the machine line, median wall seconds and the median CPU seconds of the whole
+process tree (driver, JVM, Python workers: a measure that the load of a shared machine
+bends less than wall time), ratios (peer / ours: > 1 means we are faster) and the
+largest difference between the results. The tools of each comparison run in turn, run
+after run (interleaved), so that a change of load touches them alike. Needs the
+``spark`` and ``bench`` extras and a Java runtime.
 """
 
 from __future__ import annotations
@@ -36,13 +39,50 @@ import polars as pl
 import polars_eval as pe
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and its descendants (the JVM, Spark's Python
+    workers), the children already waited for included (Linux ``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        used[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / tick
+
+
+def interleaved(
+    tools: dict[str, Callable[[], object]], repeat: dict[str, int]
+) -> dict[str, tuple[float, float, object]]:
+    """Each tool's median wall and CPU seconds and its last result, the tools run in turn."""
+    wall: dict[str, list[float]] = {name: [] for name in tools}
+    cpu: dict[str, list[float]] = {name: [] for name in tools}
+    out: dict[str, object] = {}
+    for i in range(max(repeat.values())):
+        for name, fn in tools.items():
+            if i >= repeat[name]:
+                continue
+            c, start = tree_cpu(), time.perf_counter()
+            out[name] = fn()
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(tree_cpu() - c)
+    return {
+        name: (statistics.median(wall[name]), statistics.median(cpu[name]), out[name])
+        for name in tools
+    }
 
 
 def write_data(
@@ -137,17 +177,23 @@ def main() -> None:
             out = sdf.groupBy("seg").applyInPandas(sklearn_by_segment, schema).toPandas()
             return pl.from_pandas(out).sort("seg")
 
-        t_ours, got = median_time(ours_by, args.repeat)
-        t_peer, want = median_time(peer_by, args.repeat)
+        timed = interleaved(
+            {"ours": ours_by, "peer": peer_by}, {"ours": args.repeat, "peer": args.repeat}
+        )
+        (t_ours, c_ours, got), (t_peer, c_peer, want) = timed["ours"], timed["peer"]
         assert isinstance(got, pl.DataFrame) and isinstance(want, pl.DataFrame)
         assert got["seg"].to_list() == want["seg"].to_list()
         diff = {m: float((got[m] - want[m]).abs().max()) for m in metrics}
         print(f"\n## per segment: exact {', '.join(metrics)} ({args.segments:,} segments)")
-        print("| tool | median s | vs ours |")
-        print("|---|---|---|")
-        print(f"| pe.spark.evaluate(by='seg') | {t_ours:.2f} | 1.00 |")
-        print(f"| groupBy().applyInPandas + scikit-learn | {t_peer:.2f} | {t_peer / t_ours:.2f}x |")
+        print("| tool | median s | vs ours | CPU s | vs ours |")
+        print("|---|---|---|---|---|")
+        print(f"| pe.spark.evaluate(by='seg') | {t_ours:.2f} | 1.00 | {c_ours:.2f} | 1.00 |")
+        print(
+            f"| groupBy().applyInPandas + scikit-learn | {t_peer:.2f} | {t_peer / t_ours:.2f}x "
+            f"| {c_peer:.2f} | {c_peer / c_ours:.2f}x |"
+        )
         print("largest difference: " + ", ".join(f"{m} {d:.1e}" for m, d in diff.items()))
+        print(f"load average {os.getloadavg()[0]:.1f}")
 
         # 2. global AUC
         labelled = sdf.withColumn("label", F.col("y").cast("double"))
@@ -163,23 +209,31 @@ def main() -> None:
                 sdf, "binary", label="y", score="p", metrics=["auc"], bins=bins
             )["auc"].item()
 
-        rows = [
-            ("pe.spark.evaluate, exact", ours_global(None), args.repeat),
-            ("pe.spark.evaluate, bins=1000", ours_global(1000), args.repeat),
-            ("Spark ML BinaryClassificationEvaluator, numBins=0 (exact)", ml(0), args.ml_repeat),
-            (
-                "Spark ML BinaryClassificationEvaluator, numBins=1000 (default)",
+        rows = {
+            "pe.spark.evaluate, exact": (ours_global(None), args.repeat),
+            "pe.spark.evaluate, bins=1000": (ours_global(1000), args.repeat),
+            "Spark ML BinaryClassificationEvaluator, numBins=0 (exact)": (ml(0), args.ml_repeat),
+            "Spark ML BinaryClassificationEvaluator, numBins=1000 (default)": (
                 ml(1000),
                 args.ml_repeat,
             ),
-        ]
-        results = [(name, *median_time(fn, repeat)) for name, fn, repeat in rows]
-        base, exact = results[0][1], results[0][2]
+        }
+        timed = interleaved(
+            {name: fn for name, (fn, _) in rows.items()},
+            {name: repeat for name, (_, repeat) in rows.items()},
+        )
+        base, base_cpu, exact = timed["pe.spark.evaluate, exact"]
+        assert isinstance(exact, float)
         print("\n## global AUC")
-        print("| tool | median s | vs ours exact | AUC | − ours exact |")
-        print("|---|---|---|---|---|")
-        for name, t, auc in results:
-            print(f"| {name} | {t:.2f} | {t / base:.2f}x | {auc:.12f} | {auc - exact:+.1e} |")
+        print("| tool | median s | vs ours exact | CPU s | vs ours exact | AUC | − ours exact |")
+        print("|---|---|---|---|---|---|---|")
+        for name, (t, c, auc) in timed.items():
+            assert isinstance(auc, float)
+            print(
+                f"| {name} | {t:.2f} | {t / base:.2f}x | {c:.2f} | {c / base_cpu:.2f}x "
+                f"| {auc:.12f} | {auc - exact:+.1e} |"
+            )
+        print(f"load average {os.getloadavg()[0]:.1f}")
     spark.stop()
 
 

@@ -70,6 +70,15 @@ def spark():
             os.environ[key] = value
 
 
+@pytest.fixture(params=["arrow_rdd", "map_in_arrow"])
+def path(request, monkeypatch):
+    """Both ways the rows reach Python: Spark's JVM Arrow batches as an RDD (classic
+    DataFrames), and mapInArrow (the fallback, e.g. for Spark Connect)."""
+    if request.param == "map_in_arrow":
+        monkeypatch.setattr(pe_spark, "_arrow_rdd", lambda df: None)
+    return request.param
+
+
 def to_spark(session, df: pl.DataFrame, partitions: int = 3):
     """``df`` as a Spark DataFrame, its rows dealt round-robin across ``partitions``."""
     return session.createDataFrame(df.to_arrow()).repartition(partitions)
@@ -112,7 +121,7 @@ def binary_frame(seed: int, n: int = 2000) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize(("weight", "by"), [(None, None), ("w", "seg")])
-def test_binary_exact_equals_one_machine(spark, weight, by):
+def test_binary_exact_equals_one_machine(spark, path, weight, by):
     df = binary_frame(1)
     kw = {"label": "y", "score": "p", "weight": weight, "by": by}
     got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
@@ -122,7 +131,7 @@ def test_binary_exact_equals_one_machine(spark, weight, by):
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 7])
-def test_binary_partitions_and_empty_partitions(spark, partitions):
+def test_binary_partitions_and_empty_partitions(spark, path, partitions):
     """Input partitions that are empty, with distinct scores, with ties (one of each kind of
     state), groups split across them; 1, 2 or 7 finalizing partitions (some empty)."""
     df = mixed_frame(21)
@@ -136,6 +145,30 @@ def test_binary_partitions_and_empty_partitions(spark, partitions):
     kw = {"label": "y", "score": "p", "metrics": ["auc", "ks"]}  # one partition finalizes
     got = pe.spark.evaluate(sdf, "binary", partitions=partitions, **kw)
     assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_classic_dataframes_take_the_jvm_arrow_path(spark):
+    sdf = to_spark(spark, binary_frame(12))
+    arrow = pe_spark._arrow_rdd(sdf.select("seg", "y", "p"))
+    assert arrow is not None
+    rdd, schema = arrow
+    assert schema.names == ["seg", "y", "p"]
+    assert sum(pa.ipc.read_record_batch(m, schema).num_rows for m in rdd.collect()) == 2000
+
+
+def test_dates_and_timestamps_as_groups(spark, path):
+    import datetime as dt
+
+    df = binary_frame(16).with_columns(
+        day=pl.date(2024, 1, 1) + pl.duration(days=pl.int_range(pl.len()) % 3),
+        at=pl.datetime(2024, 1, 1, time_zone="UTC") + pl.duration(hours=pl.int_range(pl.len()) % 4),
+    )
+    kw = {"label": "y", "score": "p", "metrics": ["auc", "brier"]}
+    for by in (["day"], ["at", "seg"]):
+        got = pe.spark.evaluate(to_spark(spark, df), "binary", by=by, **kw)
+        assert_same(got, one_machine(df, "binary", by=by, **kw))
+    assert got["at"].dtype == pl.Datetime("us", "UTC")
+    assert got["at"][0] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def test_partitions_must_be_a_positive_integer(spark):
@@ -166,7 +199,7 @@ def test_binary_metrics_selection_equals_sklearn(spark):
         assert ll == pytest.approx(log_loss(part["y"], part["p"], sample_weight=w), abs=1e-12)
 
 
-def test_binary_binned_equals_one_machine(spark):
+def test_binary_binned_equals_one_machine(spark, path):
     rng = np.random.default_rng(3)
     n = 3000
     df = pl.DataFrame(
@@ -195,7 +228,7 @@ def test_regression_equals_one_machine(spark):
 
 
 @pytest.mark.parametrize("by", [None, "g"])
-def test_metric_states_equal_one_machine(spark, by):
+def test_metric_states_equal_one_machine(spark, path, by):
     """Definitions kept as the metrics' states (co-moments, sums, extrema) through Spark."""
     rng = np.random.default_rng(14)
     n = 1500
@@ -266,7 +299,7 @@ def test_forecast_series_split_across_partitions(spark):
 
 
 @pytest.mark.parametrize("item", [None, "doc"])
-def test_ranking_queries_split_across_partitions(spark, item):
+def test_ranking_queries_split_across_partitions(spark, path, item):
     rng = np.random.default_rng(7)
     n = 2000
     q = rng.integers(0, 120, n)
@@ -289,7 +322,7 @@ def test_ranking_queries_split_across_partitions(spark, item):
 # -- warnings, empty data --------------------------------------------------------------
 
 
-def test_undefined_values_warn_as_one_machine(spark):
+def test_undefined_values_warn_as_one_machine(spark, path):
     df = binary_frame(8).with_columns(
         # segments "a" and "c" hold one class only: their AUC is undefined
         y=pl.when(pl.col("seg").is_in(["a", "c"])).then(0).otherwise(pl.col("y"))
@@ -305,7 +338,7 @@ def test_undefined_values_warn_as_one_machine(spark):
     assert ours == ["auc is null for 2 of 4 groups (needs both classes present)"]
 
 
-def test_empty_dataframe_is_what_one_machine_says(spark):
+def test_empty_dataframe_is_what_one_machine_says(spark, path):
     df = binary_frame(9).head(0)
     got = pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="p", by="seg")
     assert_same(got, pe.Evaluation("binary", label="y", score="p", by="seg").compute())
@@ -328,7 +361,7 @@ def test_wrong_spark_type_is_our_validation_error(spark):
         )
 
 
-def test_bad_rows_inside_executors_are_our_errors(spark):
+def test_bad_rows_inside_executors_are_our_errors(spark, path):
     df = binary_frame(11)
     negative = df.with_columns(w=pl.when(pl.col("seg") == "b").then(-1.0).otherwise(pl.col("w")))
     with pytest.raises(pe.DataValidationError, match='"w"') as raised:
@@ -376,10 +409,11 @@ def run_executors(ev, partitions: list[pl.DataFrame], n: int) -> list[pl.DataFra
         for batch in pe_spark._partition_blobs(ev, keys, part.to_arrow().to_batches(128)):
             for key, blob in zip(batch.column(0).to_pylist(), batch.column(1), strict=True):
                 routed[key].append(pa.RecordBatch.from_arrays([pa.array([blob.as_py()])], ["b"]))
+    schema = dict(ev._batch_rows(partitions[0].head(0).lazy()).collect_schema())
     out = []
     for batches in routed.values():
         blobs = [pa.RecordBatch.from_arrays([b.column(0)], [pe_spark._BLOB]) for b in batches]
-        for result in pe_spark._partition_results(ev, blobs):
+        for result in pe_spark._partition_results(ev, schema, blobs):
             out.append(pl.read_ipc(result.column(0)[0].as_py()))
     return out
 
@@ -407,6 +441,23 @@ def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n):
     out = pl.concat(run_executors(ev, [first, second], n)).sort("seg")
     assert out.columns == ["seg", "ks", "auc", "logloss"]
     assert_same(out, one_machine(df, "binary", metrics=["ks", "auc", "logloss"], **kw))
+
+
+def test_blobs_carry_integers_narrowed_and_exact():
+    frame = pl.DataFrame(
+        {
+            "a": pl.Series([-300, 0, 300], dtype=pl.Int64),
+            "b": pl.Series([0, 7, 200], dtype=pl.UInt32),
+            "c": pl.Series([-(2**40), 0, 2**40], dtype=pl.Int64),
+            "d": pl.Series([None, None, None], dtype=pl.Int64),
+            "e": pl.Series([1, 0, None], dtype=pl.Int64),
+            "f": [0.5, 1.5, 2.5],
+        }
+    )
+    narrowed = pe_spark._narrowed(frame)
+    assert narrowed.dtypes == [pl.Int16, pl.UInt8, pl.Int64, pl.Int64, pl.Int8, pl.Float64]
+    assert narrowed.cast(dict(frame.schema)).equals(frame)
+    assert pe_spark._narrowed(frame.head(0)).schema == frame.schema
 
 
 def test_partition_keys_land_in_their_partitions(spark):

@@ -53,7 +53,7 @@ import io
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial, wraps
 from typing import Any
 
@@ -144,29 +144,23 @@ def evaluate(
 
     # the Spark schema, checked on the driver: missing columns and wrong types are ours
     names = ev._inputs()
-    empty = _empty_frame(spark_df.schema, names)
+    timezone = spark_df.sparkSession.conf.get("spark.sql.session.timeZone")
+    empty = _empty_frame(spark_df.schema, names, timezone)
     ev._check(empty.lazy())
 
     d = ev._def
     n = (partitions or _default_parallelism(spark_df)) if d.by else 1
-    keys = partition_keys(n)
     selected = spark_df.select(*[F.col(_quote(name)) for name in names])
-    blobs = selected.mapInArrow(
-        partial(_partition_blobs, ev, keys), f"{_TARGET} int, {_BLOB} binary"
-    )
-    routed = blobs.repartition(n, F.col(_TARGET))
-    results = routed.mapInArrow(
-        partial(_partition_results, ev), f"{_RESULT} binary, {_WARNINGS} string"
-    )
+    schema = dict(ev._batch_rows(empty.lazy()).collect_schema())  # the state's types
     try:
-        collected = results.collect()
+        collected = _run(selected, ev, n, schema)
     except Exception as err:
         ours = _our_error(err)
         if ours is None:
             raise
         raise ours from None
 
-    frames = [pl.read_ipc(io.BytesIO(bytes(row[_RESULT]))) for row in collected]
+    frames = [pl.read_ipc(io.BytesIO(result)) for result, _ in collected]
     if not frames:
         # no rows at all: what pe.Evaluation says about an evaluation that saw none
         return ev.compute()
@@ -179,11 +173,70 @@ def evaluate(
                 f"{pl.__version__})"
             )
         out = out.sort(list(d.by), nulls_last=True)
-    _warn_again([json.loads(row[_WARNINGS]) for row in collected], out.height)
+    _warn_again([json.loads(caught) for _, caught in collected], out.height)
     return out
 
 
 # -- driver helpers ----------------------------------------------------------------------
+
+
+def _run(
+    selected: Any, ev: Evaluation, n: int, schema: Mapping[str, pl.DataType]
+) -> list[tuple[bytes, str]]:
+    """Every partition's (result as Arrow IPC bytes, warnings as JSON), computed by Spark."""
+    arrow = _arrow_rdd(selected)
+    if arrow is not None:
+        batches, arrow_schema = arrow
+        pairs = batches.mapPartitions(partial(_rdd_blobs, ev, n, arrow_schema))
+        routed = pairs.partitionBy(n, _identity)
+        return routed.mapPartitions(partial(_rdd_results, ev, schema)).collect()
+    # a DataFrame without a JVM Dataset (Spark Connect): Spark's Arrow UDFs, a shuffle of
+    # the blobs by their target number, placed so that target i lands in partition i
+    from pyspark.sql import functions as F
+
+    keys = partition_keys(n)
+    blobs = selected.mapInArrow(
+        partial(_partition_blobs, ev, keys), f"{_TARGET} int, {_BLOB} binary"
+    )
+    results = blobs.repartition(n, F.col(_TARGET)).mapInArrow(
+        partial(_partition_results, ev, schema), f"{_RESULT} binary, {_WARNINGS} string"
+    )
+    return [(bytes(row[_RESULT]), row[_WARNINGS]) for row in results.collect()]
+
+
+def _arrow_rdd(df: Any) -> tuple[Any, pa.Schema] | None:
+    """The rows of ``df`` as an RDD of Arrow record batches (IPC messages without their
+    schema) and that schema, or None where ``df`` has no JVM Dataset (Spark Connect) or
+    this pyspark lacks the parts used.
+
+    Spark's JVM converts the rows to Arrow itself (``toArrowBatchRdd``, what ``toPandas``
+    collects), and the batches reach the Python workers as bytes: a third of the CPU that
+    ``mapInArrow`` spends handing the same rows to Python (``benchmarks/RESULTS.md``). The
+    schema is the one Spark writes for those batches (its session time zone for
+    timestamps, its large-types setting for strings).
+    """
+    try:
+        from pyspark import RDD
+        from pyspark.serializers import NoOpSerializer
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        session = df.sparkSession
+        conf = session.conf
+        schema = to_arrow_schema(
+            df.schema,
+            timezone=conf.get("spark.sql.session.timeZone"),
+            prefers_large_types=conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
+            == "true",
+        )
+        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
+        return RDD(jrdd, session.sparkContext, NoOpSerializer()), schema
+    except Exception:  # no _jdf (Spark Connect), another pyspark: the mapInArrow path
+        return None
+
+
+def _identity(target: int) -> int:
+    """The partition of a blob: its target (``RDD.partitionBy`` takes it modulo n)."""
+    return target
 
 
 def _quote(name: str) -> str:
@@ -232,8 +285,9 @@ def partition_keys(n: int) -> list[int]:
     return [keys.get(i, i) for i in range(n)]
 
 
-def _empty_frame(spark_schema: Any, names: Sequence[str]) -> pl.DataFrame:
-    """An empty Polars frame with the types the executors will see for ``names``."""
+def _empty_frame(spark_schema: Any, names: Sequence[str], timezone: str) -> pl.DataFrame:
+    """An empty Polars frame with the types the executors will see for ``names``
+    (timestamps in the session's time zone, as Spark writes them to Arrow)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
@@ -241,7 +295,7 @@ def _empty_frame(spark_schema: Any, names: Sequence[str]) -> pl.DataFrame:
         if field.name not in names:
             continue
         try:
-            arrow_type = to_arrow_type(field.dataType)
+            arrow_type = to_arrow_type(field.dataType, timezone=timezone)
         except Exception as err:
             raise DataValidationError(
                 f'column "{field.name}" has the Spark type {field.dataType.simpleString()}, '
@@ -368,11 +422,40 @@ def _few_distinct(ev: Evaluation, frame: pl.DataFrame) -> bool:
     return bool(estimate <= _KEEP_ROWS * frame.height)
 
 
-def _blobs(rows: pl.DataFrame, by: Sequence[str], keys: Sequence[int]) -> pa.RecordBatch:
+def _narrowed(rows: pl.DataFrame) -> pl.DataFrame:
+    """Integer columns in the narrowest integer type of their sign that holds their values
+    (a label, a segment id: a byte or two instead of eight), for the blob; the finalize
+    casts them back to the state's types, exactly."""
+    ints = [c for c, t in rows.schema.items() if t.is_integer() and t not in (pl.Int8, pl.UInt8)]
+    if not ints or not rows.height:
+        return rows
+    bounds = rows.select(
+        *[pl.col(c).min().alias(f"lo{i}") for i, c in enumerate(ints)],
+        *[pl.col(c).max().alias(f"hi{i}") for i, c in enumerate(ints)],
+    ).row(0)
+    casts: dict[str, pl.DataType] = {}
+    for i, c in enumerate(ints):
+        lo, hi = bounds[i], bounds[len(ints) + i]
+        if lo is None:
+            continue
+        signed = rows.schema[c].is_signed_integer()
+        for dtype, bits in ((pl.Int8, 8), (pl.Int16, 16), (pl.Int32, 32)):
+            low, high = (
+                (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            )
+            if low <= lo and hi <= high:
+                casts[c] = dtype if signed else _UNSIGNED[dtype]
+                break
+    casts = {c: t for c, t in casts.items() if t != rows.schema[c]}
+    return rows.cast(casts) if casts else rows
+
+
+_UNSIGNED: dict[Any, pl.DataType] = {pl.Int8: pl.UInt8, pl.Int16: pl.UInt16, pl.Int32: pl.UInt32}
+
+
+def _blobs(rows: pl.DataFrame, by: Sequence[str], n: int) -> Iterator[tuple[int, bytes]]:
     """State rows as one zstd Arrow IPC blob per target partition (a hash of ``by``)."""
-    targets: list[int] = []
-    blobs: list[bytes] = []
-    n = len(keys)
+    rows = _narrowed(rows)
     if n == 1:
         split = [(0, rows)]
     else:
@@ -394,19 +477,13 @@ def _blobs(rows: pl.DataFrame, by: Sequence[str], keys: Sequence[int]) -> pa.Rec
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
             writer.write_table(table)
-        targets.append(keys[i])
-        blobs.append(sink.getvalue().to_pybytes())
-    return pa.RecordBatch.from_pydict(
-        {_TARGET: targets, _BLOB: blobs},
-        schema=pa.schema([(_TARGET, pa.int32()), (_BLOB, pa.binary())]),
-    )
+        yield i, sink.getvalue().to_pybytes()
 
 
-@_ours
-def _partition_blobs(
-    ev: Evaluation, keys: Sequence[int], batches: Iterable[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: the state rows of a partition's rows, chunk by chunk, as blobs."""
+def _state_blobs(
+    ev: Evaluation, n: int, batches: Iterable[pa.RecordBatch]
+) -> Iterator[tuple[int, bytes]]:
+    """The state rows of a partition's rows, chunk by chunk, as (target, blob) pairs."""
     by = ev._def.by
     # the rows themselves are a state (each with its weight) where the distinct rows are
     distinct: bool | None = None if ev._value_columns() == [W] else True
@@ -415,7 +492,33 @@ def _partition_blobs(
             distinct = _few_distinct(ev, chunk)
         rows = ev._state_rows(chunk) if distinct else _weighted_rows(ev, chunk)
         if rows.height:
-            yield _blobs(rows, by, keys)
+            yield from _blobs(rows, by, n)
+
+
+@_ours
+def _rdd_blobs(
+    ev: Evaluation, n: int, schema: pa.Schema, messages: Iterable[bytes]
+) -> Iterator[tuple[int, bytes]]:
+    """RDD.mapPartitions: the (target, blob) pairs of a partition's Arrow batches."""
+
+    def read(message: bytes) -> pa.RecordBatch:
+        batch = pa.ipc.read_record_batch(pa.py_buffer(message), schema)
+        batch.validate()  # buffers of the sizes the schema says (a schema unlike Spark's)
+        return batch
+
+    yield from _state_blobs(ev, n, (read(m) for m in messages))
+
+
+@_ours
+def _partition_blobs(
+    ev: Evaluation, keys: Sequence[int], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow: the blobs of a partition's rows, with the Spark key of their target."""
+    for i, blob in _state_blobs(ev, len(keys), batches):
+        yield pa.RecordBatch.from_pydict(
+            {_TARGET: [keys[i]], _BLOB: [blob]},
+            schema=pa.schema([(_TARGET, pa.int32()), (_BLOB, pa.binary())]),
+        )
 
 
 def _finalize(ev: Evaluation) -> pl.DataFrame:
@@ -444,31 +547,52 @@ def _finalize(ev: Evaluation) -> pl.DataFrame:
     )
 
 
-@_ours
-def _partition_results(
-    ev: Evaluation, batches: Iterable[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: the task's table for the groups of one partition (whole groups)."""
+def _table(
+    ev: Evaluation, schema: Mapping[str, pl.DataType], blobs: Iterable[Any]
+) -> tuple[bytes, str] | None:
+    """The task's table for the groups of one partition (whole groups) from their blobs,
+    as Arrow IPC bytes, with the warnings it gave as JSON; None without blobs."""
     frames = []
-    for batch in batches:
-        blobs = batch.column(_BLOB)
-        for i in range(len(blobs)):
-            frame = pl.from_arrow(pa.ipc.open_stream(blobs[i].as_buffer()).read_all())
-            assert isinstance(frame, pl.DataFrame)
-            frames.append(frame)
+    for blob in blobs:
+        frame = pl.from_arrow(pa.ipc.open_stream(blob).read_all())
+        assert isinstance(frame, pl.DataFrame)
+        frames.append(frame)
     if not frames:
-        return
+        return None
     local = copy.copy(ev)
     # the partial states of every input partition that holds these groups: the task method
     # sums equal keys itself (as merging first would), so they are not re-aggregated here
-    local._rows = pl.concat(frames, how="vertical_relaxed", rechunk=False)
+    rows = pl.concat(frames, how="vertical_relaxed", rechunk=False)
+    narrowed = {c: t for c, t in schema.items() if t.is_integer() and rows.schema.get(c) != t}
+    local._rows = rows.cast(narrowed) if narrowed else rows
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = _finalize(local)
     buffer = io.BytesIO()
     out.write_ipc(buffer)
     seen = [[w.category.__name__, str(w.message)] for w in caught]
-    yield pa.RecordBatch.from_pydict(
-        {_RESULT: [buffer.getvalue()], _WARNINGS: [json.dumps(seen)]},
-        schema=pa.schema([(_RESULT, pa.binary()), (_WARNINGS, pa.string())]),
-    )
+    return buffer.getvalue(), json.dumps(seen)
+
+
+@_ours
+def _rdd_results(
+    ev: Evaluation, schema: Mapping[str, pl.DataType], pairs: Iterable[tuple[int, bytes]]
+) -> Iterator[tuple[bytes, str]]:
+    """RDD.mapPartitions: the table of the groups whose blobs this partition received."""
+    table = _table(ev, schema, (pa.py_buffer(blob) for _, blob in pairs))
+    if table is not None:
+        yield table
+
+
+@_ours
+def _partition_results(
+    ev: Evaluation, schema: Mapping[str, pl.DataType], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow: the same, the blobs as a binary column, the table as one row."""
+    blobs = (b.column(_BLOB)[i].as_buffer() for b in batches for i in range(b.num_rows))
+    table = _table(ev, schema, blobs)
+    if table is not None:
+        yield pa.RecordBatch.from_pydict(
+            {_RESULT: [table[0]], _WARNINGS: [table[1]]},
+            schema=pa.schema([(_RESULT, pa.binary()), (_WARNINGS, pa.string())]),
+        )
