@@ -4,8 +4,8 @@ Every task is run through Spark on data whose rows are dealt round-robin across
 partitions (so a group, a query and a series are split), and compared with
 ``pe.Evaluation`` and the task method on the same rows (exact mode: to 1e-12).
 
-Spark needs a Java runtime; without pyspark or Java these tests skip on a developer's
-machine, and fail in CI (CI=true), where .ci/run installs both.
+Spark needs pyspark (in the ``test`` extra) and a Java runtime (.ci/run installs one when
+missing). A Spark test that cannot start fails; it never skips.
 """
 
 from __future__ import annotations
@@ -23,10 +23,6 @@ from conftest import multiclass_frame
 
 import polars_eval as pe
 from polars_eval.scale import spark as pe_spark
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
-if not IN_CI:
-    pytest.importorskip("pyspark", reason="pyspark is not installed (the extra 'spark')")
 
 pytestmark = pytest.mark.filterwarnings(
     # pyspark's own notice about pandas 3 (our code does not use pandas)
@@ -56,11 +52,8 @@ def spark():
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("ERROR")
-    except Exception as err:  # no Java, or Spark cannot start
-        message = f"Spark cannot start in local mode: {type(err).__name__}: {err}"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+    except Exception as err:  # no pyspark, no Java: Spark cannot start, and the test fails
+        pytest.fail(f"Spark cannot start in local mode: {type(err).__name__}: {err}")
     yield session
     session.stop()
     for key, value in saved.items():
@@ -98,6 +91,12 @@ def assert_same(got: pl.DataFrame, want: pl.DataFrame, tol: float = 1e-12) -> No
             assert ok.all(), (name, x[~ok], y[~ok])
         else:
             assert a.to_list() == b.to_list(), name
+
+
+def F_expr(sql: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(sql)
 
 
 def one_machine(df: pl.DataFrame, task: str, **kw) -> pl.DataFrame:
@@ -154,6 +153,63 @@ def test_classic_dataframes_take_the_jvm_arrow_path(spark):
     rdd, schema = arrow
     assert schema.names == ["seg", "y", "p"]
     assert sum(pa.ipc.read_record_batch(m, schema).num_rows for m in rdd.collect()) == 2000
+
+
+class _WithoutArrowBatches:
+    """A JVM Dataset whose private ``toArrowBatchRdd`` is gone (another Spark version)."""
+
+    def __init__(self, jdf):
+        self._jdf = jdf
+
+    def __getattr__(self, name):
+        if name == "toArrowBatchRdd":
+            from py4j.protocol import Py4JError
+
+            raise Py4JError(f"{name} does not exist in the JVM")
+        return getattr(self._jdf, name)
+
+
+def test_without_the_private_jvm_api_the_rows_take_mapinarrow(spark, monkeypatch):
+    """No ``_jdf`` (Spark Connect), or a JVM without ``toArrowBatchRdd``: no RDD path, and
+    ``evaluate`` runs through mapInArrow with the same result."""
+    sdf = to_spark(spark, binary_frame(17))
+
+    class Connect:  # a DataFrame without a JVM Dataset
+        sparkSession = spark
+        schema = sdf.schema
+
+    assert pe_spark._arrow_rdd(Connect()) is None
+    selected = sdf.select("seg", "y", "p")
+    selected._jdf = _WithoutArrowBatches(selected._jdf)
+    assert pe_spark._arrow_rdd(selected) is None
+
+    seen = []
+    original = pe_spark._arrow_rdd
+
+    def without_api(df):
+        df._jdf = _WithoutArrowBatches(df._jdf)
+        seen.append(original(df))
+        return seen[-1]
+
+    monkeypatch.setattr(pe_spark, "_arrow_rdd", without_api)
+    df = binary_frame(17)
+    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert seen == [None]
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_large_string_batches(spark, path):
+    """``spark.sql.execution.arrow.useLargeVarTypes``: the JVM writes large strings, read as
+    such."""
+    df = binary_frame(18)
+    kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss"]}
+    spark.conf.set("spark.sql.execution.arrow.useLargeVarTypes", "true")
+    try:
+        got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.useLargeVarTypes")
+    assert_same(got, one_machine(df, "binary", **kw))
 
 
 def test_dates_and_timestamps_as_groups(spark, path):
@@ -359,6 +415,28 @@ def test_wrong_spark_type_is_our_validation_error(spark):
         pe.spark.evaluate(
             to_spark(spark, df.drop("seg")), "regression", actual="y", pred="w", by="seg"
         )
+
+
+def test_spark_types_without_a_polars_form_are_our_validation_errors(spark):
+    sdf = to_spark(spark, binary_frame(19))
+    kw = {"label": "y", "score": "p"}
+    for column, sql in (
+        ("p", "array(p)"),  # a list of scores
+        ("p", "map('a', p)"),
+        ("p", "named_struct('a', p)"),
+        ("y", "cast(y as string)"),
+        ("p", "make_interval(0, 0, 0, 0, 0, 0, p)"),  # an interval: no Arrow form
+    ):
+        bad = sdf.withColumn(column, F_expr(sql))
+        with pytest.raises(pe.DataValidationError, match=f'"{column}"'):
+            pe.spark.evaluate(bad, "binary", **kw)
+
+
+def test_decimal_scores_equal_one_machine(spark, path):
+    df = binary_frame(20).with_columns(pl.col("p").cast(pl.Decimal(6, 2)))
+    kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss", "ks"]}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
 
 
 def test_bad_rows_inside_executors_are_our_errors(spark, path):
