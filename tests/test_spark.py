@@ -496,14 +496,16 @@ def run_executors(ev, partitions: list[pl.DataFrame], n: int) -> list[pl.DataFra
     return out
 
 
+@pytest.mark.parametrize("weight", ["w", None])
 @pytest.mark.parametrize("n", [1, 3, 20])
-def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n):
+def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n, weight):
     """Without Spark: chunks of several batches, a partition sending its rows as they are
     (distinct scores) and one sending its distinct rows (ties), groups split across both,
-    n target partitions (some empty): each group finalized once, equal to one machine."""
+    n target partitions (some empty), with and without a weight column: each group
+    finalized once, equal to one machine."""
     df = mixed_frame(13)
     monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks per partition
-    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    kw = {"label": "y", "score": "p", "weight": weight, "by": "seg"}
     ev = pe.Evaluation("binary", **kw)
     first, second = df.head(600), df.tail(600)
     assert not pe_spark._few_distinct(ev, first.head(300))  # the rows, as they are
@@ -513,12 +515,31 @@ def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n):
     assert out["seg"].to_list() == sorted(set(df["seg"]))  # each group in one partition only
     assert len(tables) <= min(n, 5)
     assert_same(out, one_machine(df, "binary", **kw))
-    assert_same(out, df.eval.binary("y", "p", weight="w", by="seg"))
+    assert_same(out, df.eval.binary("y", "p", weight=weight, by="seg"))
+    # only the rows as they are, from the first partition
+    alone = pl.concat(run_executors(ev, [first], n)).sort("seg")
+    assert_same(alone, one_machine(first, "binary", **kw))
     # and a subset of metrics, asked of the task method
     ev = pe.Evaluation("binary", metrics=["ks", "auc", "logloss"], **kw)
     out = pl.concat(run_executors(ev, [first, second], n)).sort("seg")
     assert out.columns == ["seg", "ks", "auc", "logloss"]
     assert_same(out, one_machine(df, "binary", metrics=["ks", "auc", "logloss"], **kw))
+
+
+@pytest.mark.parametrize("weight", ["w", None])
+def test_executor_functions_rows_of_another_task(weight):
+    """Regression with its order statistics (a state of rows): rows sent as they are
+    (continuous values, with or without a weight column) finalized by ``compute()``."""
+    rng = np.random.default_rng(22)
+    n = 900
+    df = pl.DataFrame(
+        {"g": rng.integers(0, 3, n), "y": rng.gamma(2.0, 3.0, n), "p": rng.gamma(2.0, 3.0, n)}
+    ).with_columns(w=pl.lit(rng.random(n)))
+    kw = {"actual": "y", "pred": "p", "weight": weight, "by": "g"}
+    ev = pe.Evaluation("regression", **kw)
+    assert ev._table is None and not pe_spark._few_distinct(ev, df)
+    out = pl.concat(run_executors(ev, [df.head(400), df.tail(500)], 2)).sort("g")
+    assert_same(out, one_machine(df, "regression", **kw))
 
 
 def test_blobs_carry_integers_narrowed_and_exact():
