@@ -432,6 +432,18 @@ def test_spark_types_without_a_polars_form_are_our_validation_errors(spark):
             pe.spark.evaluate(bad, "binary", **kw)
 
 
+def test_duplicated_spark_columns_are_our_validation_errors(spark):
+    left = spark.createDataFrame([(1, 0, 0.2), (2, 1, 0.7)], "id int, y long, p double")
+    right = spark.createDataFrame([(1, 0.3), (2, 0.9)], "id int, p double")
+    joined = left.join(right, left.id == right.id)  # two columns "id", two columns "p"
+    with pytest.raises(pe.DataValidationError, match='"p" appears more than once'):
+        pe.spark.evaluate(joined, "binary", label="y", score="p")
+    with pytest.raises(pe.DataValidationError, match='"id" appears more than once'):
+        pe.spark.evaluate(joined.drop(right.p), "binary", label="y", score="p", by="id")
+    got = pe.spark.evaluate(joined.drop(right.p), "binary", label="y", score="p")
+    assert got["auc"].item() == 1.0
+
+
 def test_decimal_scores_equal_one_machine(spark, path):
     df = binary_frame(20).with_columns(pl.col("p").cast(pl.Decimal(6, 2)))
     kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss", "ks"]}

@@ -39,7 +39,8 @@ result equals ``pe.Evaluation(task, ...)`` on the same rows (exact mode: to roun
 1e-12), with the same columns, group order and warnings.
 
 The Spark schema is checked on the driver before anything runs, so a column of the wrong
-type is our :class:`~polars_eval.DataValidationError`; an error of ours raised inside an
+type, missing, or named twice (after a join) is our
+:class:`~polars_eval.DataValidationError`; an error of ours raised inside an
 executor (a negative weight, a label outside {0, 1}) is raised again on the driver as
 the same type with the same message, not as a JVM stack trace.
 
@@ -146,7 +147,7 @@ def evaluate(
         )
     ev = Evaluation(task, by=by, metrics=metrics, bins=bins, weight=weight, **columns)
 
-    # the Spark schema, checked on the driver: missing columns and wrong types are ours
+    # the Spark schema, checked on the driver: missing, repeated, mistyped columns are ours
     names = ev._inputs()
     timezone = spark_df.sparkSession.conf.get("spark.sql.session.timeZone")
     empty = _empty_frame(spark_df.schema, names, timezone)
@@ -295,9 +296,16 @@ def _empty_frame(spark_schema: Any, names: Sequence[str], timezone: str) -> pl.D
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
+    seen: set[str] = set()
     for field in spark_schema.fields:
         if field.name not in names:
             continue
+        if field.name in seen:  # a join's two columns of one name: Spark cannot tell them
+            raise DataValidationError(
+                f'column "{field.name}" appears more than once in the Spark DataFrame; '
+                "rename or drop all but one"
+            )
+        seen.add(field.name)
         try:
             arrow_type = to_arrow_type(field.dataType, timezone=timezone)
         except Exception as err:
