@@ -4,8 +4,8 @@ Every task is run through Spark on data whose rows are dealt round-robin across
 partitions (so a group, a query and a series are split), and compared with
 ``pe.Evaluation`` and the task method on the same rows (exact mode: to 1e-12).
 
-Spark needs a Java runtime; without pyspark or Java these tests skip on a developer's
-machine, and fail in CI (CI=true), where .ci/run installs both.
+Spark needs pyspark (in the ``test`` extra) and a Java runtime (.ci/run installs one when
+missing). A Spark test that cannot start fails; it never skips.
 """
 
 from __future__ import annotations
@@ -23,10 +23,6 @@ from conftest import multiclass_frame
 
 import polars_eval as pe
 from polars_eval.scale import spark as pe_spark
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
-if not IN_CI:
-    pytest.importorskip("pyspark", reason="pyspark is not installed (the extra 'spark')")
 
 pytestmark = pytest.mark.filterwarnings(
     # pyspark's own notice about pandas 3 (our code does not use pandas)
@@ -56,11 +52,8 @@ def spark():
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("ERROR")
-    except Exception as err:  # no Java, or Spark cannot start
-        message = f"Spark cannot start in local mode: {type(err).__name__}: {err}"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+    except Exception as err:  # no pyspark, no Java: Spark cannot start, and the test fails
+        pytest.fail(f"Spark cannot start in local mode: {type(err).__name__}: {err}")
     yield session
     session.stop()
     for key, value in saved.items():
@@ -68,6 +61,15 @@ def spark():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(params=["arrow_rdd", "map_in_arrow"])
+def path(request, monkeypatch):
+    """Both ways the rows reach Python: Spark's JVM Arrow batches as an RDD (classic
+    DataFrames), and mapInArrow (the fallback, e.g. for Spark Connect)."""
+    if request.param == "map_in_arrow":
+        monkeypatch.setattr(pe_spark, "_arrow_rdd", lambda df: None)
+    return request.param
 
 
 def to_spark(session, df: pl.DataFrame, partitions: int = 3):
@@ -91,6 +93,12 @@ def assert_same(got: pl.DataFrame, want: pl.DataFrame, tol: float = 1e-12) -> No
             assert a.to_list() == b.to_list(), name
 
 
+def F_expr(sql: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(sql)
+
+
 def one_machine(df: pl.DataFrame, task: str, **kw) -> pl.DataFrame:
     return pe.Evaluation(task, **kw).update(df).compute()
 
@@ -112,13 +120,118 @@ def binary_frame(seed: int, n: int = 2000) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize(("weight", "by"), [(None, None), ("w", "seg")])
-def test_binary_exact_equals_one_machine(spark, weight, by):
+def test_binary_exact_equals_one_machine(spark, path, weight, by):
     df = binary_frame(1)
     kw = {"label": "y", "score": "p", "weight": weight, "by": by}
     got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
     assert_same(got, one_machine(df, "binary", **kw))
     # and the task method on all rows, independently of pe.Evaluation
     assert_same(got, df.eval.binary("y", "p", weight=weight, by=by))
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 7])
+def test_binary_partitions_and_empty_partitions(spark, path, partitions):
+    """Input partitions that are empty, with distinct scores, with ties (one of each kind of
+    state), groups split across them; 1, 2 or 7 finalizing partitions (some empty)."""
+    df = mixed_frame(21)
+    parts = [df.head(600).rows(), [], df.tail(600).rows(), []]  # one list per partition
+    rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(lambda rows: rows)
+    sdf = spark.createDataFrame(rdd, "seg string, y long, p double, w double")
+    assert sdf.rdd.glom().map(len).collect() == [600, 0, 600, 0]
+    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    got = pe.spark.evaluate(sdf, "binary", partitions=partitions, **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+    kw = {"label": "y", "score": "p", "metrics": ["auc", "ks"]}  # one partition finalizes
+    got = pe.spark.evaluate(sdf, "binary", partitions=partitions, **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_classic_dataframes_take_the_jvm_arrow_path(spark):
+    sdf = to_spark(spark, binary_frame(12))
+    arrow = pe_spark._arrow_rdd(sdf.select("seg", "y", "p"))
+    assert arrow is not None
+    rdd, schema = arrow
+    assert schema.names == ["seg", "y", "p"]
+    assert sum(pa.ipc.read_record_batch(m, schema).num_rows for m in rdd.collect()) == 2000
+
+
+class _WithoutArrowBatches:
+    """A JVM Dataset whose private ``toArrowBatchRdd`` is gone (another Spark version)."""
+
+    def __init__(self, jdf):
+        self._jdf = jdf
+
+    def __getattr__(self, name):
+        if name == "toArrowBatchRdd":
+            from py4j.protocol import Py4JError
+
+            raise Py4JError(f"{name} does not exist in the JVM")
+        return getattr(self._jdf, name)
+
+
+def test_without_the_private_jvm_api_the_rows_take_mapinarrow(spark, monkeypatch):
+    """No ``_jdf`` (Spark Connect), or a JVM without ``toArrowBatchRdd``: no RDD path, and
+    ``evaluate`` runs through mapInArrow with the same result."""
+    sdf = to_spark(spark, binary_frame(17))
+
+    class Connect:  # a DataFrame without a JVM Dataset
+        sparkSession = spark
+        schema = sdf.schema
+
+    assert pe_spark._arrow_rdd(Connect()) is None
+    selected = sdf.select("seg", "y", "p")
+    selected._jdf = _WithoutArrowBatches(selected._jdf)
+    assert pe_spark._arrow_rdd(selected) is None
+
+    seen = []
+    original = pe_spark._arrow_rdd
+
+    def without_api(df):
+        df._jdf = _WithoutArrowBatches(df._jdf)
+        seen.append(original(df))
+        return seen[-1]
+
+    monkeypatch.setattr(pe_spark, "_arrow_rdd", without_api)
+    df = binary_frame(17)
+    kw = {"label": "y", "score": "p", "weight": "w", "by": "seg"}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert seen == [None]
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_large_string_batches(spark, path):
+    """``spark.sql.execution.arrow.useLargeVarTypes``: the JVM writes large strings, read as
+    such."""
+    df = binary_frame(18)
+    kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss"]}
+    spark.conf.set("spark.sql.execution.arrow.useLargeVarTypes", "true")
+    try:
+        got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.useLargeVarTypes")
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_dates_and_timestamps_as_groups(spark, path):
+    import datetime as dt
+
+    df = binary_frame(16).with_columns(
+        day=pl.date(2024, 1, 1) + pl.duration(days=pl.int_range(pl.len()) % 3),
+        at=pl.datetime(2024, 1, 1, time_zone="UTC") + pl.duration(hours=pl.int_range(pl.len()) % 4),
+    )
+    kw = {"label": "y", "score": "p", "metrics": ["auc", "brier"]}
+    for by in (["day"], ["at", "seg"]):
+        got = pe.spark.evaluate(to_spark(spark, df), "binary", by=by, **kw)
+        assert_same(got, one_machine(df, "binary", by=by, **kw))
+    assert got["at"].dtype == pl.Datetime("us", "UTC")
+    assert got["at"][0] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def test_partitions_must_be_a_positive_integer(spark):
+    sdf = to_spark(spark, binary_frame(12))
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(pe.InvalidParameterError, match="partitions"):
+            pe.spark.evaluate(sdf, "binary", label="y", score="p", by="seg", partitions=bad)
 
 
 def test_binary_metrics_selection_equals_sklearn(spark):
@@ -142,7 +255,7 @@ def test_binary_metrics_selection_equals_sklearn(spark):
         assert ll == pytest.approx(log_loss(part["y"], part["p"], sample_weight=w), abs=1e-12)
 
 
-def test_binary_binned_equals_one_machine(spark):
+def test_binary_binned_equals_one_machine(spark, path):
     rng = np.random.default_rng(3)
     n = 3000
     df = pl.DataFrame(
@@ -171,7 +284,7 @@ def test_regression_equals_one_machine(spark):
 
 
 @pytest.mark.parametrize("by", [None, "g"])
-def test_metric_states_equal_one_machine(spark, by):
+def test_metric_states_equal_one_machine(spark, path, by):
     """Definitions kept as the metrics' states (co-moments, sums, extrema) through Spark."""
     rng = np.random.default_rng(14)
     n = 1500
@@ -242,7 +355,7 @@ def test_forecast_series_split_across_partitions(spark):
 
 
 @pytest.mark.parametrize("item", [None, "doc"])
-def test_ranking_queries_split_across_partitions(spark, item):
+def test_ranking_queries_split_across_partitions(spark, path, item):
     rng = np.random.default_rng(7)
     n = 2000
     q = rng.integers(0, 120, n)
@@ -265,7 +378,7 @@ def test_ranking_queries_split_across_partitions(spark, item):
 # -- warnings, empty data --------------------------------------------------------------
 
 
-def test_undefined_values_warn_as_one_machine(spark):
+def test_undefined_values_warn_as_one_machine(spark, path):
     df = binary_frame(8).with_columns(
         # segments "a" and "c" hold one class only: their AUC is undefined
         y=pl.when(pl.col("seg").is_in(["a", "c"])).then(0).otherwise(pl.col("y"))
@@ -281,7 +394,7 @@ def test_undefined_values_warn_as_one_machine(spark):
     assert ours == ["auc is null for 2 of 4 groups (needs both classes present)"]
 
 
-def test_empty_dataframe_is_what_one_machine_says(spark):
+def test_empty_dataframe_is_what_one_machine_says(spark, path):
     df = binary_frame(9).head(0)
     got = pe.spark.evaluate(to_spark(spark, df), "binary", label="y", score="p", by="seg")
     assert_same(got, pe.Evaluation("binary", label="y", score="p", by="seg").compute())
@@ -304,7 +417,41 @@ def test_wrong_spark_type_is_our_validation_error(spark):
         )
 
 
-def test_bad_rows_inside_executors_are_our_errors(spark):
+def test_spark_types_without_a_polars_form_are_our_validation_errors(spark):
+    sdf = to_spark(spark, binary_frame(19))
+    kw = {"label": "y", "score": "p"}
+    for column, sql in (
+        ("p", "array(p)"),  # a list of scores
+        ("p", "map('a', p)"),
+        ("p", "named_struct('a', p)"),
+        ("y", "cast(y as string)"),
+        ("p", "make_interval(0, 0, 0, 0, 0, 0, p)"),  # an interval: no Arrow form
+    ):
+        bad = sdf.withColumn(column, F_expr(sql))
+        with pytest.raises(pe.DataValidationError, match=f'"{column}"'):
+            pe.spark.evaluate(bad, "binary", **kw)
+
+
+def test_duplicated_spark_columns_are_our_validation_errors(spark):
+    left = spark.createDataFrame([(1, 0, 0.2), (2, 1, 0.7)], "id int, y long, p double")
+    right = spark.createDataFrame([(1, 0.3), (2, 0.9)], "id int, p double")
+    joined = left.join(right, left.id == right.id)  # two columns "id", two columns "p"
+    with pytest.raises(pe.DataValidationError, match='"p" appears more than once'):
+        pe.spark.evaluate(joined, "binary", label="y", score="p")
+    with pytest.raises(pe.DataValidationError, match='"id" appears more than once'):
+        pe.spark.evaluate(joined.drop(right.p), "binary", label="y", score="p", by="id")
+    got = pe.spark.evaluate(joined.drop(right.p), "binary", label="y", score="p")
+    assert got["auc"].item() == 1.0
+
+
+def test_decimal_scores_equal_one_machine(spark, path):
+    df = binary_frame(20).with_columns(pl.col("p").cast(pl.Decimal(6, 2)))
+    kw = {"label": "y", "score": "p", "by": "seg", "metrics": ["auc", "logloss", "ks"]}
+    got = pe.spark.evaluate(to_spark(spark, df), "binary", **kw)
+    assert_same(got, one_machine(df, "binary", **kw))
+
+
+def test_bad_rows_inside_executors_are_our_errors(spark, path):
     df = binary_frame(11)
     negative = df.with_columns(w=pl.when(pl.col("seg") == "b").then(-1.0).otherwise(pl.col("w")))
     with pytest.raises(pe.DataValidationError, match='"w"') as raised:
@@ -331,18 +478,110 @@ def test_arguments_refused_by_name(spark):
 # -- without Spark: the executor functions and the lazy import ------------------------------
 
 
-def test_partition_states_gather_batches_in_chunks(monkeypatch):
-    df = binary_frame(13)
-    ev = pe.Evaluation("binary", label="y", score="p", weight="w", by="seg")
-    rows = ev._batch_rows(df.head(0).lazy()).collect_schema()
-    arrow = pl.DataFrame(schema=rows).to_arrow(compat_level=pl.CompatLevel.oldest()).schema
-    monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks, merged once
-    batches = df.to_arrow().to_batches(max_chunksize=128)
-    state = pl.from_arrow(
-        pa.Table.from_batches(list(pe_spark._partition_states(ev, arrow, batches)))
+def mixed_frame(seed: int, n: int = 1200) -> pl.DataFrame:
+    """Rows whose first half has distinct scores, the second half scores at 1 decimal."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    p = np.clip(0.3 * y + rng.random(n) * 0.7, 0, 1)
+    p[n // 2 :] = np.round(p[n // 2 :], 1)
+    w = rng.integers(0, 4, n).astype(float)
+    return pl.DataFrame(
+        {"seg": rng.choice(["a", "b", "c", "d", "e"], n), "y": y, "p": p, "w": w}
+    ).with_columns(w=pl.when(pl.int_range(pl.len()) % 97 == 5).then(None).otherwise("w"))
+
+
+def run_executors(ev, partitions: list[pl.DataFrame], n: int) -> list[pl.DataFrame]:
+    """The two executor functions as Spark runs them: blobs per input partition, routed by
+    their target to ``n`` partitions, then each partition's table."""
+    keys = pe_spark.partition_keys(n)
+    routed: dict[int, list[pa.RecordBatch]] = {k: [] for k in keys}
+    for part in partitions:
+        for batch in pe_spark._partition_blobs(ev, keys, part.to_arrow().to_batches(128)):
+            for key, blob in zip(batch.column(0).to_pylist(), batch.column(1), strict=True):
+                routed[key].append(pa.RecordBatch.from_arrays([pa.array([blob.as_py()])], ["b"]))
+    schema = dict(ev._batch_rows(partitions[0].head(0).lazy()).collect_schema())
+    out = []
+    for batches in routed.values():
+        blobs = [pa.RecordBatch.from_arrays([b.column(0)], [pe_spark._BLOB]) for b in batches]
+        for result in pe_spark._partition_results(ev, schema, blobs):
+            out.append(pl.read_ipc(result.column(0)[0].as_py()))
+    return out
+
+
+@pytest.mark.parametrize("weight", ["w", None])
+@pytest.mark.parametrize("n", [1, 3, 20])
+def test_executor_functions_merge_chunks_partitions_and_targets(monkeypatch, n, weight):
+    """Without Spark: chunks of several batches, a partition sending its rows as they are
+    (distinct scores) and one sending its distinct rows (ties), groups split across both,
+    n target partitions (some empty), with and without a weight column: each group
+    finalized once, equal to one machine."""
+    df = mixed_frame(13)
+    monkeypatch.setattr(pe_spark, "_CHUNK_ROWS", 300)  # several chunks per partition
+    kw = {"label": "y", "score": "p", "weight": weight, "by": "seg"}
+    ev = pe.Evaluation("binary", **kw)
+    first, second = df.head(600), df.tail(600)
+    assert not pe_spark._few_distinct(ev, first.head(300))  # the rows, as they are
+    assert pe_spark._few_distinct(ev, second.head(300))  # the distinct rows
+    tables = run_executors(ev, [first, second], n)
+    out = pl.concat(tables).sort("seg")
+    assert out["seg"].to_list() == sorted(set(df["seg"]))  # each group in one partition only
+    assert len(tables) <= min(n, 5)
+    assert_same(out, one_machine(df, "binary", **kw))
+    assert_same(out, df.eval.binary("y", "p", weight=weight, by="seg"))
+    # only the rows as they are, from the first partition
+    alone = pl.concat(run_executors(ev, [first], n)).sort("seg")
+    assert_same(alone, one_machine(first, "binary", **kw))
+    # and a subset of metrics, asked of the task method
+    ev = pe.Evaluation("binary", metrics=["ks", "auc", "logloss"], **kw)
+    out = pl.concat(run_executors(ev, [first, second], n)).sort("seg")
+    assert out.columns == ["seg", "ks", "auc", "logloss"]
+    assert_same(out, one_machine(df, "binary", metrics=["ks", "auc", "logloss"], **kw))
+
+
+@pytest.mark.parametrize("weight", ["w", None])
+def test_executor_functions_rows_of_another_task(weight):
+    """Regression with its order statistics (a state of rows): rows sent as they are
+    (continuous values, with or without a weight column) finalized by ``compute()``."""
+    rng = np.random.default_rng(22)
+    n = 900
+    df = pl.DataFrame(
+        {"g": rng.integers(0, 3, n), "y": rng.gamma(2.0, 3.0, n), "p": rng.gamma(2.0, 3.0, n)}
+    ).with_columns(w=pl.lit(rng.random(n)))
+    kw = {"actual": "y", "pred": "p", "weight": weight, "by": "g"}
+    ev = pe.Evaluation("regression", **kw)
+    assert ev._table is None and not pe_spark._few_distinct(ev, df)
+    out = pl.concat(run_executors(ev, [df.head(400), df.tail(500)], 2)).sort("g")
+    assert_same(out, one_machine(df, "regression", **kw))
+
+
+def test_blobs_carry_integers_narrowed_and_exact():
+    frame = pl.DataFrame(
+        {
+            "a": pl.Series([-300, 0, 300], dtype=pl.Int64),
+            "b": pl.Series([0, 7, 200], dtype=pl.UInt32),
+            "c": pl.Series([-(2**40), 0, 2**40], dtype=pl.Int64),
+            "d": pl.Series([None, None, None], dtype=pl.Int64),
+            "e": pl.Series([1, 0, None], dtype=pl.Int64),
+            "f": [0.5, 1.5, 2.5],
+        }
     )
-    ev._rows = state
-    assert_same(ev.compute(), df.eval.binary("y", "p", weight="w", by="seg"))
+    narrowed = pe_spark._narrowed(frame)
+    assert narrowed.dtypes == [pl.Int16, pl.UInt8, pl.Int64, pl.Int64, pl.Int8, pl.Float64]
+    assert narrowed.cast(dict(frame.schema)).equals(frame)
+    assert pe_spark._narrowed(frame.head(0)).schema == frame.schema
+
+
+def test_partition_keys_land_in_their_partitions(spark):
+    from pyspark.sql import functions as F
+
+    values = [-(2**31), -7, -1, 0, 1, 2, 42, 1000, 2**31 - 1]
+    hashed = spark.createDataFrame([(v,) for v in values], "v int").select(F.hash("v"))
+    assert [r[0] for r in hashed.collect()] == [pe_spark._murmur3_int(v) for v in values]
+    for n in (1, 2, 3, 7, 16):
+        keys = pe_spark.partition_keys(n)
+        frame = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "k int, i int")
+        placed = frame.repartition(n, F.col("k")).select("i", F.spark_partition_id().alias("at"))
+        assert sorted((r["i"], r["at"]) for r in placed.collect()) == [(i, i) for i in range(n)]
 
 
 def test_importing_polars_eval_does_not_import_pyspark():

@@ -1,21 +1,34 @@
 """``pe.spark.evaluate``: a task's metrics over a Spark DataFrame, the rows staying in Spark.
 
-The same state model as :class:`polars_eval.Evaluation` (SPEC §10), run by Spark:
+The same state model as :class:`polars_eval.Evaluation` (SPEC §10), run by Spark in two
+Python stages and one shuffle of a few binary rows:
 
-1. **States per partition.** ``mapInArrow`` hands each partition's rows to Python as
-   Arrow batches; each batch becomes a Polars frame, then the state rows of
-   :class:`~polars_eval.Evaluation` (one row per distinct group and input values with the
-   summed weight; the bins in binned mode; the rows as they are for keyed tasks), merged
-   within the partition and returned as Arrow. Rows are validated here, as
-   ``Evaluation.update`` validates them.
-2. **Merge.** Spark shuffles the state rows by the ``by`` columns (one partition when
-   there is no ``by``), so that the partial states of a group, from every input
-   partition, land in one partition.
-3. **Finalize on the executors.** Each partition runs the task method on the partial
-   states of its groups (the summed weight as the weight: equal keys of different
-   partitions add up there, as their merge rule says), one row per group, and sends back
-   that small table (as Arrow IPC bytes, so that its columns and types are those of the
-   one-machine result).
+1. **States per partition.** Spark's JVM converts each partition's rows (only the
+   columns the task reads) to Arrow record batches (``toArrowBatchRdd``, what
+   ``toPandas`` collects) and the batches reach the Python workers as bytes through an
+   RDD: a third of the CPU of ``mapInArrow``'s input path, which stays the way in for a
+   DataFrame without a JVM Dataset (Spark Connect). The batches are gathered into chunks
+   of about a million rows; each chunk becomes the state rows of
+   :class:`~polars_eval.Evaluation` (one row per distinct group and input values with
+   the summed weight; the bins in binned mode; the metrics' own states where they are
+   bounded; the rows as they are for keyed tasks), validated as ``Evaluation.update``
+   validates them. Where the distinct rows do not pay (by an estimate of their number in
+   a partition's first chunk, more than half its rows: continuous scores), the rows are
+   the state as they are, each with its weight: an unmerged state, which the finalize
+   sums as it sums equal keys of different partitions. The state rows are hashed by the
+   ``by`` columns (in Polars) to one of ``partitions`` targets, and each target's rows
+   leave Python as **one zstd-compressed Arrow IPC blob** (integers narrowed): Spark
+   shuffles one binary row per (chunk, target), not the state rows.
+2. **Merge.** The blobs are partitioned by their target (``RDD.partitionBy``; on the
+   ``mapInArrow`` path, a repartition by a target number chosen on the driver so that
+   Spark's hash partitioning sends target ``i`` to partition ``i``), so ``partitions``
+   tasks share the groups evenly.
+3. **Finalize on the executors.** Each partition decodes its blobs and runs the task
+   method on the partial states of its groups (the summed weight as the weight: equal
+   keys of different partitions add up there, as their merge rule says), asking it for
+   only the ``metrics=`` requested, one row per group, and sends back that small table
+   (as Arrow IPC bytes, so that its columns and types are those of the one-machine
+   result). Without ``by`` every state goes to one partition.
 
 Spark's own ``groupBy(by + keys).agg(sum(...))`` is not used for the merge: with
 continuous scores the partial states are as many as the rows and that aggregation
@@ -26,12 +39,15 @@ result equals ``pe.Evaluation(task, ...)`` on the same rows (exact mode: to roun
 1e-12), with the same columns, group order and warnings.
 
 The Spark schema is checked on the driver before anything runs, so a column of the wrong
-type is our :class:`~polars_eval.DataValidationError`; an error of ours raised inside an
+type, missing, or named twice (after a join) is our
+:class:`~polars_eval.DataValidationError`; an error of ours raised inside an
 executor (a negative weight, a label outside {0, 1}) is raised again on the driver as
 the same type with the same message, not as a JVM stack trace.
 
 pyspark is imported only when :func:`evaluate` runs (the optional extra ``spark``).
-Executors need ``polars_eval`` installed, as any Python code that Spark runs.
+Executors need ``polars_eval`` installed, as any Python code that Spark runs, with the
+driver's Polars version (the groups are hashed to their partition by Polars on each
+executor; the driver refuses a result where two executors disagreed).
 """
 
 from __future__ import annotations
@@ -42,7 +58,7 @@ import io
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial, wraps
 from typing import Any
 
@@ -50,14 +66,23 @@ import polars as pl
 import pyarrow as pa
 
 from polars_eval import exceptions
+from polars_eval._validate import raise_for_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError, PolarsEvalError
-from polars_eval.scale.evaluation import Evaluation
+from polars_eval.scale.evaluation import Evaluation, W
 
 __all__ = ["evaluate"]
 
 _CHUNK_ROWS = 1 << 20
 """Arrow batches are gathered up to about this many rows before their state is taken."""
+_KEEP_ROWS = 0.5
+"""The distinct rows are kept where the first chunk's state has at most this share of its
+rows; above it, a partition sends its rows as they are (with their weights)."""
 
+_FILTER_TARGETS = 16
+"""Up to this many target partitions, a chunk's state rows are split by a filter each."""
+
+_TARGET = "__pe_target"  # the Spark partition that merges a blob's state rows
+_BLOB = "__pe_blob"  # state rows of one chunk and target, as zstd Arrow IPC bytes
 _RESULT = "__pe_result"  # the per-partition result, a Polars frame as Arrow IPC bytes
 _WARNINGS = "__pe_warnings"  # the warnings of that partition, as JSON
 _ERROR = re.compile(r"__PE_ERROR__([A-Za-z0-9_=-]+)__PE_END__")  # base64 of a JSON object
@@ -72,6 +97,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     bins: int | None = None,
     weight: str | None = None,
+    partitions: int | None = None,
     **columns: Any,
 ) -> pl.DataFrame:
     """A task's metrics over a Spark DataFrame, computed inside Spark; one row per group.
@@ -81,7 +107,9 @@ def evaluate(
     ``columns`` are the task method's column arguments and options by name (``label=,
     score=`` for binary …); ``metrics=None`` keeps every metric of the task; ``bins=N``
     is the binned mode of the binary task. For forecasting, ``train=`` is a Polars frame
-    (the training rows, sent to the executors with the task).
+    (the training rows, sent to the executors with the task). ``partitions=`` is the
+    number of Spark tasks that finalize the groups of ``by`` (default: the Spark
+    context's default parallelism); without ``by`` one task finalizes.
 
     States are computed per partition from Arrow batches, merged by Spark and finalized
     per group on the executors; only the result (one row per group) is collected. The
@@ -107,6 +135,10 @@ def evaluate(
         raise InvalidParameterError(
             f"pe.spark.evaluate takes a pyspark DataFrame; got {type(spark_df).__name__}"
         )
+    if partitions is not None and (
+        isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1
+    ):
+        raise InvalidParameterError(f"partitions must be a positive integer; got {partitions!r}")
     train = columns.get("train")
     if train is not None and not isinstance(train, (pl.DataFrame, pl.LazyFrame)):
         raise InvalidParameterError(
@@ -115,43 +147,101 @@ def evaluate(
         )
     ev = Evaluation(task, by=by, metrics=metrics, bins=bins, weight=weight, **columns)
 
-    # the Spark schema, checked on the driver: missing columns and wrong types are ours
+    # the Spark schema, checked on the driver: missing, repeated, mistyped columns are ours
     names = ev._inputs()
-    empty = _empty_frame(spark_df.schema, names)
+    timezone = spark_df.sparkSession.conf.get("spark.sql.session.timeZone")
+    empty = _empty_frame(spark_df.schema, names, timezone)
     ev._check(empty.lazy())
-    state_schema = ev._batch_rows(empty.lazy()).collect_schema()
-    spark_state_schema, arrow_state_schema = _spark_schema(state_schema)
 
-    selected = spark_df.select(*[F.col(_quote(name)) for name in names])
-    states = selected.mapInArrow(
-        partial(_partition_states, ev, arrow_state_schema), spark_state_schema
-    )
     d = ev._def
-    routed = states.repartition(*[F.col(_quote(b)) for b in d.by]) if d.by else None
-    routed = routed if routed is not None else states.repartition(1)
-    results = routed.mapInArrow(
-        partial(_partition_results, ev), f"{_RESULT} binary, {_WARNINGS} string"
-    )
+    n = (partitions or _default_parallelism(spark_df)) if d.by else 1
+    selected = spark_df.select(*[F.col(_quote(name)) for name in names])
+    schema = dict(ev._batch_rows(empty.lazy()).collect_schema())  # the state's types
     try:
-        collected = results.collect()
+        collected = _run(selected, ev, n, schema)
     except Exception as err:
         ours = _our_error(err)
         if ours is None:
             raise
         raise ours from None
 
-    frames = [pl.read_ipc(io.BytesIO(bytes(row[_RESULT]))) for row in collected]
+    frames = [pl.read_ipc(io.BytesIO(result)) for result, _ in collected]
     if not frames:
         # no rows at all: what pe.Evaluation says about an evaluation that saw none
         return ev.compute()
     out = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
     if d.by:
+        if out.select(pl.struct(list(d.by)).is_duplicated().any()).item():
+            raise PolarsEvalError(
+                "the executors sent a group's state rows to different partitions: they "
+                "hash groups differently (executors need the driver's Polars version, "
+                f"{pl.__version__})"
+            )
         out = out.sort(list(d.by), nulls_last=True)
-    _warn_again([json.loads(row[_WARNINGS]) for row in collected], out.height)
+    _warn_again([json.loads(caught) for _, caught in collected], out.height)
     return out
 
 
 # -- driver helpers ----------------------------------------------------------------------
+
+
+def _run(
+    selected: Any, ev: Evaluation, n: int, schema: Mapping[str, pl.DataType]
+) -> list[tuple[bytes, str]]:
+    """Every partition's (result as Arrow IPC bytes, warnings as JSON), computed by Spark."""
+    arrow = _arrow_rdd(selected)
+    if arrow is not None:
+        batches, arrow_schema = arrow
+        pairs = batches.mapPartitions(partial(_rdd_blobs, ev, n, arrow_schema))
+        routed = pairs.partitionBy(n, _identity)
+        return routed.mapPartitions(partial(_rdd_results, ev, schema)).collect()
+    # a DataFrame without a JVM Dataset (Spark Connect): Spark's Arrow UDFs, a shuffle of
+    # the blobs by their target number, placed so that target i lands in partition i
+    from pyspark.sql import functions as F
+
+    keys = partition_keys(n)
+    blobs = selected.mapInArrow(
+        partial(_partition_blobs, ev, keys), f"{_TARGET} int, {_BLOB} binary"
+    )
+    results = blobs.repartition(n, F.col(_TARGET)).mapInArrow(
+        partial(_partition_results, ev, schema), f"{_RESULT} binary, {_WARNINGS} string"
+    )
+    return [(bytes(row[_RESULT]), row[_WARNINGS]) for row in results.collect()]
+
+
+def _arrow_rdd(df: Any) -> tuple[Any, pa.Schema] | None:
+    """The rows of ``df`` as an RDD of Arrow record batches (IPC messages without their
+    schema) and that schema, or None where ``df`` has no JVM Dataset (Spark Connect) or
+    this pyspark lacks the parts used.
+
+    Spark's JVM converts the rows to Arrow itself (``toArrowBatchRdd``, what ``toPandas``
+    collects), and the batches reach the Python workers as bytes: a third of the CPU that
+    ``mapInArrow`` spends handing the same rows to Python (``benchmarks/RESULTS.md``). The
+    schema is the one Spark writes for those batches (its session time zone for
+    timestamps, its large-types setting for strings).
+    """
+    try:
+        from pyspark import RDD
+        from pyspark.serializers import NoOpSerializer
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        session = df.sparkSession
+        conf = session.conf
+        schema = to_arrow_schema(
+            df.schema,
+            timezone=conf.get("spark.sql.session.timeZone"),
+            prefers_large_types=conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
+            == "true",
+        )
+        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
+        return RDD(jrdd, session.sparkContext, NoOpSerializer()), schema
+    except Exception:  # no _jdf (Spark Connect), another pyspark: the mapInArrow path
+        return None
+
+
+def _identity(target: int) -> int:
+    """The partition of a blob: its target (``RDD.partitionBy`` takes it modulo n)."""
+    return target
 
 
 def _quote(name: str) -> str:
@@ -159,16 +249,65 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _empty_frame(spark_schema: Any, names: Sequence[str]) -> pl.DataFrame:
-    """An empty Polars frame with the types the executors will see for ``names``."""
+def _default_parallelism(spark_df: Any) -> int:
+    """The Spark context's default parallelism (the shuffle partitions where there is no
+    context, as with Spark Connect)."""
+    session = spark_df.sparkSession
+    try:
+        return max(1, int(session.sparkContext.defaultParallelism))
+    except Exception:
+        return max(1, int(session.conf.get("spark.sql.shuffle.partitions")))
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3Hash`` of a 32-bit integer (``hash(col)``, the hash by which
+    ``repartition(n, col)`` places a row: ``pmod(hash, n)``), as a signed integer."""
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def partition_keys(n: int) -> list[int]:
+    """For each of ``n`` partitions, an integer that ``repartition(n, col)`` sends there:
+    target ``i``'s blobs then land in partition ``i``, one target per Spark task (a plain
+    ``0 … n-1`` would share partitions by chance and leave others empty). Placement only:
+    any assignment gives the same result."""
+    keys: dict[int, int] = {}
+    value = 0
+    while len(keys) < n and value < 64 * n + 1024:
+        keys.setdefault(_murmur3_int(value) % n, value)
+        value += 1
+    return [keys.get(i, i) for i in range(n)]
+
+
+def _empty_frame(spark_schema: Any, names: Sequence[str], timezone: str) -> pl.DataFrame:
+    """An empty Polars frame with the types the executors will see for ``names``
+    (timestamps in the session's time zone, as Spark writes them to Arrow)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
+    seen: set[str] = set()
     for field in spark_schema.fields:
         if field.name not in names:
             continue
+        if field.name in seen:  # a join's two columns of one name: Spark cannot tell them
+            raise DataValidationError(
+                f'column "{field.name}" appears more than once in the Spark DataFrame; '
+                "rename or drop all but one"
+            )
+        seen.add(field.name)
         try:
-            arrow_type = to_arrow_type(field.dataType)
+            arrow_type = to_arrow_type(field.dataType, timezone=timezone)
         except Exception as err:
             raise DataValidationError(
                 f'column "{field.name}" has the Spark type {field.dataType.simpleString()}, '
@@ -248,50 +387,224 @@ def _ours(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     return run
 
 
-@_ours
-def _partition_states(
-    ev: Evaluation, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: the merged state rows of one partition's rows."""
-    parts: list[pl.DataFrame] = []
+def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pl.DataFrame]:
+    """Arrow batches gathered into frames of about ``_CHUNK_ROWS`` rows, each in one piece
+    (the batches are small: contiguous columns filter, hash and compress several times
+    faster, and each blob then holds one Arrow batch)."""
     buffer: list[pa.RecordBatch] = []
     n = 0
     for batch in batches:
+        if not batch.num_rows:
+            continue
         buffer.append(batch)
         n += batch.num_rows
         if n >= _CHUNK_ROWS:
-            parts.append(ev._state_rows(pa.Table.from_batches(buffer)))
+            yield _frame(buffer)
             buffer, n = [], 0
     if buffer:
-        parts.append(ev._state_rows(pa.Table.from_batches(buffer)))
-    if not parts:
-        return
-    rows = ev._merge_rows(parts) if len(parts) > 1 else parts[0]
-    table = rows.to_arrow(compat_level=pl.CompatLevel.oldest()).cast(schema)
-    yield from table.to_batches(max_chunksize=1 << 16)
+        yield _frame(buffer)
+
+
+def _frame(batches: list[pa.RecordBatch]) -> pl.DataFrame:
+    frame = pl.from_arrow(pa.Table.from_batches(batches))
+    assert isinstance(frame, pl.DataFrame)
+    return frame.rechunk()
+
+
+def _weighted_rows(ev: Evaluation, frame: pl.DataFrame) -> pl.DataFrame:
+    """The validated rows of a chunk as an unmerged state: the state's columns, each row
+    with its weight (a null weight as 0, as the distinct rows sum it)."""
+    checks = ev._check(frame.lazy())
+    if checks:
+        raise_for_checks(frame.select(checks), ev._checks, per_row=False, source=frame.lazy())
+    weight = ev._def.weight
+    w = pl.col(weight).cast(pl.Float64).fill_null(0.0) if weight is not None else pl.lit(1.0)
+    values = [c for c in ev._row_columns() if c != W]
+    return frame.select(*values, w.alias(W))
+
+
+def _few_distinct(ev: Evaluation, frame: pl.DataFrame) -> bool:
+    """Whether the distinct rows of ``chunk`` are at most ``_KEEP_ROWS`` of its rows (an
+    estimate: a HyperLogLog count of the keys' hashes, a twentieth of a group_by's time)."""
+    keys = [c for c in ev._row_columns() if c != W]
+    try:
+        estimate = frame.select(pl.struct(keys).hash(seed=0).approx_n_unique()).item()
+    except pl.exceptions.PolarsError:  # a key type without a hash: take the distinct rows
+        return True
+    return bool(estimate <= _KEEP_ROWS * frame.height)
+
+
+def _narrowed(rows: pl.DataFrame) -> pl.DataFrame:
+    """Integer columns in the narrowest integer type of their sign that holds their values
+    (a label, a segment id: a byte or two instead of eight), for the blob; the finalize
+    casts them back to the state's types, exactly."""
+    ints = [c for c, t in rows.schema.items() if t.is_integer() and t not in (pl.Int8, pl.UInt8)]
+    if not ints or not rows.height:
+        return rows
+    bounds = rows.select(
+        *[pl.col(c).min().alias(f"lo{i}") for i, c in enumerate(ints)],
+        *[pl.col(c).max().alias(f"hi{i}") for i, c in enumerate(ints)],
+    ).row(0)
+    casts: dict[str, pl.DataType] = {}
+    for i, c in enumerate(ints):
+        lo, hi = bounds[i], bounds[len(ints) + i]
+        if lo is None:
+            continue
+        signed = rows.schema[c].is_signed_integer()
+        for dtype, bits in ((pl.Int8, 8), (pl.Int16, 16), (pl.Int32, 32)):
+            low, high = (
+                (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            )
+            if low <= lo and hi <= high:
+                casts[c] = dtype if signed else _UNSIGNED[dtype]
+                break
+    casts = {c: t for c, t in casts.items() if t != rows.schema[c]}
+    return rows.cast(casts) if casts else rows
+
+
+_UNSIGNED: dict[Any, pl.DataType] = {pl.Int8: pl.UInt8, pl.Int16: pl.UInt16, pl.Int32: pl.UInt32}
+
+
+def _blobs(rows: pl.DataFrame, by: Sequence[str], n: int) -> Iterator[tuple[int, bytes]]:
+    """State rows as one zstd Arrow IPC blob per target partition (a hash of ``by``)."""
+    rows = _narrowed(rows)
+    if n == 1:
+        split = [(0, rows)]
+    else:
+        group = pl.col(by[0]) if len(by) == 1 else pl.struct(list(by))
+        target = rows.select((group.hash(seed=0) % n).cast(pl.Int32)).to_series()
+        if n <= _FILTER_TARGETS:  # a filter per target: a third of partition_by's time
+            split = [(i, rows.filter(target == i)) for i in range(n)]
+        else:
+            parts = rows.with_columns(target.alias(_TARGET)).partition_by(
+                _TARGET, as_dict=True, include_key=False
+            )
+            split = [(int(k[0]), part) for k, part in parts.items()]  # type: ignore[call-overload]
+    # zstd at level 1: a third of Polars' default level's time, and as small on such rows
+    options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=1))
+    for i, part in split:
+        if not part.height:
+            continue
+        table = part.to_arrow()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        yield i, sink.getvalue().to_pybytes()
+
+
+def _state_blobs(
+    ev: Evaluation, n: int, batches: Iterable[pa.RecordBatch]
+) -> Iterator[tuple[int, bytes]]:
+    """The state rows of a partition's rows, chunk by chunk, as (target, blob) pairs."""
+    by = ev._def.by
+    # the rows themselves are a state (each with its weight) where the distinct rows are
+    distinct: bool | None = None if ev._value_columns() == [W] else True
+    for chunk in _chunks(batches):
+        if distinct is None:  # the first chunk tells whether the distinct rows pay
+            distinct = _few_distinct(ev, chunk)
+        rows = ev._state_rows(chunk) if distinct else _weighted_rows(ev, chunk)
+        if rows.height:
+            yield from _blobs(rows, by, n)
+
+
+@_ours
+def _rdd_blobs(
+    ev: Evaluation, n: int, schema: pa.Schema, messages: Iterable[bytes]
+) -> Iterator[tuple[int, bytes]]:
+    """RDD.mapPartitions: the (target, blob) pairs of a partition's Arrow batches."""
+
+    def read(message: bytes) -> pa.RecordBatch:
+        batch = pa.ipc.read_record_batch(pa.py_buffer(message), schema)
+        batch.validate()  # buffers of the sizes the schema says (a schema unlike Spark's)
+        return batch
+
+    yield from _state_blobs(ev, n, (read(m) for m in messages))
+
+
+@_ours
+def _partition_blobs(
+    ev: Evaluation, keys: Sequence[int], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow: the blobs of a partition's rows, with the Spark key of their target."""
+    for i, blob in _state_blobs(ev, len(keys), batches):
+        yield pa.RecordBatch.from_pydict(
+            {_TARGET: [keys[i]], _BLOB: [blob]},
+            schema=pa.schema([(_TARGET, pa.int32()), (_BLOB, pa.binary())]),
+        )
+
+
+def _finalize(ev: Evaluation) -> pl.DataFrame:
+    """The task's table on the state rows of ``ev``: ``compute()``; for the exact binary
+    task, the task method asked for the ``metrics=`` requested only (the other columns of
+    the table are not built) and, where every row check it would run is a check of the
+    input roles, without running them again (the states were made of validated rows)."""
+    d = ev._def
+    if d.task != "binary" or d.bins is not None or ev._table is not None:
+        return ev.compute()
+    from polars_eval._core.registry import data_checks
+    from polars_eval.tasks.binary import summary_infos
+
+    assert ev._rows is not None
+    o = d.options
+    label, score = d.columns["label"], d.columns["score"]
+    infos = summary_infos(o["probability"], d.metrics)
+    return ev._rows.eval.binary(
+        label,
+        score,
+        weight=W,
+        by=list(d.by) or None,
+        metrics=None if d.metrics is None else list(d.metrics),
+        validate=bool(data_checks(infos, {"label": label, "score": score})),
+        **o,
+    )
+
+
+def _table(
+    ev: Evaluation, schema: Mapping[str, pl.DataType], blobs: Iterable[Any]
+) -> tuple[bytes, str] | None:
+    """The task's table for the groups of one partition (whole groups) from their blobs,
+    as Arrow IPC bytes, with the warnings it gave as JSON; None without blobs."""
+    frames = []
+    for blob in blobs:
+        frame = pl.from_arrow(pa.ipc.open_stream(blob).read_all())
+        assert isinstance(frame, pl.DataFrame)
+        frames.append(frame)
+    if not frames:
+        return None
+    local = copy.copy(ev)
+    # the partial states of every input partition that holds these groups: the task method
+    # sums equal keys itself (as merging first would), so they are not re-aggregated here
+    rows = pl.concat(frames, how="vertical_relaxed", rechunk=False)
+    narrowed = {c: t for c, t in schema.items() if t.is_integer() and rows.schema.get(c) != t}
+    local._rows = rows.cast(narrowed) if narrowed else rows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _finalize(local)
+    buffer = io.BytesIO()
+    out.write_ipc(buffer)
+    seen = [[w.category.__name__, str(w.message)] for w in caught]
+    return buffer.getvalue(), json.dumps(seen)
+
+
+@_ours
+def _rdd_results(
+    ev: Evaluation, schema: Mapping[str, pl.DataType], pairs: Iterable[tuple[int, bytes]]
+) -> Iterator[tuple[bytes, str]]:
+    """RDD.mapPartitions: the table of the groups whose blobs this partition received."""
+    table = _table(ev, schema, (pa.py_buffer(blob) for _, blob in pairs))
+    if table is not None:
+        yield table
 
 
 @_ours
 def _partition_results(
-    ev: Evaluation, batches: Iterable[pa.RecordBatch]
+    ev: Evaluation, schema: Mapping[str, pl.DataType], batches: Iterable[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: the task's table for the groups of one partition (whole groups)."""
-    received = [b for b in batches if b.num_rows]
-    if not received:
-        return
-    frame = pl.from_arrow(pa.Table.from_batches(received))
-    assert isinstance(frame, pl.DataFrame)
-    local = copy.copy(ev)
-    # the partial states of every input partition that holds these groups: the task method
-    # sums equal keys itself (as merging first would), so they are not re-aggregated here
-    local._rows = frame
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = local.compute()
-    buffer = io.BytesIO()
-    out.write_ipc(buffer)
-    seen = [[w.category.__name__, str(w.message)] for w in caught]
-    yield pa.RecordBatch.from_pydict(
-        {_RESULT: [buffer.getvalue()], _WARNINGS: [json.dumps(seen)]},
-        schema=pa.schema([(_RESULT, pa.binary()), (_WARNINGS, pa.string())]),
-    )
+    """mapInArrow: the same, the blobs as a binary column, the table as one row."""
+    blobs = (b.column(_BLOB)[i].as_buffer() for b in batches for i in range(b.num_rows))
+    table = _table(ev, schema, blobs)
+    if table is not None:
+        yield pa.RecordBatch.from_pydict(
+            {_RESULT: [table[0]], _WARNINGS: [table[1]]},
+            schema=pa.schema([(_RESULT, pa.binary()), (_WARNINGS, pa.string())]),
+        )
