@@ -241,15 +241,18 @@ def _sorted_part_keys(
     return keys.sort(descending=True)
 
 
+def _after_its_positives(value: pl.Expr) -> pl.Expr:
+    """In ``rle`` runs of sorted keys: a negative run (even key 2m) directly after the
+    positive run of its score (2m+1). A positive run after the negative run of the next
+    magnitude (5e-324 then ±0.0, or any two adjacent floats) is no tie."""
+    return (value.shift(1) == value + 1) & ((value & 1) == 0)
+
+
 def _tied_pairs(runs: pl.Expr) -> pl.Expr:
     """Σ P_b·N_b over the scores b with both labels, from ``rle`` runs of sorted keys: a
     positive run (key 2m+1) directly followed by the negative run of its score (2m)."""
     value, length = pl.field("value"), pl.field("len").cast(I64)
-    # a negative run (even key) after the key one above it: the positives of its score (a
-    # positive run after the negative run of the next magnitude, e.g. 5e-324 then ±0.0,
-    # is no tie)
-    tie = (value.shift(1) == value + 1) & ((value & 1) == 0)
-    tied = pl.when(tie).then(length.shift(1)).otherwise(0)
+    tied = pl.when(_after_its_positives(value)).then(length.shift(1)).otherwise(0)
     pairs = runs.struct.eval(c=(tied * length).sum()).struct.field("c")
     return pairs.implode().list.first().fill_null(0)  # no run: no struct.eval row
 
@@ -288,7 +291,7 @@ def _auc_part(e: pl.Expr) -> pl.Expr:
     label = (value & 1).cast(U32)
     pos, neg = length * label, length * (1 - label)
     tp = pos.cum_sum().cast(I64)
-    tied = pl.when(value.shift(1) == value + 1).then(length.shift(1)).otherwise(0).cast(I64)
+    tied = pl.when(_after_its_positives(value)).then(length.shift(1)).otherwise(0).cast(I64)
     runs = by_runs.rle().struct.eval(
         u2=(neg.cast(I64) * (tp + tp - tied)).sum(),
         pos=pos.cast(I64).sum(),
