@@ -44,7 +44,7 @@ def _is_numeric(dtype: pl.DataType) -> bool:
     return dtype.is_numeric() or dtype == pl.Boolean
 
 
-def _is_textual(dtype: pl.DataType) -> bool:
+def is_textual(dtype: pl.DataType) -> bool:
     return dtype in (pl.String, pl.Categorical) or isinstance(dtype, (pl.Categorical, pl.Enum))
 
 
@@ -84,13 +84,13 @@ def column_problems(
                 continue  # (one List/Array column of class probabilities: the check= hook)
             pos_label = args.get("pos_label")
             if role == "binary_label" and pos_label is not None:
-                if _is_textual(dtype) != isinstance(pos_label, str):
+                if is_textual(dtype) != isinstance(pos_label, str):
                     problems.append(
                         f'pos_label={pos_label!r} cannot be a label of column "{item}", which '
                         f"holds {dtype} labels; pass one of its values"
                     )
                     continue
-            if role == "binary_label" and _is_textual(dtype):
+            if role == "binary_label" and is_textual(dtype):
                 if pos_label is None:
                     problems.append(
                         f'column "{item}" holds {dtype} labels; pass pos_label= to say which value is the positive class'
@@ -131,12 +131,13 @@ CLASS_ARGS = ("label", "pred")
 predictions): float class ids must be finite (NaN is a prediction, never a class)."""
 
 
-def _dtype_of(item: Any, expr: pl.Expr, schema: Mapping[str, pl.DataType]) -> pl.DataType | None:
-    """The dtype of a column argument; None when the query will fail on it anyway."""
-    if isinstance(item, str) and item in schema:
-        return schema[item]
+def dtype_of(item: Any, schema: Mapping[str, pl.DataType]) -> pl.DataType | None:
+    """The dtype of a column argument (a name or an expression); None when it cannot be
+    resolved (a missing column: the query reports it)."""
+    if isinstance(item, str):
+        return schema.get(item)
     try:
-        return pl.LazyFrame(schema=schema).select(expr).collect_schema().dtypes()[0]
+        return pl.LazyFrame(schema=schema).select(to_expr(item)).collect_schema().dtypes()[0]
     except Exception:  # noqa: BLE001 - leave it to the query to fail
         return None
 
@@ -147,7 +148,7 @@ def _class_id_checks(item: Any, schema: Mapping[str, pl.DataType]) -> list[Check
     if not isinstance(item, (str, pl.Expr)):
         return []
     expr = to_expr(item)
-    dtype = _dtype_of(item, expr, schema)
+    dtype = dtype_of(item, schema)
     if dtype is None:
         return []
     bad = _float_bad(expr, dtype)
@@ -162,14 +163,14 @@ def _checks_for(
 ) -> list[Check]:
     name = column_name(item)
     expr = to_expr(item)
-    dtype = _dtype_of(item, expr, schema)
+    dtype = dtype_of(item, schema)
     if dtype is None:
         return []
     out: list[Check] = []
     if role == "binary_label" and args.get("pos_label") is not None:
         return [_pos_label_check(name, expr, args["pos_label"])]
     if role in ("binary_label", "binary_pred"):
-        if _is_textual(dtype):
+        if is_textual(dtype):
             return []
         if dtype == pl.Boolean:
             return []

@@ -59,3 +59,24 @@ def test_help_of_auc_names_every_namespace_argument():
     text = pl.DataFrame().eval.auc.__doc__
     for needle in ("by :", "validate :", "ci : {'hanley'", "level :", "Returns", "pl.LazyFrame"):
         assert needle in text
+
+
+# The statistics' namespace methods with an expression of their own take its arguments,
+# in its order and with its defaults, plus the namespace's (SPEC §1.2, STYLE "A metric").
+@pytest.mark.parametrize(
+    ("method", "function", "added"),
+    [
+        ("mcnemar", pe.mcnemar, ["by", "validate"]),
+        ("delong", pe.delong, ["by", "validate"]),
+        ("bootstrap", pe.stats.bootstrap.bootstrap, []),
+    ],
+)
+def test_stats_methods_mirror_their_functions(method, function, added):
+    ours = inspect.signature(getattr(NAMESPACE, method)).parameters
+    theirs = inspect.signature(function).parameters
+    expected = [
+        (p.name, p.kind, p.default) for p in theirs.values() if p.name not in ("frame",)
+    ] + [(name, inspect.Parameter.KEYWORD_ONLY) for name in added]
+    got = [(p.name, p.kind, p.default) for p in ours.values() if p.name != "self"]
+    got = [g[:2] if g[0] in added else g for g in got]
+    assert got == expected

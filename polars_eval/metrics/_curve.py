@@ -60,26 +60,15 @@ def binned_score(score: pl.Expr, bins: int | None) -> pl.Expr:
     return pl.when(score.is_nan()).then(score).otherwise(centre)
 
 
-def sorted_state(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any = None,
-    bins: int | None = None,
+def _sorted_rows(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, bins: int | None
 ) -> pl.Expr:
-    """The rows sorted by score descending, as one list of ``{s, sw}`` per group.
+    """The rows sorted by score descending, as ``{s, sw}`` structs (not yet a list).
 
     ``sw`` is the signed weight, ``+w`` for a positive and ``-w`` for a negative: zero
     weights are dropped, so its sign is the label, and sorting two columns instead of
     three saves a gather.
     """
-    return _sorted_rows(label, score, weight, pos_label, bins).implode()
-
-
-def _sorted_rows(
-    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, bins: int | None
-) -> pl.Expr:
-    """The ``{s, sw}`` rows of :func:`sorted_state`, not yet a list."""
     y, s, w = drop_null_rows(
         binary_label(label, pos_label),
         binned_score(to_float(score), bins),
@@ -106,7 +95,7 @@ def threshold_state(
     Without weights (:func:`_counted_state`) each row is one integer (its score's bits and
     its label), sorted as plain integers and counted per run, so the work after the sort
     follows the distinct scores, not the rows. With weights the rows are sorted by score
-    carrying their signed weight (:func:`sorted_state`).
+    carrying their signed weight (:func:`_sorted_rows`).
 
     The cumulative sums run in ``struct.eval`` over a struct computed once (Polars shares
     no repeated subexpression in an eager query, and ``list.eval`` copies its input for

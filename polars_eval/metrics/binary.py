@@ -1471,8 +1471,6 @@ fpr_at_recall = _make_xy(
 # Curves and tables: List[Struct] per group (the namespace returns long DataFrames)
 # ---------------------------------------------------------------------------------------
 
-CURVE_UNDEFINED = "needs both classes present"
-
 
 @register(
     task="binary",

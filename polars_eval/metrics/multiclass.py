@@ -83,7 +83,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._params import check_beta, check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
-from polars_eval._validate import Check
+from polars_eval._validate import Check, dtype_of, is_textual
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.binary import LOGLOSS_EPS
 
@@ -324,30 +324,16 @@ def shared_columns(
 # ---------------------------------------------------------------------------------------
 
 
-def _is_textual(dtype: pl.DataType) -> bool:
-    return dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
-
-
-def _dtype_of(item: IntoExpr, schema: Mapping[str, pl.DataType]) -> pl.DataType | None:
-    """The dtype of a column argument, None when it cannot be resolved (missing column)."""
-    if isinstance(item, str):
-        return schema.get(item)
-    try:
-        return pl.LazyFrame(schema=schema).select(item).collect_schema().dtypes()[0]
-    except Exception:  # noqa: BLE001 - the query reports it
-        return None
-
-
 def _class_checks(
     arg: str, item: IntoExpr, classes: list[Any], schema: Mapping[str, pl.DataType]
 ) -> list[Check]:
     """Class ids of ``item`` must be in ``classes`` (and of the same kind)."""
-    dtype = _dtype_of(item, schema)
+    dtype = dtype_of(item, schema)
     if dtype is None:
         return []
     name = column_name(item)
     textual = isinstance(classes[0], str)
-    if _is_textual(dtype) != textual or not (_is_textual(dtype) or dtype.is_numeric()):
+    if is_textual(dtype) != textual or not (is_textual(dtype) or dtype.is_numeric()):
         raise DataValidationError(
             f'column "{name}" (argument {arg}=) holds {dtype} values but classes= holds '
             f"{type(classes[0]).__name__}s: {classes!r}"
@@ -372,7 +358,7 @@ def _proba_checks(
     what, arg = ("scores", "score") if scores else ("probabilities", "proba")
     if isinstance(proba, (str, pl.Expr)):
         name = column_name(proba)
-        dtype = _dtype_of(proba, schema)
+        dtype = dtype_of(proba, schema)
         if dtype is None:
             return []
         if not isinstance(dtype, (pl.List, pl.Array)) or not dtype.inner.is_numeric():
@@ -1440,7 +1426,7 @@ def _square_table(classes: Any) -> Present:
                 "(its columns must be known before collect)"
             )
         truth, predicted = long.get_column("truth"), long.get_column("predicted")
-        if _is_textual(truth.dtype):
+        if is_textual(truth.dtype):
             common: pl.DataType = pl.String
         elif truth.dtype.is_integer() and predicted.dtype.is_integer():
             common = pl.Int64

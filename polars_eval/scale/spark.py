@@ -320,15 +320,6 @@ def _empty_frame(spark_schema: Any, names: Sequence[str], timezone: str) -> pl.D
     return frame
 
 
-def _spark_schema(schema: pl.Schema) -> tuple[Any, pa.Schema]:
-    """The Spark schema of the state rows, and the Arrow schema that Spark expects."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-
-    arrow = pl.DataFrame(schema=schema).to_arrow(compat_level=pl.CompatLevel.oldest()).schema
-    spark_schema = from_arrow_schema(arrow)
-    return spark_schema, to_arrow_schema(spark_schema)
-
-
 def _our_error(err: BaseException) -> PolarsEvalError | None:
     """Our error, when the text of a Spark/Py4J error carries one raised on an executor."""
     match = _ERROR.search(str(err))

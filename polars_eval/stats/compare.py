@@ -22,7 +22,6 @@ from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot
 from polars_eval.stats.intervals import scipy_stats, z_quantile
 
-MCNEMAR_FIELDS = ("wins_1", "wins_2", "p_value")
 DELONG_FIELDS = ("auc_1", "auc_2", "difference", "lower", "upper", "z", "p_value")
 PAIRED_SCHEMA = {
     "estimate_1": F64,
