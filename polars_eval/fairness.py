@@ -58,6 +58,7 @@ from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import F64, binary_label, count_true, not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_number
 from polars_eval._typing import IntoExpr
+from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -401,6 +402,8 @@ def finish(
     q: Query,
     shape: Shape,
     no_rows: Callable[[], str | None],
+    *,
+    warn: bool = True,
 ) -> pl.DataFrame:
     """Raise where a result without ``by`` has nothing to say, else warn once."""
     used = int(ev.groups.get_column(N_COL).sum() or 0)
@@ -412,7 +415,7 @@ def finish(
         rates = " and ".join(MEASURES[shape.strict.rsplit("_", 1)[0]])
         reason = text or f"no two groups with a defined {rates}"
         raise UndefinedMetricError(f"{shape.strict} is undefined on this data: {reason}")
-    if text:
+    if text and warn:
         warnings.warn(text, UndefinedMetricWarning, stacklevel=2)
     return out
 
@@ -461,13 +464,11 @@ def run(
         return result if lazy else result.collect()
 
     def compute() -> pl.DataFrame:
-        data = _needed_rows(frame, q)
-        table = build(data, plan).collect()
-        ev = evaluated(table, q, planned, shape.overall)
-        est = finish(ev, shape.make(ev.groups, ev.overall, q.by), q, shape, no_rows)
-        groups, overall = replicates(data, q, n_resamples, seed, overall=shape.overall)
-        reps = shape.make(groups, overall, [R_COL, *q.by])
-        return with_bounds(est, reps, shape.keys, level)
+        data = needed_rows(frame, q)
+        (out,) = evaluate_shapes(
+            data, q, [shape], ci=ci, level=level, n_resamples=n_resamples, seed=seed
+        )
+        return out
 
     if lazy:
         values = [c for c in schema if c not in shape.keys and c != N_COL]
@@ -476,8 +477,42 @@ def run(
     return compute()
 
 
-def _needed_rows(frame: Frame, q: Query) -> pl.DataFrame:
-    """The columns the bootstrap reads, collected once."""
+def evaluate_shapes(
+    data: pl.DataFrame,
+    q: Query,
+    shapes: Sequence[Shape],
+    *,
+    ci: str | None,
+    level: float,
+    n_resamples: int,
+    seed: int,
+) -> list[pl.DataFrame]:
+    """Several results of one query over rows in memory, from one pass of states and (with
+    ``ci``) one set of resamples; warns once (the last shape's warning)."""
+    plan, planned = state_plan(q)
+    table = build(data, plan).collect()
+    overall = any(shape.overall for shape in shapes)
+    ev = evaluated(table, q, planned, overall)
+
+    def no_rows() -> str | None:
+        return no_rows_reason(data.lazy(), plan.args, plan.inputs)
+
+    outs = [
+        finish(ev, shape.make(ev.groups, ev.overall, q.by), q, shape, no_rows, warn=last)
+        for last, shape in zip([False] * (len(shapes) - 1) + [True], shapes, strict=True)
+    ]
+    if ci is None:
+        return outs
+    groups, whole = replicates(data, q, n_resamples, seed, overall=overall)
+    by = [R_COL, *q.by]
+    return [
+        with_bounds(out, shape.make(groups, whole, by), shape.keys, level)
+        for out, shape in zip(outs, shapes, strict=True)
+    ]
+
+
+def needed_rows(frame: Frame, q: Query) -> pl.DataFrame:
+    """The columns the bootstrap reads, collected once (a missing one is an error)."""
     roots: list[str] = []
     for item in (q.label, q.score, q.weight):
         if isinstance(item, str):
@@ -485,6 +520,11 @@ def _needed_rows(frame: Frame, q: Query) -> pl.DataFrame:
         elif isinstance(item, pl.Expr):
             roots += item.meta.root_names()
     cols = list(dict.fromkeys([*roots, *q.keys]))
+    schema = frame.collect_schema()
+    problems = column_problems(schema, q.args, q.inputs)
+    problems += [f'column "{b}" (argument by=) not found' for b in q.by if b not in schema]
+    if problems:
+        raise DataValidationError(problems[0])
     if isinstance(frame, pl.DataFrame):
         return frame.select(cols)
     return frame.select(cols).collect()
