@@ -338,6 +338,23 @@ def measure_table(
     return table.select(*by, value.alias(f"{measure}_{kind}"))
 
 
+def disparity_long(table: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """A disparity table as one row per (``by`` group, metric): ``metric``,
+    ``difference`` and ``ratio`` (and their bounds), for reading (the report, the CLI)."""
+    names = [c.removesuffix("_difference") for c in table.columns if c.endswith("_difference")]
+    parts = []
+    for name in names:
+        values = [
+            pl.col(f"{name}_{kind}{part}").alias(f"{kind}{part}")
+            for kind in ("difference", "ratio")
+            for part in ("", "_lower", "_upper")
+            if f"{name}_{kind}{part}" in table.columns
+        ]
+        parts.append(table.select(*by, pl.lit(name).alias("metric"), *values))
+    out = pl.concat(parts) if parts else pl.DataFrame()
+    return out.sort(list(by), nulls_last=True, maintain_order=True) if by else out
+
+
 # ---------------------------------------------------------------------------------------
 # What a call returns: a table shape, its warning, strictness
 # ---------------------------------------------------------------------------------------

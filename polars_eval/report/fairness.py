@@ -160,18 +160,7 @@ def fairness_chart(report: Report) -> tuple[Any, str] | None:
 
 def disparity_rows(report: Report) -> pl.DataFrame:
     """The disparity table as one row per metric: difference and ratio (and bounds)."""
-    table = report.tables["disparity"]
-    names = [c.removesuffix("_difference") for c in table.columns if c.endswith("_difference")]
-    rows = []
-    for name in names:
-        row: dict[str, Any] = {"metric": name}
-        for kind in KINDS:
-            for part in ("", "_lower", "_upper"):
-                column = f"{name}_{kind}{part}"
-                if column in table.columns:
-                    row[f"{kind}{part}"] = table.get_column(column).item()
-        rows.append(row)
-    return pl.DataFrame(rows)
+    return _fairness.disparity_long(report.tables["disparity"], [])
 
 
 def fairness_html(report: Report) -> str:
