@@ -439,3 +439,21 @@ def test_integer_weights_equal_repeated_rows_and_order_does_not_matter(seed: int
         )
     assert_frame_equal(weighted, plain, rel_tol=1e-12, abs_tol=1e-12)
     assert_frame_equal(weighted, shuffled, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_readme_fairness_claims() -> None:
+    """The README's fairness review: its commented value is fairlearn's, on the demo data
+    (the block itself runs in tests/test_readme.py)."""
+    import re
+    from pathlib import Path
+
+    from polars_eval._demo import credit_scoring
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    claim = re.search(r"equalized_odds_difference\(.*\)\s+# ([0-9.]+)\.\.\.", readme)
+    assert claim is not None
+    df = credit_scoring().to_pandas()
+    theirs = fm.equalized_odds_difference(
+        df["defaulted"], (df["pd_score"] >= 0.1).astype(int), sensitive_features=df["age_band"]
+    )
+    assert f"{theirs:.6f}".startswith(claim.group(1))
