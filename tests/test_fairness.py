@@ -251,21 +251,22 @@ def test_null_sensitive_rows_are_ignored_and_counted() -> None:
     assert_frame_equal(ours, expected)
 
 
-def test_lazy_equals_eager_and_errors_at_collect() -> None:
+def test_lazy_equals_eager_and_errors_at_collect(collect: Any) -> None:
     df = frame(seed=10)
     kwargs = {"sensitive": ["sex"], "by": "region", "weight": "fw"}
     lazy = df.lazy().eval.disparity("y", "p", method="to_overall", **kwargs)
     assert isinstance(lazy, pl.LazyFrame)
-    assert_frame_equal(lazy.collect(), df.eval.disparity("y", "p", method="to_overall", **kwargs))
+    eager = df.eval.disparity("y", "p", method="to_overall", **kwargs)
+    assert_frame_equal(collect(lazy), eager)
     lazy_measure = df.lazy().eval.demographic_parity_ratio("y", "p", sensitive="race")
     assert isinstance(lazy_measure, pl.LazyFrame)
     assert_close(
-        lazy_measure.collect().item(), df.eval.demographic_parity_ratio("y", "p", sensitive="race")
+        collect(lazy_measure).item(), df.eval.demographic_parity_ratio("y", "p", sensitive="race")
     )
     bad = df.with_columns(pl.lit(2).alias("y")).lazy()
     out = bad.eval.fairness("y", "p", sensitive="sex")  # nothing runs yet
     with pytest.raises(pe.DataValidationError, match='column "y"'):
-        out.collect()
+        collect(out)
     missing = df.lazy().eval.fairness("y", "p", sensitive="gender")
     with pytest.raises(pe.DataValidationError, match='column "gender"'):
         missing.collect()
