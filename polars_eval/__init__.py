@@ -73,6 +73,7 @@ from polars_eval.metrics.binary import (
     threshold_table,
     youden_j,
 )
+from polars_eval.metrics.fairness import selection_rate
 from polars_eval.metrics.forecast import (
     calibration,
     cfe,
@@ -314,6 +315,7 @@ __all__ = [
     "scaled_mqloss",
     "scaled_quantile_loss",
     "seasonal_scale",
+    "selection_rate",
     "smape",
     "spearman",
     "specificity",

@@ -27,6 +27,15 @@ _SEGMENTS = {
 # sales channel -> (share, correlation of the model's signal with the true risk)
 _CHANNELS = {"branch": (0.45, 0.85), "online": (0.40, 0.80), "broker": (0.15, 0.55)}
 _REGIONS = ("north", "south", "east", "west")
+# the applicant's age band (a synthetic sensitive attribute for the fairness example):
+# band -> its share among the applications of each channel (online applicants are younger,
+# broker-sourced ones older, so the model's weakness on brokers shows as a disparity)
+_AGE_BANDS = ("18-29", "30-44", "45-59", "60+")
+_AGE_BY_CHANNEL = {
+    "branch": (0.15, 0.35, 0.30, 0.20),
+    "online": (0.40, 0.35, 0.18, 0.07),
+    "broker": (0.08, 0.27, 0.35, 0.30),
+}
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -39,15 +48,19 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
     Columns: ``application_id``, ``segment`` (product), ``channel``, ``region``,
     ``loan_amount`` (a natural exposure weight), ``defaulted`` (0/1, about 8 % overall),
     ``pd_score`` (the production model's probability of default, slightly miscalibrated,
-    weaker on the ``broker`` channel) and ``pd_challenger`` (a better candidate model).
-    Scores are stored with 4 decimals, so tied scores occur as they do in practice.
+    weaker on the ``broker`` channel), ``pd_challenger`` (a better candidate model) and
+    ``age_band`` (the applicant's age band, ``18-29`` to ``60+``: a synthetic sensitive
+    attribute for the fairness example, older on the broker channel, younger online;
+    drawn from a generator of its own, so the other columns are those of the versions
+    without it). Scores are stored with 4 decimals, so tied scores occur as they do in
+    practice.
 
     Examples
     --------
     >>> from polars_eval._demo import credit_scoring
     >>> df = credit_scoring(1_000)
     >>> df.columns
-    ['application_id', 'segment', 'channel', 'region', 'loan_amount', 'defaulted', 'pd_score', 'pd_challenger']
+    ['application_id', 'segment', 'channel', 'region', 'loan_amount', 'defaulted', 'pd_score', 'pd_challenger', 'age_band']
     >>> df.equals(credit_scoring(1_000))
     True
     """
@@ -75,6 +88,9 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
 
     pd_score = model(ch_rho[ch], 0.3)
     pd_challenger = model(np.minimum(ch_rho[ch] + 0.08, 0.95), 0.0)
+    age_share = np.cumsum([_AGE_BY_CHANNEL[c] for c in channels], axis=1)[ch]
+    age_u = np.random.default_rng([seed, 1]).random(n)
+    age = np.minimum((age_u[:, None] >= age_share).sum(axis=1), len(_AGE_BANDS) - 1)
     return pl.DataFrame(
         {
             "application_id": np.arange(1, n + 1, dtype=np.int64),
@@ -85,6 +101,7 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
             "defaulted": defaulted,
             "pd_score": pd_score,
             "pd_challenger": pd_challenger,
+            "age_band": np.array(_AGE_BANDS)[age],
         }
     )
 

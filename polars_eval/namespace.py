@@ -179,12 +179,14 @@ def _make_method(info: MetricInfo) -> Any:
 
 def _mixins() -> tuple[type, ...]:
     """The namespace's methods beyond single metrics: each task's (``df.eval.<task>`` ...,
-    named by its entry in the task list), the statistics' and the report's."""
+    named by its entry in the task list), the statistics', fairness's and the report's."""
     from polars_eval._core.tasks import TASKS
+    from polars_eval.fairness import FairnessMethods
     from polars_eval.report.methods import ReportMethods
     from polars_eval.stats.methods import StatsMethods
 
-    return (*(task.load("methods") for task in TASKS.values()), StatsMethods, ReportMethods)
+    tasks = (task.load("methods") for task in TASKS.values())
+    return (*tasks, StatsMethods, FairnessMethods, ReportMethods)
 
 
 def install() -> type:

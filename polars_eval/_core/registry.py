@@ -164,6 +164,12 @@ def by_task(task: str) -> list[MetricInfo]:
     return [info for info in REGISTRY.values() if info.task == task]
 
 
+def aliases(task: str) -> dict[str, MetricInfo]:
+    """Other names of the metrics of ``task`` (declared ``aliases=`` at ``@register``, e.g.
+    fairlearn's ``true_positive_rate`` for ``recall``) -> the metric."""
+    return {alias: info for info in by_task(task) for alias in info.extra.get("aliases", ())}
+
+
 def select(
     task: str, metrics: str | Sequence[str] | None, default: Callable[[MetricInfo], bool]
 ) -> list[MetricInfo]:

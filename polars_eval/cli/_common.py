@@ -987,12 +987,14 @@ def evaluate(
     inputs: tuple[Any, ...],
     options: Callable[[pl.LazyFrame], dict[str, Any]],
     extra_columns: Sequence[Any] = (),
+    report_options: dict[str, Any] | None = None,
 ) -> int:
     """Scan the inputs, run ``lf.eval.<task>(*inputs, **options)``, print, report.
 
     ``options`` builds the keyword options from the scanned frame (e.g. to give
     ``--pos-label`` the label column's dtype); options left at ``None`` keep the method's
-    default. With ``--ci`` or ``--report`` the needed columns are read once into memory.
+    default. ``report_options`` go to the report only (binary ``sensitive``). With
+    ``--ci`` or ``--report`` the needed columns are read once into memory.
     """
     by = _split(args.by)
     ci = getattr(args, "ci", None)
@@ -1027,6 +1029,7 @@ def evaluate(
             **dict(zip(names, inputs, strict=False)),
             **opts,
             **(_report_intervals(args) if ci else {}),
+            **(report_options or {}),
         }
         # --metrics naming metrics outside the default table: the task method's metrics=
         # (ranking's names its columns at its cutoffs, map@10: without -k, the whole list)

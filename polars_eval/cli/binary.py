@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -13,8 +15,15 @@ from polars_eval.cli._common import (
     _add_common,
     _coerce_pos_label,
     _formatter,
+    _say,
+    _split,
     evaluate,
+    output_format,
+    reading,
+    render_table,
+    scan,
 )
+from polars_eval.fairness import disparity_long
 
 EPILOG = """\
 Every binary summary metric (AUC, Gini, PR-AUC, average precision, KS, logloss, Brier,
@@ -27,6 +36,13 @@ examples:
   polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
   polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
   polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --bins 1000
+  polars-eval binary scores.parquet --label y --score p --sensitive sex,age_band
+
+--sensitive adds two tables (SPEC §15): the metrics of every group of those columns
+(selection rate, true and false positive rates, accuracy; df.eval.fairness) and their
+differences and ratios between groups (df.eval.disparity), with bootstrap intervals
+under --ci bootstrap. They are printed after the metric table; with -o FILE they are
+written beside it, to FILE's name + .fairness / .disparity.
 """
 
 
@@ -66,6 +82,12 @@ def command(sub: Any) -> None:
         "bounded by the groups and bins (AUC within half the share of pairs sharing a bin); "
         "logloss, Brier and the threshold metrics stay exact",
     )
+    p.add_argument(
+        "--sensitive",
+        action="append",
+        metavar="COL[,COL]",
+        help="add the fairness and disparity tables of the groups of these columns",
+    )
     _add_baseline(p, "binary")
     _add_common(p, "binary")
     p.set_defaults(handler=run)
@@ -85,4 +107,78 @@ def run(args: argparse.Namespace) -> int:
             "bins": args.bins,
         }
 
-    return evaluate(args, "binary", (args.label, args.score), options, [args.weight])
+    sensitive = _split(args.sensitive)
+    if sensitive and args.bins is not None:
+        raise CliError("--sensitive works without --bins (the fairness tables are exact)")
+    fmt = output_format(args.format, args.output)
+    if sensitive and fmt in ("json", "csv") and not args.output:
+        raise CliError(f"--sensitive with --format {fmt} writes three tables: give -o FILE")
+    status = evaluate(
+        args,
+        "binary",
+        (args.label, args.score),
+        options,
+        [args.weight, sensitive],
+        {"sensitive": sensitive} if sensitive else None,
+    )
+    if sensitive:
+        fairness_tables(args, sensitive, fmt)
+    return status
+
+
+def fairness_tables(args: argparse.Namespace, sensitive: list[str], fmt: str) -> None:
+    """The fairness and disparity tables of ``--sensitive`` (SPEC §15), printed or written."""
+    by = _split(args.by)
+    bootstrap = getattr(args, "ci", None) == "bootstrap"
+    with reading(args.paths):
+        lf = scan(args.paths, args.input_format, [args.label, args.score, args.weight, *by])
+        kwargs: dict[str, Any] = {
+            "sensitive": sensitive,
+            "threshold": args.threshold,
+            "weight": args.weight,
+            "pos_label": _coerce_pos_label(lf, args.label, args.pos_label),
+            "by": by or None,
+            "validate": args.validate,
+        }
+        if bootstrap:
+            kwargs |= {"ci": "bootstrap", "level": args.level}
+            kwargs |= {"n_resamples": args.resamples, "seed": args.seed}
+        data = lf.collect() if bootstrap else lf
+        tables = {
+            "fairness": data.eval.fairness(args.label, args.score, **kwargs),
+            "disparity": data.eval.disparity(args.label, args.score, **kwargs),
+        }
+        tables = {k: v.collect() if isinstance(v, pl.LazyFrame) else v for k, v in tables.items()}
+    if not args.output:
+        titles = {
+            "fairness": f"per group of {', '.join(sensitive)}",
+            "disparity": "disparity between the groups (max − min, min / max)",
+        }
+        shown = {**tables, "disparity": disparity_long(tables["disparity"], by)}
+        for name, table in shown.items():
+            keys = [*by, *sensitive] if name == "fairness" else [*by, "metric"]
+            sys.stdout.write("\n" + render_table(table, keys, title=titles[name]) + "\n")
+        sys.stdout.flush()
+        return
+    out = Path(args.output)
+    for name, table in tables.items():
+        path = out.with_name(f"{out.stem}.{name}{out.suffix}")
+        _write(table, path, fmt)
+        _say(f"{name} table written to {path}")
+
+
+def _write(table: pl.DataFrame, path: Path, fmt: str) -> None:
+    from polars_eval.cli._common import _json_ready
+
+    try:
+        if fmt == "parquet":
+            table.write_parquet(path)
+        elif fmt == "json":
+            path.write_text(_json_ready(table).write_json() + "\n", encoding="utf-8")
+        elif fmt == "csv":
+            path.write_text(table.write_csv(), encoding="utf-8")
+        else:
+            keys = [c for c in table.columns if not table.schema[c].is_numeric()]
+            path.write_text(render_table(table, keys) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"cannot write {str(path)!r}: {error.strerror or error}") from error

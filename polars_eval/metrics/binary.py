@@ -897,11 +897,21 @@ def _make_threshold_metric(name: str, *, in_summary: bool = True) -> Any:
         summary=in_summary,
         undefined=undefined,
         intervals=("wilson",) if name in WILSON else (),
+        aliases=ALIASES.get(name, ()),
     )(metric)
 
 
 WILSON = ("accuracy", "precision", "recall", "specificity", "fpr", "fnr", "fdr", "npv")
 """The proportions with a Wilson score interval (``ci="wilson"``, SPEC §8)."""
+
+ALIASES = {
+    "recall": ("true_positive_rate",),
+    "fpr": ("false_positive_rate",),
+    "specificity": ("true_negative_rate",),
+    "fnr": ("false_negative_rate",),
+}
+"""Other names of a metric, fairlearn's (``metrics=`` of ``df.eval.fairness`` takes them;
+:func:`polars_eval._core.registry.aliases`)."""
 
 accuracy = _make_threshold_metric("accuracy")
 

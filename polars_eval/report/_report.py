@@ -187,6 +187,7 @@ def make_report(
     # intervals are on by default where the task has closed forms (binary, regression)
     ci = options.pop("ci", DEFAULT_CI)
     level = options.pop("level", 0.95)
+    sensitive = options.pop("sensitive", None)
     if ci is True:
         ci = "closed"
     built = spec.load("report")(
@@ -204,6 +205,20 @@ def make_report(
         built.intervals(ci, level)
     elif ci:
         _tables.add_intervals(frame, built, by_cols, ci, level)
+    if sensitive is not None:  # the fairness section (SPEC §15)
+        from polars_eval.report.fairness import add_fairness
+
+        add_fairness(
+            frame,
+            built,
+            task,
+            arguments,
+            sensitive=sensitive,
+            weight=weight,
+            validate=validate,
+            ci=ci,
+            level=level,
+        )
     return Report(
         task, built, by=by_cols, title=title, max_points=max_points, max_segments=max_segments
     )

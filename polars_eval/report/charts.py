@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval.report.fairness import fairness_chart
 from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ WIDTH = 560
 WIDE = 1160
 """Width of a chart that spans the page (the per-segment chart, the series sample)."""
 HEIGHT = 380
-WIDE_CHARTS = ("segments", "series")
+WIDE_CHARTS = ("segments", "series", "fairness")
 """The charts drawn across the page (``WIDE`` pixels), not in a card of the grid."""
 INK = "#222222"
 REFERENCE = "#9a9a9a"
@@ -1188,6 +1189,7 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("calibration", "Calibration", calibration_chart),
         ChartSpec("threshold", "Threshold", threshold_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("fairness", "Fairness", fairness_chart),
     ],
     "regression": [
         ChartSpec("residual_hist", "Residuals", residual_hist_chart),

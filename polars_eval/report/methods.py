@@ -67,7 +67,11 @@ class ReportMethods:
         **options
             Options of the task: binary ``pos_label``, ``threshold`` (0.5),
             ``probability`` (True; False leaves out logloss, Brier and calibration),
-            ``bins`` (10, gain and calibration), ``baseline``; regression
+            ``bins`` (10, gain and calibration), ``baseline``, ``sensitive`` (a column or
+            list of columns: adds the fairness section, SPEC §15 — tables ``fairness``
+            and ``disparity`` as ``df.eval.fairness`` / ``df.eval.disparity`` give them
+            over all rows, with bootstrap intervals when the report has intervals, and a
+            chart of each metric per group); regression
             ``zero_actuals``, ``bins``, ``baseline``; multiclass ``pred``, ``proba``,
             ``classes``, ``k``, ``baseline``; ranking ``query`` (required), ``k``
             (cutoffs, default 1, 2, 3, 5, 10, 20) and the options of

@@ -183,7 +183,9 @@ def _check_options(task: str, options: dict[str, Any], allowed: Sequence[str]) -
 # Binary classification
 # ---------------------------------------------------------------------------------------
 
-BINARY_OPTIONS = ("pos_label", "threshold", "probability", "bins", "baseline")
+BINARY_OPTIONS = ("pos_label", "threshold", "probability", "bins", "baseline", "sensitive")
+"""The binary report's options (``sensitive``, the fairness section, is taken by
+``make_report`` before the builder runs)."""
 COUNT_COLUMNS = ("rows", "rows_null", "rows_zero_weight", "rows_used", "positives", "negatives")
 CALIBRATION = "__pe_calibration"
 
