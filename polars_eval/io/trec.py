@@ -675,11 +675,18 @@ def _log_measures(measures: list[Measure]) -> list[pl.Expr]:
     ]
 
 
-def _empty_rankings(measures: list[Measure], flavor: str) -> list[pl.Expr]:
+def _empty_rankings(measures: list[Measure], flavor: str, judged_only: bool) -> list[pl.Expr]:
     """trec_eval's values for a query with no document retrieved (``-J``, ``-c``): the
     interpolated precision at a level reached by 0 relevant documents is 0/0 (NaN, and so
-    11pt_avg); ``utility`` of a query absent from the run (``-c``) is 0."""
+    11pt_avg); ``utility`` of a query absent from the run (``-c``) is 0.
+
+    A query of the qrels absent from the run (``-c``) is 0 there, as trec_eval: 10.0
+    ranks one document outside the qrels for it (precision 0/1; trec_eval.c's
+    ``bogus_ranking``), which ``-J`` drops (0/0 again, NaN); 9.x never evaluates it, so it
+    adds 0 to the means, with or without ``-J``."""
     empty = pl.col("num_ret") == 0
+    if not judged_only or flavor != CONVENTIONS["10"]:
+        empty = empty & ~pl.col(MISSING)
     out = []
     for m in measures:
         if m.name in ("iprec_at_recall", "11pt_avg"):
@@ -826,7 +833,9 @@ def trec_eval(
     of each query, in trec_eval's order), ``min_relevance`` (``-l``: the relevance level
     of a relevant document, a positive integer), ``complete_queries`` (``-c``: every query
     of the qrels is evaluated, those absent from the run with an empty ranking, so they
-    score 0 and count in the means and sums), ``judged_only`` (``-J``: the documents
+    score 0 and count in the means and sums; with ``judged_only`` under trec_eval 10's
+    rules, their ``iprec_at_recall`` at a level of 0 relevant documents and ``11pt_avg``
+    are NaN, as trec_eval 10.0 prints them, 0 under 9.x's), ``judged_only`` (``-J``: the documents
     without a judgment are dropped from the ranking before it is evaluated, after the
     ``-M`` cut), ``rel_format`` (``-R``: ``"qrels"``, ``"prefs"``, ``"qrels_prefs"``,
     ``"qrels_jg"``; each measure reads one format), ``collection_size`` (``-N``: the
@@ -1013,6 +1022,7 @@ def _per_query(
     run_side = joined.group_by("query").agg(aggs)
     if flags.judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
         run_side = run_lf.select("query").unique().join(run_side, on="query", how="left")
+    run_side = run_side.with_columns(pl.lit(True).alias(MISSING))  # null: not in the run
     qrels_side = qrels_lf.group_by("query").agg(
         *_count_aggs(level, qrels=True),
         *rk.ideal_aggs(rel.clip(lower_bound=0.0), specs),
@@ -1025,7 +1035,7 @@ def _per_query(
     else:
         grouped = run_side.join(qrels_side, on="query", how="inner")
     grouped = grouped.with_columns(  # a query with an empty ranking (-c, -J)
-        pl.col("num_ret").is_null().alias(MISSING),
+        pl.col(MISSING).is_null(),
         pl.col(rk.NRET).fill_null(0.0),
         pl.col(rk.HASNAN, "__pe_dup").fill_null(False),
         pl.col("num_ret", "num_rel_ret", "num_nonrel_judged_ret").fill_null(0),
@@ -1061,7 +1071,7 @@ def _per_query(
         [grouped.select(counts), values, *([computed] if computed.width else [])],
         how="horizontal",
     ).with_columns(*_count_measures(measures, flags.collection_size), *_log_measures(measures))
-    per = per.with_columns(_empty_rankings(measures, flavor))
+    per = per.with_columns(_empty_rankings(measures, flavor, flags.judged_only))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(run_lf, qrels_lf, per.filter("__pe_dup").get_column("query"))
     return per
