@@ -68,6 +68,7 @@ RUN_COLUMNS = ("query", "q0", "doc", "rank", "score", "run")
 QRELS_COLUMNS = ("query", "iteration", "doc", "relevance")
 PREFS_COLUMNS = ("query", "jg", "jsg", "doc", "relevance")
 JG_COLUMNS = ("query", "jg", "doc", "relevance")
+ZSCORE_COLUMNS = ("query", "measure", "mean", "stddev")
 
 DEFAULT_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 CUTOFF_MEASURES = {
@@ -78,6 +79,7 @@ CUTOFF_MEASURES = {
     "success": (1, 5, 10),
     "relative_P": DEFAULT_CUTOFFS,
     "P_avgjg": DEFAULT_CUTOFFS,
+    "unj": (5, 10, 20),
 }
 """Measures with integer cutoffs (trec_eval's long cutoffs), and their defaults."""
 RECALL_LEVELS = tuple(i / 10.0 for i in range(11))
@@ -384,6 +386,17 @@ def _read_qrels_prefs(path: PathLike) -> pl.LazyFrame:
     schema = dict.fromkeys(JG_COLUMNS[:-1], pl.String) | {"relevance": F64}
     lf = lines.map_batches(parse, schema=schema, streamable=True)
     return lf.select("query", "jg", pl.lit("0").alias("jsg"), "doc", "relevance")
+
+
+def _read_zscores(path: PathLike) -> pl.LazyFrame:
+    """A z-scores file (trec_eval's ``-Z``, get_zscores.c): ``query  measure  mean  stddev``
+    per line (exactly 4 fields, the mean and standard deviation of ``measure`` on
+    ``query`` over reference runs, ``measure`` as trec_eval prints it: ``P_5``)."""
+    lines = _scan_lines(path, "zscores")
+    numbers = {"mean": (F64, "a number"), "stddev": (F64, "a number")}
+    parse = _parser(os.fspath(path), "zscores", ZSCORE_COLUMNS, numbers, strict=True)
+    schema = {"query": pl.String, "measure": pl.String, "mean": F64, "stddev": F64}
+    return lines.map_batches(parse, schema=schema, streamable=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -730,10 +743,14 @@ CODES = "__pe_codes"
 LEVELS = "__pe_levels"
 
 
+def _cut_param(m: Measure) -> tuple[float, ...]:
+    return () if m.cut is None else (float(m.cut),)
+
+
 def _numpy_measures(grouped: pl.DataFrame, measures: list[Measure], level: int) -> pl.DataFrame:
     """The measures computed per query in numpy (:mod:`._trec_measures`)."""
     requests = [
-        tm.Request(m.column, m.name, m.pairs, m.params or ())
+        tm.Request(m.column, m.name, m.pairs, m.params or _cut_param(m))
         for m in measures
         if m.name in tm.MEASURES and not _in_engine(m)
     ]
@@ -775,6 +792,7 @@ def trec_eval(
     judged_only: bool = False,
     rel_format: str = "qrels",
     collection_size: int = 0,
+    zscores: Any = None,
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
@@ -803,7 +821,10 @@ def trec_eval(
     * geometric means: ``gm_map``, ``gm_bpref`` (per query log(max(value, 1e-5)), the
       summary their geometric mean, as trec_eval);
     * informational: ``num_q``, ``runid`` (the run tag), ``relstring`` (per query: the
-      relevance of the top 10 documents, one character each);
+      relevance of the top 10 documents, one character each), ``unj`` (trec_eval 10's
+      share of unjudged documents, outside the pool or pooled but unjudged, among the top
+      k; cutoffs 5, 10, 20 by default, ``unj.5,10``; a shorter ranking counts as filled
+      with judged documents);
     * preferences (``rel_format="prefs"`` or ``"qrels_prefs"``, trec_eval's ``-R prefs``
       and ``-R qrels_prefs``; :mod:`._trec_prefs`): ``prefs_num_prefs_poss``,
       ``prefs_num_prefs_ful``, ``prefs_num_prefs_ful_ret`` (counts, summed in the
@@ -842,6 +863,14 @@ def trec_eval(
     number of documents in the collection, read by ``utility`` only; default 0, which
     leaves its d term as rel_ret - ret - rel, trec_eval's default). The preference
     measures read none of ``min_relevance`` and ``judged_only`` (trec_eval's do not).
+    ``zscores`` (``-Z``: a path to a file of ``query  measure  mean  stddev`` lines, or a
+    frame with those columns, the mean and standard deviation of a measure, named as
+    trec_eval prints it, on a query over reference runs) replaces each value per query by
+    its z-score, (value - mean) / stddev, before the summary, and names each measure
+    column ``Z<name>`` (``Zmap``, ``ZP_5``; ``Znum_q`` too, as trec_eval prints it); as in
+    trec_eval, a query or measure the file lacks, or a standard deviation of 0 with a value
+    other than the mean, gives -1000000 (:data:`MISSING_ZSCORE`), and the summary of
+    ``gm_map`` / ``gm_bpref`` is the geometric mean of the z-scores of their logarithms.
 
     Returns one row (the mean over the queries evaluated; the ``num_*`` counts summed, as
     trec_eval's ``all`` line; ``relstring`` left out), or with ``per_query=True`` one row
@@ -899,6 +928,7 @@ def trec_eval(
     flavor = _convention(convention)
     _check_options(max_docs, min_relevance, complete_queries, judged_only)
     size = check_count("collection_size", collection_size, minimum=0)
+    z = None if zscores is None else _zscores(zscores)
     run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run")
     tagged = "run" in run_lf.collect_schema()
     run_lf = run_lf.select(
@@ -915,9 +945,13 @@ def trec_eval(
         per = _per_query_jg(run_lf, judgments, measures, flags)
     else:
         per = _per_query_prefs(run_lf, judgments, measures, flags)
+    if z is not None:
+        per = _zscored(per, measures, z)
     if per_query:
-        return per.select("query", *(m.column for m in measures if m.name != "num_q"))
-    return _summary(per, measures)
+        out = per.select("query", *(m.column for m in measures if m.name != "num_q"))
+    else:
+        out = _summary(per, measures, zscored=z is not None)
+    return out if z is None else _z_names(out)
 
 
 @dataclass(frozen=True)
@@ -940,14 +974,15 @@ def _rel_format(rel_format: Any) -> str:
     return rel_format
 
 
-def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
-    """trec_eval's ``all`` line: means over queries, counts summed, geometric means."""
+def _summary(per: pl.DataFrame, measures: list[Measure], zscored: bool = False) -> pl.DataFrame:
+    """trec_eval's ``all`` line: means over queries, counts summed (their z-scores too),
+    geometric means."""
     aggs = []
     for m in measures:
         if m.name == "num_q":
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
         elif m.name in SUMMED:
-            aggs.append(pl.col(m.column).cast(pl.Int64).sum())
+            aggs.append(pl.col(m.column).cast(F64 if zscored else pl.Int64).sum())
         elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
             aggs.append(pl.col(m.column).mean().exp().cast(F64))
         elif m.name == "runid":
@@ -957,6 +992,66 @@ def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
     if "num_q" not in {m.name for m in measures}:
         aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
     return per.select(aggs)
+
+
+MISSING_ZSCORE = -1_000_000.0
+"""trec_eval's ``MISSING_ZSCORE_VALUE``: the z-score of a measure whose mean and standard
+deviation the z-scores file lacks for that query (convert_zscores.c)."""
+NOT_ZSCORED = ("num_q", "runid", "relstring")
+"""Columns that ``-Z`` leaves as they are (trec_eval prints num_q with the Z prefix)."""
+ZM, ZS = "__pe_zmean_", "__pe_zsd_"
+
+
+def _zscores(zscores: Any) -> pl.DataFrame:
+    """The z-scores (a path or a frame with :data:`ZSCORE_COLUMNS`), checked: no null, no
+    (query, measure) twice."""
+    lf = _as_lazy(zscores, _read_zscores, ZSCORE_COLUMNS, "zscores")
+    df = lf.select(
+        pl.col("query", "measure").cast(pl.String), pl.col("mean", "stddev").cast(F64)
+    ).collect()
+    for col in df.columns:
+        nulls = df.get_column(col).null_count()
+        if nulls:
+            raise DataValidationError(f'column "{col}" of the z-scores has {nulls} null values')
+    dups = df.group_by("query", "measure").len().filter(pl.col("len") > 1).sort("query", "measure")
+    if dups.height:
+        query, measure = dups.row(0)[:2]
+        raise DataValidationError(
+            f'the z-scores give measure "{measure}" of query "{query}" more than once'
+        )
+    return df
+
+
+def _zscored(per: pl.DataFrame, measures: list[Measure], zscores: pl.DataFrame) -> pl.DataFrame:
+    """Each measure per query as trec_eval's ``-Z`` prints it (convert_zscores.c): (value -
+    mean) / stddev with the mean and standard deviation of that query and measure; a
+    standard deviation of 0 gives 0 when the value is the mean, and a pair the z-scores
+    lack, :data:`MISSING_ZSCORE`. gm_map and gm_bpref are converted as trec_eval keeps them
+    per query (the logarithm), and their summary is the geometric mean of the z-scores."""
+    out = per
+    for value, prefix in (("mean", ZM), ("stddev", ZS)):
+        part = zscores.pivot(on="measure", index="query", values=value)
+        part = part.rename({c: prefix + c for c in part.columns if c != "query"})
+        out = out.join(part, on="query", how="left")
+    known = set(out.columns)
+    converted = []
+    for m in measures:
+        if m.name in NOT_ZSCORED:
+            continue
+        value = pl.col(m.column).cast(F64)
+        if ZM + m.column not in known:
+            converted.append(pl.lit(MISSING_ZSCORE, F64).alias(m.column))
+            continue
+        mean, sd = pl.col(ZM + m.column), pl.col(ZS + m.column)
+        z = pl.when(mean.is_null()).then(MISSING_ZSCORE).when(sd != 0.0).then((value - mean) / sd)
+        z = z.when(value == mean).then(0.0).otherwise(MISSING_ZSCORE)
+        converted.append(z.alias(m.column))
+    return out.with_columns(converted).select(per.columns)
+
+
+def _z_names(df: pl.DataFrame) -> pl.DataFrame:
+    """The columns as trec_eval's ``-Z`` prints them: ``Z`` before each measure's name."""
+    return df.rename({c: "Z" + c for c in df.columns if c not in ("query", "runid", "relstring")})
 
 
 def _count_aggs(level: int, *, qrels: bool = False) -> list[pl.Expr]:
