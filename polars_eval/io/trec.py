@@ -17,10 +17,10 @@ whose first non-blank character is ``#``, are skipped, as trec_eval skips them):
 * judgment groups (``-R qrels_jg``, get_qrels_jg.c): ``query  jg  doc  relevance``
   (exactly 4 fields, integer relevance), one set of relevance judgments per group (user).
 
-Malformed lines (too few fields, a score or relevance that is not a number, and for the
-preference and judgment-group files, which trec_eval reads strictly, too many fields)
-raise :class:`~polars_eval.DataValidationError` naming the file and the line, at collect
-time (the readers are lazy).
+Malformed lines (too few fields, a score or relevance that is not a number, ``nan``
+included, and for the preference and judgment-group files, which trec_eval reads
+strictly, too many fields) raise :class:`~polars_eval.DataValidationError` naming the file
+and the line, at collect time (the readers are lazy).
 
 :func:`trec_eval` follows trec_eval's conventions: only queries present in both the run
 and the qrels are evaluated and averaged; retrieved documents without a judgment are not
@@ -242,6 +242,8 @@ def _parser(
         for col, (dtype, kind) in numeric.items():
             cast = parts.get_column(col).cast(dtype, strict=False)
             bad_mask = cast.is_null() & parts.get_column(col).is_not_null()
+            if dtype.is_float():  # "nan" casts to NaN: no number either (BAD_INPUTS 47)
+                bad_mask = bad_mask | cast.is_nan()
             if bad_mask.any():
                 i = int(bad_mask.arg_max() or 0)
                 raise DataValidationError(
@@ -259,7 +261,8 @@ def read_trec_run(path: PathLike) -> pl.LazyFrame:
 
     Fields are separated by any whitespace; blank lines and ``#`` comment lines are
     skipped and fields after the sixth ignored, as trec_eval does. Lazy: the file is read,
-    and malformed lines reported (naming the file and the line), at collect time. A rank
+    and malformed lines (a score that is not a number, ``nan`` included) reported (naming
+    the file and the line), at collect time. A rank
     that is not an integer is read as null (trec_eval never uses it).
 
     Examples
