@@ -18,6 +18,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
+from polars_eval.io.files import scan
 from polars_eval.io.trec import (
     read_trec_prefs,
     read_trec_qrels,
@@ -314,6 +315,7 @@ __all__ = [
     "scaled_crps",
     "scaled_mqloss",
     "scaled_quantile_loss",
+    "scan",
     "seasonal_scale",
     "selection_rate",
     "smape",

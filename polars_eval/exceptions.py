@@ -19,5 +19,9 @@ class UndefinedMetricError(PolarsEvalError, ValueError):
     """The metric has no value on this data (one class, empty frame, constant target...)."""
 
 
+class ExecutorImportError(PolarsEvalError, ImportError):
+    """The workers of a distributed engine (Spark's executors) cannot import polars_eval."""
+
+
 class UndefinedMetricWarning(UserWarning):
     """Some groups of a grouped evaluation have an undefined (null) metric."""

@@ -562,11 +562,13 @@ def test_row_47_trec_files_one_line_exit_2(
     (tmp_path / "qrels.txt").write_text("1 0 a 1\n1 0 b 0\n")
     (tmp_path / "run_short.txt").write_text("1 Q0 a 1 3.0 r\n1 Q0 b\n")
     (tmp_path / "run_text.txt").write_text("1 Q0 a 1 3.0 r\n1 Q0 b 2 high r\n")
+    (tmp_path / "run_nan.txt").write_text("1 Q0 a 1 3.0 r\n1 Q0 b 2 nan r\n")
     (tmp_path / "qrels_short.txt").write_text("1 0 a 1\n1 0 b\n")
     (tmp_path / "qrels_text.txt").write_text("1 0 a 1\n1 0 b high\n")
     for run, qrels, bad in (
         ("run_short.txt", "qrels.txt", "run_short.txt"),  # too few fields
         ("run_text.txt", "qrels.txt", "run_text.txt"),  # non-numeric score
+        ("run_nan.txt", "qrels.txt", "run_nan.txt"),  # a NaN score
         ("run.txt", "qrels_short.txt", "qrels_short.txt"),  # too few fields
         ("run.txt", "qrels_text.txt", "qrels_text.txt"),  # non-numeric relevance
     ):

@@ -342,6 +342,37 @@ def test_empty_frame_gives_null_not_an_error(info: MetricInfo) -> None:
 
 
 @metric_param
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_empty_frame_as_bad_inputs_row_5(info: MetricInfo, weighted: bool) -> None:
+    """BAD_INPUTS row 5 on an empty frame: per group (``group_by().agg``, eager, lazy and
+    streaming) no row and the dtype of the lazy schema (no Polars SchemaError from a Null
+    column); the namespace without ``by`` a ValueError saying there is no row, with ``by``
+    an empty table and no warning."""
+    case = CASES[info.task]
+    df = frame(info).clear()
+    args = arguments(info, case, weighted=weighted)
+    query = df.lazy().group_by(case.group).agg(info.fn(**args))
+    schema = query.collect_schema()
+    for out in (
+        df.group_by(case.group).agg(info.fn(**args)),
+        query.collect(),
+        query.collect(engine="streaming"),
+    ):
+        assert out.height == 0
+        assert out.schema == schema
+    method = getattr(df.eval, info.name)
+    lazy_method = getattr(df.lazy().eval, info.name)
+    with pytest.raises(ValueError, match=f"no rows to evaluate for {info.name}: the input has no"):
+        method(**args, **case.keys)
+    with pytest.raises(ValueError, match=f"no rows to evaluate for {info.name}: the input has no"):
+        lazy_method(**args, **case.keys).collect()
+    by = "g" if case.keys else case.group
+    out = method(**args, **case.keys, by=by)  # warnings are errors: none here
+    assert out.height == 0 and out.columns[0] == by
+    assert_frame_equal(lazy_method(**args, **case.keys, by=by).collect(), out)
+
+
+@metric_param
 def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
     method = getattr(pe.EvalNamespace, info.name)
     got = inspect.signature(method)

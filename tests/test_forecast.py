@@ -837,3 +837,72 @@ def test_no_rows_message_names_only_the_callers_columns() -> None:
         df.eval.mase("y", "f", series="s", time="t", train=train)
     assert "__pe" not in str(info.value)
     assert '"y" or "f"' in str(info.value)
+
+
+# issue 25 item 1: by= naming the series column (SPEC §6)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_by_series_gives_one_row_per_series(lazy: bool) -> None:
+    """``by="unique_id"`` without ``series=`` takes the series key from the by column
+    present in ``train`` (as the MASE method does): one row per series, utilsforecast's
+    values; ``series=`` naming the by column too gives the same table."""
+    train, test = make_data(seed=3)
+    frame = test.lazy() if lazy else test
+    common = {"time": "ds", "train": train, "season_length": 4}
+    tables = [
+        frame.eval.forecast("y", "f", by="unique_id", **common),
+        frame.eval.forecast("y", "f", series="unique_id", by="unique_id", **common),
+    ]
+    expected = {
+        "mae": uf(ufl.mae, test, models=["f"]),
+        "mase": uf(ufl.mase, test, models=["f"], seasonality=4, train_df=train),
+        "rmsse": uf(ufl.rmsse, test, models=["f"], seasonality=4, train_df=train),
+    }
+    for table in tables:
+        out = table.collect() if lazy else table
+        assert out.get_column("unique_id").to_list() == sorted(expected["mae"])
+        assert out.get_column("n_series").to_list() == [1] * len(expected["mae"])
+        for name, values in expected.items():
+            got = dict(zip(out["unique_id"], out[name], strict=True))
+            pooled = dict(zip(out["unique_id"], out[name + "_pooled"], strict=True))
+            for sid, value in values.items():
+                assert got[sid] == pytest.approx(value, rel=1e-10), (name, sid)
+                assert pooled[sid] == pytest.approx(value, rel=1e-10), (name, sid)
+    per = test.eval.forecast("y", "f", by="unique_id", per_series=True, **common)
+    assert per.columns[:3] == ["unique_id", "n", "mae"]
+    assert per.height == len(expected["mae"])
+    # the by column that is not in train is a group, the one in train the series
+    two = pl.concat([test.with_columns(pl.lit(m).alias("model")) for m in ("a", "b")])
+    out = two.eval.forecast("y", "f", by=["model", "unique_id"], **common)
+    assert out.height == 2 * len(expected["mae"])
+    assert out.filter(pl.col("model") == "b")["mase"].to_list() == pytest.approx(
+        [expected["mase"][s] for s in sorted(expected["mase"])], rel=1e-10
+    )
+
+
+def test_without_series_or_by_the_frame_is_one_series() -> None:
+    """Neither ``series=`` nor ``by=``: the frame is one series (as the metric methods);
+    several series sharing a time key are then a duplicate-key error suggesting series=."""
+    train, test = make_data(seed=4)
+    one = test.filter(pl.col("unique_id") == "s2")
+    one_train = train.filter(pl.col("unique_id") == "s2")
+    out = one.eval.forecast("y", "f", time="ds", train=one_train, season_length=4)
+    ref = per_series(one, one_train)
+    for name in METRICS:
+        assert out[name].item() == pytest.approx(ref[name].item(), rel=1e-12), name
+    assert out["n_series"].item() == 1
+    assert one.eval.forecast("y", "f", time="ds", per_series=True).columns[:2] == ["n", "mae"]
+    with pytest.raises(DataValidationError, match=r"duplicate \(ds\) rows.*series="):
+        test.eval.forecast("y", "f", time="ds")
+    with pytest.raises(DataValidationError, match=r"duplicate \(ds\) rows.*series="):
+        test.lazy().eval.forecast("y", "f", time="ds").collect()
+    with pytest.raises(DataValidationError, match=r"duplicate \(ds\) rows.*series="):
+        test.eval.mae("y", "f", time="ds")
+    # cutoffs: several series sharing a (cutoff, time) key, by lead
+    two = pl.concat([test.with_columns(pl.lit(c).alias("c")) for c in (0, 1)])
+    with pytest.raises(DataValidationError, match=r"duplicate \(c, ds\) rows.*series="):
+        two.eval.forecast("y", "f", time="ds", cutoff="c", by="lead")
+    # an explicit series= gets no hint: the key itself is repeated
+    with pytest.raises(DataValidationError, match=r"e\.g\. \[\(unique_id='s0', ds=24\)\]$"):
+        pl.concat([test, test.head(1)]).eval.forecast("y", "f", series="unique_id", time="ds")

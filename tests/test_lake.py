@@ -246,3 +246,90 @@ def test_many_row_groups_streaming_equals_eager(tmp_path: Path) -> None:
         ),
         rel_tol=1e-9,
     )
+
+
+# ---------------------------------------------------------------------------------------
+# pe.scan (SPEC §10): the CLI's reader as a public function
+# ---------------------------------------------------------------------------------------
+
+
+def test_pe_scan_is_the_cli_reader() -> None:
+    assert pe.scan is files.scan
+    assert "scan" in pe.__all__
+
+
+@pytest.mark.parametrize(
+    "column,first,second", TYPE_CHANGES, ids=[f"{c}-{a}-{b}" for c, a, b in TYPE_CHANGES]
+)
+def test_pe_scan_drifting_lake_is_our_error(
+    tmp_path: Path, column: str, first: pl.DataType, second: pl.DataType
+) -> None:
+    """A Python user reading a drifting lake gets DataValidationError naming the column, a
+    file of each dtype and both dtypes, where Polars' own scan raises SchemaError."""
+    write_drifted(tmp_path, column, first, second)
+    with pytest.raises(pl.exceptions.SchemaError):
+        scan(tmp_path).collect()
+    with pytest.raises(pe.DataValidationError) as info:
+        pe.scan(tmp_path / "**" / "*.parquet")
+    message = str(info.value)
+    for needle in (f'column "{column}"', "segment=a", "segment=b", str(first), str(second)):
+        assert needle in message, (needle, message)
+
+
+WIDENED = [
+    (pl.Int32, pl.Int64, pl.Int64),
+    (pl.Float32, pl.Float64, pl.Float64),
+    (pl.Int64, pl.Float64, pl.Float64),
+    (pl.Int16, pl.Float32, pl.Float64),
+]
+
+
+@pytest.mark.parametrize("first,second,read", WIDENED, ids=[f"{a}-{b}" for a, b, _ in WIDENED])
+def test_pe_scan_widens_where_no_value_changes(
+    tmp_path: Path, first: pl.DataType, second: pl.DataType, read: pl.DataType
+) -> None:
+    """SPEC §10's widening: Int32 with Int64 -> Int64, Float32 with Float64 -> Float64,
+    integers with floats -> Float64; every value as written (hive columns kept)."""
+    values = {"a": [3, -7, 2**12], "b": [0.5, -1.25, 4.0]}
+    for seg, dtype in (("a", first), ("b", second)):
+        folder = tmp_path / f"segment={seg}"
+        folder.mkdir()
+        pl.DataFrame({"x": pl.Series(values[seg]).cast(dtype)}).write_parquet(folder / "p.parquet")
+    for source in (tmp_path, tmp_path / "**" / "*.parquet", [tmp_path / "segment=a", tmp_path / "segment=b"]):  # fmt: skip
+        lf = pe.scan(source)
+        assert lf.collect_schema() == pl.Schema({"x": read, "segment": pl.String})
+        got = lf.sort("segment").collect(engine="streaming")
+        written = [float(v) for v in (*values["a"], *values["b"])]
+        if read.is_integer():
+            assert got["x"].to_list() == [3, -7, 2**12, 0, -1, 4]  # the integers written
+        else:
+            assert got["x"].to_list() == written
+
+
+def test_pe_scan_missing_columns(tmp_path: Path) -> None:
+    """A column missing from some files: an error naming it and a file without it, or
+    with missing_columns="null" null in those files; for parquet, CSV (other headers) and
+    NDJSON alike."""
+    a = pl.DataFrame({"y": [1, 0], "p": [0.75, 0.25], "w": [2.0, 1.0]})
+    b = pl.DataFrame({"y": [0, 1], "p": [0.5, 0.875]})
+    for ext, write in (
+        ("parquet", pl.DataFrame.write_parquet),
+        ("csv", pl.DataFrame.write_csv),
+        ("ndjson", pl.DataFrame.write_ndjson),
+    ):
+        folder = tmp_path / ext
+        folder.mkdir()
+        write(a, folder / f"a.{ext}")
+        write(b, folder / f"b.{ext}")
+        with pytest.raises(pe.DataValidationError) as info:
+            pe.scan(folder)
+        message = str(info.value)
+        assert 'column "w" is missing' in message and f"b.{ext}" in message, message
+        assert 'missing_columns="null"' in message
+        got = pe.scan(folder, missing_columns="null").collect(engine="streaming")
+        expected = pl.concat([a, b], how="diagonal")
+        assert got.sort("p").equals(expected.sort("p")), (ext, got)
+        weighted = pe.scan(folder, missing_columns="null").eval.auc("y", "p", weight="w")
+        assert weighted.collect().item() == 1.0  # the rows of b: weight null, ignored
+    with pytest.raises(pe.InvalidParameterError, match="missing_columns"):
+        pe.scan(tmp_path / "parquet", missing_columns="drop")

@@ -610,3 +610,63 @@ def test_executor_errors_are_found_in_the_spark_message():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pe_spark._warn_again([[], []], 0)  # nothing caught: nothing warned
+
+
+HIDE_POLARS_EVAL = '''import sys
+
+
+class _Hide:
+    """A Python without polars_eval: every import of it fails, as on such an executor."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "polars_eval" or name.startswith("polars_eval."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Hide())
+'''
+
+
+def test_executors_without_polars_eval_are_one_clear_error(spark, monkeypatch, tmp_path):
+    """Spark's workers run a Python that cannot import polars_eval (here: this Python, the
+    package hidden by a sitecustomize; as a worker Python other than the driver's, or an
+    executor without the package): one error saying so and how to fix it, not the
+    workers' traceback."""
+    (tmp_path / "sitecustomize.py").write_text(HIDE_POLARS_EVAL)
+    worker = tmp_path / "python"
+    worker.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{tmp_path}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    worker.chmod(0o755)
+    # the workers' Python of the jobs started from now on (PYSPARK_PYTHON, read when the
+    # session started, set it for the others)
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(worker))
+    df = to_spark(spark, pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.6, 0.3]}), 2)
+    with pytest.raises(pe.exceptions.ExecutorImportError) as raised:
+        pe.spark.evaluate(df, "binary", label="y", score="p")
+    message = str(raised.value)
+    assert len(message.splitlines()) == 1
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    for needle in ("executors' Python cannot import polars_eval", "install polars-eval",
+                   "PYSPARK_PYTHON", "spark.pyspark.python", sys.executable):  # fmt: skip
+        assert needle in message, needle
+    assert isinstance(raised.value, ImportError)
+
+
+def test_executor_import_errors_are_found_in_the_spark_message():
+    """The message of either path (the RDD's Py4J error, mapInArrow's PythonException);
+    a module outside polars_eval's runtime is no such error."""
+    for module in ("polars_eval", "polars_eval.scale.spark", "polars", "pyarrow"):
+        text = (
+            "pyspark.errors.exceptions.captured.PythonException:\n  An exception was thrown "
+            f"from the Python worker.\nTraceback ...\nModuleNotFoundError: No module named "
+            f"'{module}'\n\tat org.apache.spark"
+        )
+        error = pe_spark._missing_on_executors(Exception(text))
+        assert isinstance(error, pe.exceptions.ExecutorImportError)
+        assert f"cannot import {module} " in str(error)
+    other = "ModuleNotFoundError: No module named 'sklearn'"
+    assert pe_spark._missing_on_executors(Exception(other)) is None
+    assert pe_spark._missing_on_executors(Exception("java.lang.OutOfMemoryError")) is None

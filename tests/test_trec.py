@@ -195,6 +195,9 @@ def test_readers_are_lazy_and_typed(tmp_path: Path) -> None:
     [
         ("run", "1 Q0 a 1 2.5 x\n1 Q0 b 2 x\n", r"run.txt, line 2: .* 6 fields .* found 5"),
         ("run", "1 Q0 a 1 2.5 x\n\n1 Q0 b 2 high x\n", r"run.txt, line 3: the score .* 'high'"),
+        # BAD_INPUTS 47: a NaN score is no number either (Polars' cast reads "nan" as NaN)
+        ("run", "1 Q0 a 1 2.5 x\n1 Q0 b 2 nan x\n", r"run.txt, line 2: the score .* 'nan'"),
+        ("run", "1 Q0 a 1 NaN x\n", r"run.txt, line 1: the score .* a number; found 'NaN'"),
         ("qrels", "1 0 a 1\n1 0 b\n", r"qrels.txt, line 2: .* 4 fields"),
         ("qrels", "1 0 a 1\n1 0 b yes\n", r"qrels.txt, line 2: the relevance .* 'yes'"),
     ],

@@ -61,6 +61,9 @@ class Plan:
     curves: Sequence[str] = ()
     # names of Struct result columns to unnest into their fields
     structs: Sequence[str] = ()
+    # curve, table and struct columns that, without ``by``, raise UndefinedMetricError when
+    # no row can be evaluated, as an undefined scalar (BAD_INPUTS row 5)
+    no_rows_error: Sequence[str] = ()
     # finalizers over the aggregated columns (row-wise: the validation counts ride along)
     finalize: Sequence[pl.Expr] = ()
     # extra lazy steps on the result (after validation), e.g. a second aggregation stage
@@ -142,6 +145,7 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         query = query.sort(by, nulls_last=True)
     undefined = {k: v for k, v in plan.undefined.items() if k in out_schema}
     strict = plan.strict
+    no_rows_error = [] if by else [n for n in plan.no_rows_error if n in out_schema]
 
     def no_rows() -> str | None:
         return no_rows_reason(lf, plan.args, plan.inputs)
@@ -152,6 +156,11 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         if checks:
             df = df.select(list(out_schema))
         report_undefined(df, undefined, grouped=bool(by), strict=strict, no_rows=no_rows)
+        for name in no_rows_error:  # the rows are counted only for a value that may be empty
+            if df.height == 0 or _may_be_empty(df.get_column(name).to_list()[0]):
+                empty = no_rows()
+                if empty is not None:
+                    raise UndefinedMetricError(f"no rows to evaluate for {name}: {empty}")
         return df
 
     query = query.map_batches(finish, schema=out_schema)
@@ -160,6 +169,16 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     for name in plan.structs:
         query = query.unnest(name)
     return query
+
+
+def _may_be_empty(value: Any) -> bool:
+    """Whether a curve (a list of points) or a struct value may come from no row: no point,
+    a null field, or a struct of zeros (counts)."""
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(v is None for v in value.values()) or all(v == 0 for v in value.values())
+    return not value or any(_may_be_empty(v) for v in value if isinstance(v, dict))
 
 
 def _sliced(rows: pl.LazyFrame, group: list[str], exprs: list[pl.Expr], n: int) -> pl.LazyFrame:
@@ -457,6 +476,7 @@ def run_metric(
         undefined={info.name: info.undefined or "no defined value"} if kind == "scalar" else {},
         curves=[info.name] if kind == "curve" else [],
         structs=[info.name] if kind == "struct" and by_cols else [],
+        no_rows_error=[info.name] if kind != "scalar" else [],
         extra_checks=info.check(args) if info.check is not None else [],
     )
     result = execute(frame, plan)

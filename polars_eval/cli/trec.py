@@ -36,6 +36,7 @@ examples:
   polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
   polars-eval trec run.txt prefs.txt -R prefs -m prefs_simp -m prefs_pair
   polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
+  polars-eval trec run.txt qrels.txt -m map -m unj.5,10 -q -Z zscores.txt
 """
 
 
@@ -94,6 +95,12 @@ def command(sub: Any) -> None:
         metavar="N",
         help="number of documents in the collection (read by utility only; default 0)",
     )
+    p.add_argument(
+        "-Z",
+        "--zscores",
+        metavar="FILE",
+        help="print z-scores: FILE holds 'query measure mean stddev' lines (trec_eval's -Z)",
+    )
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -101,11 +108,12 @@ def command(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from polars_eval.io.trec import trec_cli
 
-    for path in (args.run, args.qrels):
+    for path in (args.run, args.qrels, *([args.zscores] if args.zscores else [])):
         if not Path(path).is_file():
             raise CliError(f"file not found: {path!r}")
     measures = [m for m in (args.measure or []) if m.strip()]
-    with _common.progress("evaluating"), reading([args.run, args.qrels]):
+    inputs = [args.run, args.qrels, *([args.zscores] if args.zscores else [])]
+    with _common.progress("evaluating"), reading(inputs):
         flags = {
             "max_docs": args.max_docs,
             "min_relevance": args.min_relevance,
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             "judged_only": args.judged_only or None,
             "rel_format": args.rel_format,
             "collection_size": args.collection_size,
+            "zscores": args.zscores,
         }
         table = trec_cli(
             args.run,

@@ -254,6 +254,13 @@ def rbp_resid(q: Query) -> float:
     return RBP_P ** len(unjudged) + (1.0 - RBP_P) * float(weights[unjudged].sum())
 
 
+def unj(q: Query, cutoff: int) -> float:
+    """m_unjudged.c (trec_eval 10): the share of unjudged documents (outside the pool or
+    pooled but unjudged) among the top ``cutoff``, a ranking shorter than the cutoff
+    counting as filled with judged ones (15 documents, 4 unjudged: unj_20 = 4 / 20)."""
+    return float(np.count_nonzero(q.codes[:cutoff] < 0)) / cutoff
+
+
 def relstring(q: Query, length: int) -> str:
     """m_relstring.c: one character per document of the top ``length``: its level (0-9),
     '>' above 9, '-' outside the pool, '.' pooled but unjudged."""
@@ -286,7 +293,7 @@ PLAIN: dict[str, Callable[[Query], float]] = {
     "yaap": yaap,
     "rbp_resid": rbp_resid,
 }
-MEASURES = (*GAIN_MEASURES, *PLAIN, "rbp", "relstring")
+MEASURES = (*GAIN_MEASURES, *PLAIN, "rbp", "relstring", "unj")
 """The measures computed here."""
 
 
@@ -316,6 +323,8 @@ def evaluate(
                 value: float | str = PLAIN[r.measure](q)
             elif r.measure == "relstring":
                 value = relstring(q, int(r.params[0]) if r.params else 10)
+            elif r.measure == "unj":  # params: the cutoff
+                value = unj(q, int(r.params[0]))
             else:
                 if r.pairs not in tables:
                     tables[r.pairs] = gain_table(query_levels, dict(r.pairs))

@@ -495,12 +495,13 @@ def _shown(paths: Sequence[str]) -> str:
 
 
 def _unify(
-    sources: Sequence[_Source], checked: set[str] | None
+    sources: Sequence[_Source], checked: set[str] | None, fill: bool = False
 ) -> tuple[dict[str, pl.DataType], bool]:
     """One schema for every file (column -> type read); whether any file needs a cast.
 
     Raises for a column in ``checked`` (None: every column) that some files lack or
-    whose types do not mix; other such columns are left out of the schema.
+    whose types do not mix; other such columns are left out of the schema. ``fill``: a
+    column some files lack is kept (null in those files), typed by the files that have it.
     """
     order: list[str] = []
     for source in sources:
@@ -511,12 +512,13 @@ def _unify(
         strict = checked is None or name in checked
         having = [s for s in sources if name in s.schema]
         lacking = [s.path for s in sources if name not in s.schema]
-        if lacking:
+        if lacking and not fill:
             if strict:
                 raise DataValidationError(
                     f'column "{name}" is missing from {_plural(len(lacking), "file")} of '
                     f"{len(sources)}: {_shown(lacking)}; it is in {_shown([having[0].path])}"
-                    "; every input file must have the same columns"
+                    "; every input file must have the same columns (missing_columns="
+                    '"null" reads it as null there)'
                 )
             continue
         typed = [s for s in having if name not in s.empty_columns] or having
@@ -542,6 +544,16 @@ def _check_headers(sources: Sequence[_Source]) -> None:
     """CSV files are read by position: their headers must list the same columns in order."""
     csvs = [s for s in sources if s.fmt in ("csv", "tsv")]
     for source in csvs[1:]:
+        first = csvs[0]
+        lacking = [(c, source, first) for c in first.header if c not in source.header]
+        lacking += [(c, first, source) for c in source.header if c not in first.header]
+        if lacking:
+            name, without, having = lacking[0]
+            raise DataValidationError(
+                f'column "{name}" is missing from {without.path!r}; it is in {having.path!r}'
+                '; every input file must have the same columns (missing_columns="null" '
+                "reads it as null there)"
+            )
         if source.header != csvs[0].header:
             raise DataValidationError(
                 f"the header of {source.path!r} ({_names(source.header)}) differs from the "
@@ -551,10 +563,29 @@ def _check_headers(sources: Sequence[_Source]) -> None:
 
 
 def _scan_group(
-    fmt: str, sources: Sequence[_Source], schema: dict[str, pl.DataType], casts: bool
+    fmt: str,
+    sources: Sequence[_Source],
+    schema: dict[str, pl.DataType],
+    casts: bool,
+    fill: bool = False,
 ) -> pl.LazyFrame:
+    """The files of one format as one LazyFrame of ``schema``'s columns (``fill``: the
+    columns a file lacks are null there)."""
     files = [s.path for s in sources]
     names = [name for name in sources[0].schema if name in schema]
+    if fill:
+        names = list(schema)
+        if fmt in ("csv", "tsv"):  # read by position: one scan per header
+            headers: dict[tuple[str, ...], list[_Source]] = {}
+            for source in sources:
+                headers.setdefault(tuple(source.header), []).append(source)
+            parts = [
+                _scan_group(fmt, group, schema, casts).select(
+                    pl.col(n) if n in header else pl.lit(None, schema[n]).alias(n) for n in names
+                )
+                for header, group in headers.items()
+            ]
+            return parts[0] if len(parts) == 1 else pl.concat(parts)
     if fmt == "parquet":
         if not casts and all(len(s.schema) == len(schema) for s in sources):
             return pl.scan_parquet(files, hive_partitioning=True, glob=False)
@@ -564,6 +595,7 @@ def _scan_group(
             glob=False,
             schema={name: schema[name] for name in names},
             extra_columns="ignore",
+            missing_columns="insert" if fill else "raise",
             cast_options=pl.ScanCastOptions(
                 integer_cast=["upcast", "allow-float"], float_cast="upcast"
             ),
@@ -583,70 +615,110 @@ def _scan_group(
 
 
 def scan(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
+    missing_columns: str = "error",
     input_format: str | None = None,
     columns: Sequence[str] | None = None,
     infer_schema_length: int = INFER_SCHEMA_LENGTH,
 ) -> pl.LazyFrame:
-    """One LazyFrame over every input file, checked before any query is built.
+    """Read a lake lazily: parquet, CSV/TSV and NDJSON files checked before any query (SPEC §10).
+
+    The CLI's reader as a function (``pe.scan``): one LazyFrame over every file that
+    ``source`` names, whose files are checked first, so that a lake whose files drift
+    gives a :class:`~polars_eval.DataValidationError` naming the column, a file of each
+    kind and both types (BAD_INPUTS row 7), never Polars' ``SchemaError`` at collect
+    (``pl.scan_parquet`` takes the first file's schema and fails later, or on a column
+    missing from a file, raises ``ColumnNotFoundError``).
+
+    * **Widening**: numeric types that differ between files are read as their common
+      type, where no value changes: ``Int32`` with ``Int64`` is ``Int64``, ``Float32``
+      with ``Float64`` is ``Float64``, integers with floats ``Float64`` (``UInt64`` with
+      signed integers too: exact below 2**53). Any other change of type (a number here, a
+      string, a boolean or a date there) is an error.
+    * **Missing columns**: a column some files lack is an error naming it and a file
+      without it (``missing_columns="error"``), or is read as null in those files
+      (``missing_columns="null"``).
+    * **Files**: a CSV with a repeated column name or a line with the wrong number of
+      fields, an NDJSON line with a repeated key, a file that cannot be read: errors
+      naming the file (and the line or the column). Files without a row are left out;
+      none with a row is "no rows to evaluate".
 
     Parameters
     ----------
-    paths
-        Files, globs (``"lake/**/*.parquet"``) or directories; parquet, CSV, TSV or
-        NDJSON by extension (``.parquet``/``.pq``, ``.csv``, ``.tsv``, ``.ndjson``/``.jsonl``).
+    source
+        A file, a glob (``"lake/**/*.parquet"``) or a directory (its parquet, CSV and
+        NDJSON files, recursively), or a list of them; the format by extension
+        (``.parquet``/``.pq``, ``.csv``, ``.tsv``, ``.ndjson``/``.jsonl``).
+    missing_columns
+        ``"error"`` (default) or ``"null"``: what a column that some files lack gives.
     input_format
         Read every file in this format (``"parquet"``, ``"csv"``, ``"tsv"``, ``"ndjson"``)
         whatever its extension.
     columns
-        The columns that must be in every file with one type; other columns that some
-        files lack or that change type are left out. Default: every column.
+        The columns to check (those an evaluation reads); other columns that some files
+        lack or that change type are left out of the frame. Default: every column.
     infer_schema_length
-        Rows of each CSV/NDJSON file its column types are inferred from.
+        Rows of each CSV/NDJSON file its column types are inferred from (values that do
+        not fit the type further down are found by Polars at collect).
 
     Returns
     -------
     LazyFrame
-        Parquet files are scanned with hive partitioning (``key=value`` directories
-        become columns); files of different formats are concatenated.
+        Hive partitions of parquet files (``key=value`` directories) become columns;
+        files of different formats are concatenated.
 
     Raises
     ------
     FileNotFoundError
         A path that names no file.
     DataValidationError
-        A file that cannot be read, a CSV with a repeated column name or a line with
-        the wrong number of fields, files whose columns disagree (see the module's
-        notes), or no row in any file ("no rows to evaluate").
+        As above (see also the module's notes).
+    InvalidParameterError
+        An unknown ``missing_columns`` or ``input_format``.
 
     Examples
     --------
     >>> import tempfile
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> pl.DataFrame({"y": [1, 0], "p": [0.8, 0.3]}).write_parquet(folder / "a.parquet")
-    >>> pl.DataFrame({"y": [0, 1], "p": ["low", "high"]}).write_parquet(folder / "b.parquet")
-    >>> scan(folder)  # doctest: +ELLIPSIS, +IGNORE_EXCEPTION_DETAIL
+    >>> from pathlib import Path
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> lake = Path(tempfile.mkdtemp())
+    >>> pl.DataFrame({"y": [1, 0], "p": [0.8, 0.3]}).write_parquet(lake / "a.parquet")
+    >>> pl.DataFrame({"y": [0, 1], "p": ["low", "high"]}).write_parquet(lake / "b.parquet")
+    >>> pe.scan(lake)  # doctest: +ELLIPSIS, +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     polars_eval.exceptions.DataValidationError: column "p" has different types in the input
     files: Float64 in '.../a.parquet', String in '.../b.parquet'; ...
-    >>> (folder / "b.parquet").unlink()
-    >>> _ = (folder / "c.csv").write_text("y,p\\n1,0.9\\n0,0.1\\n")
-    >>> scan(folder).collect()
-    shape: (4, 2)
-    ┌─────┬─────┐
-    │ y   ┆ p   │
-    │ --- ┆ --- │
-    │ i64 ┆ f64 │
-    ╞═════╪═════╡
-    │ 1   ┆ 0.8 │
-    │ 0   ┆ 0.3 │
-    │ 1   ┆ 0.9 │
-    │ 0   ┆ 0.1 │
-    └─────┴─────┘
+    >>> b = pl.DataFrame({"y": [0, 1], "p": [0.25, 0.75]}, schema={"y": pl.Int32, "p": pl.Float32})
+    >>> b.write_parquet(lake / "b.parquet")  # Int32 and Float32 here: widened
+    >>> pl.DataFrame({"y": [1], "p": [0.5], "w": [2.0]}).write_parquet(lake / "c.parquet")
+    >>> pe.scan(lake, missing_columns="null").collect()
+    shape: (5, 3)
+    ┌─────┬──────┬──────┐
+    │ y   ┆ p    ┆ w    │
+    │ --- ┆ ---  ┆ ---  │
+    │ i64 ┆ f64  ┆ f64  │
+    ╞═════╪══════╪══════╡
+    │ 1   ┆ 0.8  ┆ null │
+    │ 0   ┆ 0.3  ┆ null │
+    │ 0   ┆ 0.25 ┆ null │
+    │ 1   ┆ 0.75 ┆ null │
+    │ 1   ┆ 0.5  ┆ 2.0  │
+    └─────┴──────┴──────┘
+    >>> pe.scan(lake)  # doctest: +ELLIPSIS, +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    polars_eval.exceptions.DataValidationError: column "w" is missing from 2 files of 3: ...
+    >>> pe.scan(lake, columns=["y", "p"]).eval.auc("y", "p").collect().item()
+    1.0
     >>> import shutil
-    >>> shutil.rmtree(folder)
+    >>> shutil.rmtree(lake)
     """
+    if missing_columns not in ("error", "null"):
+        raise InvalidParameterError(
+            f'missing_columns must be "error" or "null"; got {missing_columns!r}'
+        )
+    paths = source
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[str] = []
@@ -655,7 +727,9 @@ def scan(
     sources = [
         _read_source(file, format_of(file, input_format), infer_schema_length) for file in files
     ]
-    _check_headers(sources)
+    fill = missing_columns == "null"
+    if not fill:  # read together, by position
+        _check_headers(sources)
     with_rows = [s for s in sources if s.rows != 0]
     if not with_rows:
         shown = _shown([s.path for s in sources])
@@ -663,11 +737,11 @@ def scan(
         raise DataValidationError(f"no rows to evaluate: {shown} {verb} no data row")
     # files without rows are left out (a header-only CSV has only String columns);
     # their headers were checked against the other CSV files' above
-    schema, casts = _unify(with_rows, None if columns is None else set(columns))
+    schema, casts = _unify(with_rows, None if columns is None else set(columns), fill)
     groups: dict[str, list[_Source]] = {}
     for source in with_rows:
         groups.setdefault(source.fmt, []).append(source)
-    frames = [_scan_group(fmt, group, schema, casts) for fmt, group in groups.items()]
+    frames = [_scan_group(fmt, group, schema, casts, fill) for fmt, group in groups.items()]
     if len(frames) == 1:
         return frames[0]
     try:

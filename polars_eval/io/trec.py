@@ -17,10 +17,10 @@ whose first non-blank character is ``#``, are skipped, as trec_eval skips them):
 * judgment groups (``-R qrels_jg``, get_qrels_jg.c): ``query  jg  doc  relevance``
   (exactly 4 fields, integer relevance), one set of relevance judgments per group (user).
 
-Malformed lines (too few fields, a score or relevance that is not a number, and for the
-preference and judgment-group files, which trec_eval reads strictly, too many fields)
-raise :class:`~polars_eval.DataValidationError` naming the file and the line, at collect
-time (the readers are lazy).
+Malformed lines (too few fields, a score or relevance that is not a number, ``nan``
+included, and for the preference and judgment-group files, which trec_eval reads
+strictly, too many fields) raise :class:`~polars_eval.DataValidationError` naming the file
+and the line, at collect time (the readers are lazy).
 
 :func:`trec_eval` follows trec_eval's conventions: only queries present in both the run
 and the qrels are evaluated and averaged; retrieved documents without a judgment are not
@@ -68,6 +68,7 @@ RUN_COLUMNS = ("query", "q0", "doc", "rank", "score", "run")
 QRELS_COLUMNS = ("query", "iteration", "doc", "relevance")
 PREFS_COLUMNS = ("query", "jg", "jsg", "doc", "relevance")
 JG_COLUMNS = ("query", "jg", "doc", "relevance")
+ZSCORE_COLUMNS = ("query", "measure", "mean", "stddev")
 
 DEFAULT_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 CUTOFF_MEASURES = {
@@ -78,6 +79,7 @@ CUTOFF_MEASURES = {
     "success": (1, 5, 10),
     "relative_P": DEFAULT_CUTOFFS,
     "P_avgjg": DEFAULT_CUTOFFS,
+    "unj": (5, 10, 20),
 }
 """Measures with integer cutoffs (trec_eval's long cutoffs), and their defaults."""
 RECALL_LEVELS = tuple(i / 10.0 for i in range(11))
@@ -240,6 +242,8 @@ def _parser(
         for col, (dtype, kind) in numeric.items():
             cast = parts.get_column(col).cast(dtype, strict=False)
             bad_mask = cast.is_null() & parts.get_column(col).is_not_null()
+            if dtype.is_float():  # "nan" casts to NaN: no number either (BAD_INPUTS 47)
+                bad_mask = bad_mask | cast.is_nan()
             if bad_mask.any():
                 i = int(bad_mask.arg_max() or 0)
                 raise DataValidationError(
@@ -257,7 +261,8 @@ def read_trec_run(path: PathLike) -> pl.LazyFrame:
 
     Fields are separated by any whitespace; blank lines and ``#`` comment lines are
     skipped and fields after the sixth ignored, as trec_eval does. Lazy: the file is read,
-    and malformed lines reported (naming the file and the line), at collect time. A rank
+    and malformed lines (a score that is not a number, ``nan`` included) reported (naming
+    the file and the line), at collect time. A rank
     that is not an integer is read as null (trec_eval never uses it).
 
     Examples
@@ -384,6 +389,17 @@ def _read_qrels_prefs(path: PathLike) -> pl.LazyFrame:
     schema = dict.fromkeys(JG_COLUMNS[:-1], pl.String) | {"relevance": F64}
     lf = lines.map_batches(parse, schema=schema, streamable=True)
     return lf.select("query", "jg", pl.lit("0").alias("jsg"), "doc", "relevance")
+
+
+def _read_zscores(path: PathLike) -> pl.LazyFrame:
+    """A z-scores file (trec_eval's ``-Z``, get_zscores.c): ``query  measure  mean  stddev``
+    per line (exactly 4 fields, the mean and standard deviation of ``measure`` on
+    ``query`` over reference runs, ``measure`` as trec_eval prints it: ``P_5``)."""
+    lines = _scan_lines(path, "zscores")
+    numbers = {"mean": (F64, "a number"), "stddev": (F64, "a number")}
+    parse = _parser(os.fspath(path), "zscores", ZSCORE_COLUMNS, numbers, strict=True)
+    schema = {"query": pl.String, "measure": pl.String, "mean": F64, "stddev": F64}
+    return lines.map_batches(parse, schema=schema, streamable=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -675,11 +691,18 @@ def _log_measures(measures: list[Measure]) -> list[pl.Expr]:
     ]
 
 
-def _empty_rankings(measures: list[Measure], flavor: str) -> list[pl.Expr]:
+def _empty_rankings(measures: list[Measure], flavor: str, judged_only: bool) -> list[pl.Expr]:
     """trec_eval's values for a query with no document retrieved (``-J``, ``-c``): the
     interpolated precision at a level reached by 0 relevant documents is 0/0 (NaN, and so
-    11pt_avg); ``utility`` of a query absent from the run (``-c``) is 0."""
+    11pt_avg); ``utility`` of a query absent from the run (``-c``) is 0.
+
+    A query of the qrels absent from the run (``-c``) is 0 there, as trec_eval: 10.0
+    ranks one document outside the qrels for it (precision 0/1; trec_eval.c's
+    ``bogus_ranking``), which ``-J`` drops (0/0 again, NaN); 9.x never evaluates it, so it
+    adds 0 to the means, with or without ``-J``."""
     empty = pl.col("num_ret") == 0
+    if not judged_only or flavor != CONVENTIONS["10"]:
+        empty = empty & ~pl.col(MISSING)
     out = []
     for m in measures:
         if m.name in ("iprec_at_recall", "11pt_avg"):
@@ -723,10 +746,14 @@ CODES = "__pe_codes"
 LEVELS = "__pe_levels"
 
 
+def _cut_param(m: Measure) -> tuple[float, ...]:
+    return () if m.cut is None else (float(m.cut),)
+
+
 def _numpy_measures(grouped: pl.DataFrame, measures: list[Measure], level: int) -> pl.DataFrame:
     """The measures computed per query in numpy (:mod:`._trec_measures`)."""
     requests = [
-        tm.Request(m.column, m.name, m.pairs, m.params or ())
+        tm.Request(m.column, m.name, m.pairs, m.params or _cut_param(m))
         for m in measures
         if m.name in tm.MEASURES and not _in_engine(m)
     ]
@@ -768,6 +795,7 @@ def trec_eval(
     judged_only: bool = False,
     rel_format: str = "qrels",
     collection_size: int = 0,
+    zscores: Any = None,
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
@@ -796,7 +824,10 @@ def trec_eval(
     * geometric means: ``gm_map``, ``gm_bpref`` (per query log(max(value, 1e-5)), the
       summary their geometric mean, as trec_eval);
     * informational: ``num_q``, ``runid`` (the run tag), ``relstring`` (per query: the
-      relevance of the top 10 documents, one character each);
+      relevance of the top 10 documents, one character each), ``unj`` (trec_eval 10's
+      share of unjudged documents, outside the pool or pooled but unjudged, among the top
+      k; cutoffs 5, 10, 20 by default, ``unj.5,10``; a shorter ranking counts as filled
+      with judged documents);
     * preferences (``rel_format="prefs"`` or ``"qrels_prefs"``, trec_eval's ``-R prefs``
       and ``-R qrels_prefs``; :mod:`._trec_prefs`): ``prefs_num_prefs_poss``,
       ``prefs_num_prefs_ful``, ``prefs_num_prefs_ful_ret`` (counts, summed in the
@@ -826,13 +857,23 @@ def trec_eval(
     of each query, in trec_eval's order), ``min_relevance`` (``-l``: the relevance level
     of a relevant document, a positive integer), ``complete_queries`` (``-c``: every query
     of the qrels is evaluated, those absent from the run with an empty ranking, so they
-    score 0 and count in the means and sums), ``judged_only`` (``-J``: the documents
+    score 0 and count in the means and sums; with ``judged_only`` under trec_eval 10's
+    rules, their ``iprec_at_recall`` at a level of 0 relevant documents and ``11pt_avg``
+    are NaN, as trec_eval 10.0 prints them, 0 under 9.x's), ``judged_only`` (``-J``: the documents
     without a judgment are dropped from the ranking before it is evaluated, after the
     ``-M`` cut), ``rel_format`` (``-R``: ``"qrels"``, ``"prefs"``, ``"qrels_prefs"``,
     ``"qrels_jg"``; each measure reads one format), ``collection_size`` (``-N``: the
     number of documents in the collection, read by ``utility`` only; default 0, which
     leaves its d term as rel_ret - ret - rel, trec_eval's default). The preference
     measures read none of ``min_relevance`` and ``judged_only`` (trec_eval's do not).
+    ``zscores`` (``-Z``: a path to a file of ``query  measure  mean  stddev`` lines, or a
+    frame with those columns, the mean and standard deviation of a measure, named as
+    trec_eval prints it, on a query over reference runs) replaces each value per query by
+    its z-score, (value - mean) / stddev, before the summary, and names each measure
+    column ``Z<name>`` (``Zmap``, ``ZP_5``; ``Znum_q`` too, as trec_eval prints it); as in
+    trec_eval, a query or measure the file lacks, or a standard deviation of 0 with a value
+    other than the mean, gives -1000000 (:data:`MISSING_ZSCORE`), and the summary of
+    ``gm_map`` / ``gm_bpref`` is the geometric mean of the z-scores of their logarithms.
 
     Returns one row (the mean over the queries evaluated; the ``num_*`` counts summed, as
     trec_eval's ``all`` line; ``relstring`` left out), or with ``per_query=True`` one row
@@ -890,6 +931,7 @@ def trec_eval(
     flavor = _convention(convention)
     _check_options(max_docs, min_relevance, complete_queries, judged_only)
     size = check_count("collection_size", collection_size, minimum=0)
+    z = None if zscores is None else _zscores(zscores)
     run_lf = _as_lazy(run, read_trec_run, ("query", "doc", "score"), "run")
     tagged = "run" in run_lf.collect_schema()
     run_lf = run_lf.select(
@@ -906,9 +948,13 @@ def trec_eval(
         per = _per_query_jg(run_lf, judgments, measures, flags)
     else:
         per = _per_query_prefs(run_lf, judgments, measures, flags)
+    if z is not None:
+        per = _zscored(per, measures, z)
     if per_query:
-        return per.select("query", *(m.column for m in measures if m.name != "num_q"))
-    return _summary(per, measures)
+        out = per.select("query", *(m.column for m in measures if m.name != "num_q"))
+    else:
+        out = _summary(per, measures, zscored=z is not None)
+    return out if z is None else _z_names(out)
 
 
 @dataclass(frozen=True)
@@ -931,14 +977,15 @@ def _rel_format(rel_format: Any) -> str:
     return rel_format
 
 
-def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
-    """trec_eval's ``all`` line: means over queries, counts summed, geometric means."""
+def _summary(per: pl.DataFrame, measures: list[Measure], zscored: bool = False) -> pl.DataFrame:
+    """trec_eval's ``all`` line: means over queries, counts summed (their z-scores too),
+    geometric means."""
     aggs = []
     for m in measures:
         if m.name == "num_q":
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
         elif m.name in SUMMED:
-            aggs.append(pl.col(m.column).cast(pl.Int64).sum())
+            aggs.append(pl.col(m.column).cast(F64 if zscored else pl.Int64).sum())
         elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
             aggs.append(pl.col(m.column).mean().exp().cast(F64))
         elif m.name == "runid":
@@ -948,6 +995,66 @@ def _summary(per: pl.DataFrame, measures: list[Measure]) -> pl.DataFrame:
     if "num_q" not in {m.name for m in measures}:
         aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
     return per.select(aggs)
+
+
+MISSING_ZSCORE = -1_000_000.0
+"""trec_eval's ``MISSING_ZSCORE_VALUE``: the z-score of a measure whose mean and standard
+deviation the z-scores file lacks for that query (convert_zscores.c)."""
+NOT_ZSCORED = ("num_q", "runid", "relstring")
+"""Columns that ``-Z`` leaves as they are (trec_eval prints num_q with the Z prefix)."""
+ZM, ZS = "__pe_zmean_", "__pe_zsd_"
+
+
+def _zscores(zscores: Any) -> pl.DataFrame:
+    """The z-scores (a path or a frame with :data:`ZSCORE_COLUMNS`), checked: no null, no
+    (query, measure) twice."""
+    lf = _as_lazy(zscores, _read_zscores, ZSCORE_COLUMNS, "zscores")
+    df = lf.select(
+        pl.col("query", "measure").cast(pl.String), pl.col("mean", "stddev").cast(F64)
+    ).collect()
+    for col in df.columns:
+        nulls = df.get_column(col).null_count()
+        if nulls:
+            raise DataValidationError(f'column "{col}" of the z-scores has {nulls} null values')
+    dups = df.group_by("query", "measure").len().filter(pl.col("len") > 1).sort("query", "measure")
+    if dups.height:
+        query, measure = dups.row(0)[:2]
+        raise DataValidationError(
+            f'the z-scores give measure "{measure}" of query "{query}" more than once'
+        )
+    return df
+
+
+def _zscored(per: pl.DataFrame, measures: list[Measure], zscores: pl.DataFrame) -> pl.DataFrame:
+    """Each measure per query as trec_eval's ``-Z`` prints it (convert_zscores.c): (value -
+    mean) / stddev with the mean and standard deviation of that query and measure; a
+    standard deviation of 0 gives 0 when the value is the mean, and a pair the z-scores
+    lack, :data:`MISSING_ZSCORE`. gm_map and gm_bpref are converted as trec_eval keeps them
+    per query (the logarithm), and their summary is the geometric mean of the z-scores."""
+    out = per
+    for value, prefix in (("mean", ZM), ("stddev", ZS)):
+        part = zscores.pivot(on="measure", index="query", values=value)
+        part = part.rename({c: prefix + c for c in part.columns if c != "query"})
+        out = out.join(part, on="query", how="left")
+    known = set(out.columns)
+    converted = []
+    for m in measures:
+        if m.name in NOT_ZSCORED:
+            continue
+        value = pl.col(m.column).cast(F64)
+        if ZM + m.column not in known:
+            converted.append(pl.lit(MISSING_ZSCORE, F64).alias(m.column))
+            continue
+        mean, sd = pl.col(ZM + m.column), pl.col(ZS + m.column)
+        z = pl.when(mean.is_null()).then(MISSING_ZSCORE).when(sd != 0.0).then((value - mean) / sd)
+        z = z.when(value == mean).then(0.0).otherwise(MISSING_ZSCORE)
+        converted.append(z.alias(m.column))
+    return out.with_columns(converted).select(per.columns)
+
+
+def _z_names(df: pl.DataFrame) -> pl.DataFrame:
+    """The columns as trec_eval's ``-Z`` prints them: ``Z`` before each measure's name."""
+    return df.rename({c: "Z" + c for c in df.columns if c not in ("query", "runid", "relstring")})
 
 
 def _count_aggs(level: int, *, qrels: bool = False) -> list[pl.Expr]:
@@ -1013,6 +1120,7 @@ def _per_query(
     run_side = joined.group_by("query").agg(aggs)
     if flags.judged_only:  # a query of the run whose documents are all unjudged: an empty ranking
         run_side = run_lf.select("query").unique().join(run_side, on="query", how="left")
+    run_side = run_side.with_columns(pl.lit(True).alias(MISSING))  # null: not in the run
     qrels_side = qrels_lf.group_by("query").agg(
         *_count_aggs(level, qrels=True),
         *rk.ideal_aggs(rel.clip(lower_bound=0.0), specs),
@@ -1025,7 +1133,7 @@ def _per_query(
     else:
         grouped = run_side.join(qrels_side, on="query", how="inner")
     grouped = grouped.with_columns(  # a query with an empty ranking (-c, -J)
-        pl.col("num_ret").is_null().alias(MISSING),
+        pl.col(MISSING).is_null(),
         pl.col(rk.NRET).fill_null(0.0),
         pl.col(rk.HASNAN, "__pe_dup").fill_null(False),
         pl.col("num_ret", "num_rel_ret", "num_nonrel_judged_ret").fill_null(0),
@@ -1061,7 +1169,7 @@ def _per_query(
         [grouped.select(counts), values, *([computed] if computed.width else [])],
         how="horizontal",
     ).with_columns(*_count_measures(measures, flags.collection_size), *_log_measures(measures))
-    per = per.with_columns(_empty_rankings(measures, flavor))
+    per = per.with_columns(_empty_rankings(measures, flavor, flags.judged_only))
     if per.get_column("__pe_dup").any():
         _raise_duplicate(run_lf, qrels_lf, per.filter("__pe_dup").get_column("query"))
     return per

@@ -541,7 +541,10 @@ def from_runs(
     """
     if weight is None:
         runs = score_runs(label, score, pos_label, bins).struct.eval(**Runs.columns(needs))
-        value = runs.struct.eval(v=body(Runs()).cast(F64)).struct.field("v")
+        # the value repeated over the runs, not a scalar: a scalar field of ``struct.eval``
+        # is a Null column when a group_by has no group (Polars 2.1), then a SchemaError
+        repeated = pl.repeat(body(Runs()).cast(F64), pl.field("k").len())
+        value = runs.struct.eval(v=repeated).struct.field("v")
         # (``first()`` here is pushed into the runs by Polars 2.1's slice pushdown, and an
         # order-blind aggregation such as ``max()`` lets the optimizer drop the sort: the
         # value is read from a list, which keeps the order and the length)

@@ -1463,7 +1463,9 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
         mean = _wmean(rs, ws)
         sd = _wmean((rs - mean) ** 2, ws).sqrt()
         position = (ws.cum_sum() - ws / 2.0) / ws.sum()
-        z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
+        # (each residual tested, not the scalar sd alone: a scalar condition makes a Null
+        # column when a group_by has no group, Polars 2.1)
+        z = pl.when((sd > 0.0) & rs.is_not_null()).then((rs - mean) / sd).otherwise(0.0)
         # the quantile inside list.eval: Polars 2.1 panics (a length assertion) evaluating
         # its when/then branches directly over a filtered, sorted column
         theoretical = position.implode().list.eval(normal_quantile(pl.element())).explode()

@@ -57,6 +57,7 @@ import copy
 import io
 import json
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial, wraps
@@ -67,7 +68,12 @@ import pyarrow as pa
 
 from polars_eval import exceptions
 from polars_eval._validate import raise_for_checks
-from polars_eval.exceptions import DataValidationError, InvalidParameterError, PolarsEvalError
+from polars_eval.exceptions import (
+    DataValidationError,
+    ExecutorImportError,
+    InvalidParameterError,
+    PolarsEvalError,
+)
 from polars_eval.scale.evaluation import Evaluation, W
 
 __all__ = ["evaluate"]
@@ -86,6 +92,9 @@ _BLOB = "__pe_blob"  # state rows of one chunk and target, as zstd Arrow IPC byt
 _RESULT = "__pe_result"  # the per-partition result, a Polars frame as Arrow IPC bytes
 _WARNINGS = "__pe_warnings"  # the warnings of that partition, as JSON
 _ERROR = re.compile(r"__PE_ERROR__([A-Za-z0-9_=-]+)__PE_END__")  # base64 of a JSON object
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+_RUNTIME = ("polars_eval", "polars", "pyarrow", "numpy", "scipy")
+"""polars_eval and its runtime dependencies: what the executors' Python must import."""
 _GROUPED = re.compile(r"^(\S+) is null for (\d+) of (\d+) groups \((.*)\)$")
 
 
@@ -113,6 +122,9 @@ def evaluate(
 
     States are computed per partition from Arrow batches, merged by Spark and finalized
     per group on the executors; only the result (one row per group) is collected. The
+    executors' Python must import polars_eval (and polars, pyarrow): where it cannot (a
+    worker Python other than the driver's, an executor without the package), the error
+    is :class:`~polars_eval.exceptions.ExecutorImportError`, saying how to fix it. The
     result is the Polars DataFrame that ``pe.Evaluation(task, ...)`` computes on the
     same rows (exact mode: equal to rounding, 1e-12).
 
@@ -160,7 +172,7 @@ def evaluate(
     try:
         collected = _run(selected, ev, n, schema)
     except Exception as err:
-        ours = _our_error(err)
+        ours = _our_error(err) or _missing_on_executors(err)
         if ours is None:
             raise
         raise ours from None
@@ -330,6 +342,23 @@ def _our_error(err: BaseException) -> PolarsEvalError | None:
     if not (isinstance(cls, type) and issubclass(cls, PolarsEvalError)):
         cls = PolarsEvalError
     return cls(raw["message"])
+
+
+def _missing_on_executors(err: BaseException) -> ExecutorImportError | None:
+    """One clear error, when the executors' Python could not import polars_eval (or one of
+    its dependencies) to run the task: a worker Python other than the driver's, an
+    executor without the package. Spark's own error is a worker traceback."""
+    match = _NO_MODULE.search(str(err))
+    if match is None or match.group(1).split(".")[0] not in _RUNTIME:
+        return None
+    module = match.group(1)
+    return ExecutorImportError(
+        f"the Spark executors' Python cannot import {module} (ModuleNotFoundError on a "
+        "worker), and pe.spark.evaluate runs polars_eval there: install polars-eval (with "
+        "polars and pyarrow) in the executors' Python, or run the executors with a Python "
+        "that has it, set with PYSPARK_PYTHON=/path/to/python before the session starts "
+        f"or with the Spark setting spark.pyspark.python (the driver runs {sys.executable})"
+    )
 
 
 def _warn_again(per_partition: list[list[list[str]]], n_groups: int) -> None:

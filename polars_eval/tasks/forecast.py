@@ -65,6 +65,9 @@ series, the table sums the unscaled states per series and scales the sums, and s
 scales onto the series, not onto every row."""
 LATE = "__pe_unscaled_"
 DUP = "__pe_dup"
+ONE_SERIES = "__pe_series"
+"""The key of the one series of a frame given neither ``series=`` nor a ``by`` column."""
+SERIES_HINT = "; if the frame holds several series, name their column(s) with series= (or by=)"
 TRAIN_DUP = "__pe_train_dup"
 BAD = "__pe_bad_"
 N_KEY_EXAMPLES = 3
@@ -93,6 +96,21 @@ def _key_list(name: str, value: Any) -> list[str]:
     return keys
 
 
+def series_keys(
+    series: str | list[str] | None,
+    by_cols: list[str],
+    cutoff: str | None,
+    train_schema: Mapping[str, Any] | None,
+) -> list[str]:
+    """The series key columns: ``series=``, or without it the ``by`` columns other than
+    the lead, those present in ``train`` when it is given (SPEC §6); none: the whole frame
+    (each ``by`` group) is one series."""
+    if series is not None:
+        return _key_list("series", series)
+    groups = [c for c in by_cols if not (cutoff is not None and c == "lead")]
+    return groups if train_schema is None else [c for c in groups if c in train_schema]
+
+
 def _missing(schema: Mapping[str, Any], columns: Sequence[str], what: str) -> None:
     for c in columns:
         if c not in schema:
@@ -111,20 +129,23 @@ def _show_key(row: dict[str, Any]) -> str:
 
 
 def duplicate_error(
-    lf: pl.LazyFrame, keys: list[str], named: list[str], where: str
+    lf: pl.LazyFrame, keys: list[str], named: list[str], where: str, hint: str = ""
 ) -> DataValidationError | None:
     """The error for rows of ``lf`` repeating a ``keys`` tuple (None when there is none).
 
     The message names the key columns ``named`` (those that must be unique, e.g. series
     and time), how many rows repeat a key, and a few repeated keys with their time (SPEC
-    §6, BAD_INPUTS row 29). Runs a query of its own: call it when a count said so, or
-    before the metric on eager data.
+    §6, BAD_INPUTS row 29), then ``hint``. Runs a query of its own: call it when a count
+    said so, or before the metric on eager data.
     """
+    keys = list(dict.fromkeys(keys))
     counts = lf.group_by(keys).agg(pl.len().alias("__pe_n")).filter(pl.col("__pe_n") > 1)
     total, examples = pl.collect_all(
         [
             counts.select(pl.col("__pe_n").cast(pl.Int64).sum() - pl.len().cast(pl.Int64)),
-            counts.sort(keys, nulls_last=True).head(N_KEY_EXAMPLES).select(keys),
+            counts.sort(keys, nulls_last=True)
+            .head(N_KEY_EXAMPLES)
+            .select(k for k in keys if k != ONE_SERIES),
         ]
     )
     n = total.item() or 0
@@ -134,7 +155,7 @@ def duplicate_error(
     frame = f"{where} has duplicate" if where else "duplicate"
     return DataValidationError(
         f"{frame} ({', '.join(named)}) rows: expected one row per key; found {n} row(s) "
-        f"repeating the key of another row, e.g. [{shown}]"
+        f"repeating the key of another row, e.g. [{shown}]{hint}"
     )
 
 
@@ -390,7 +411,7 @@ class ForecastMethods:
         actual: str,
         forecast: str,
         *,
-        series: str | list[str],
+        series: str | list[str] | None = None,
         time: str,
         train: pl.DataFrame | pl.LazyFrame | None = None,
         season_length: int = 1,
@@ -421,6 +442,12 @@ class ForecastMethods:
         is added, the rank of the target time within (series, cutoff) (see
         :func:`polars_eval.with_lead`); use ``by="lead"`` for metrics by lead and ``lead=1``
         for one-step-ahead errors only.
+
+        The series key is ``series=`` (a column or a list); without it, the ``by`` column(s)
+        other than ``"lead"`` (with ``train=``: those present in ``train``, as for
+        ``df.eval.mase``), so ``by="series"`` gives one row per series; with neither, the
+        whole frame (each ``by`` group) is one series, and a repeated (cutoff, time) key is
+        an error that suggests ``series=``.
 
         ``per_series=True`` returns one row per (``by`` group, series) with ``n`` (rows) and
         the metrics. Otherwise one row per ``by`` group with ``n_series``, ``n``, each
@@ -467,7 +494,8 @@ class ForecastMethods:
         │ 2        ┆ 1.5 ┆ 0.3  ┆ 0.214286    │
         └──────────┴─────┴──────┴─────────────┘
         """
-        keys = _key_list("series", series)
+        if series is not None:
+            _key_list("series", series)
         check_key_options(time, cutoff, lead, season_length)
         check_choice("zero_actuals", zero_actuals, reg.ZERO_ACTUAL_OPTIONS)
         quantiles = dict(quantiles or {})
@@ -488,12 +516,23 @@ class ForecastMethods:
                 f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
             )
         by_cols = normalize_by(by)
+        tschema = train.lazy().collect_schema() if train is not None else None
+        keys = series_keys(series, by_cols, cutoff, tschema)
+        frame: Any = self
+        if not keys:  # the whole frame (each by group) is one series
+            frame = _Frame(self._frame.with_columns(pl.lit(0, pl.Int8).alias(ONE_SERIES)))
+            train = (
+                None if train is None else train.with_columns(pl.lit(0, pl.Int8).alias(ONE_SERIES))
+            )
+            keys = [ONE_SERIES]
         try:
-            return self._forecast(
-                actual, forecast, keys, time, train, season_length, cutoff, lead, by_cols,
+            out = ForecastMethods._forecast(
+                frame, actual, forecast, keys, time, train, season_length, cutoff, lead, by_cols,
                 weight, zero_actuals, quantiles, interval, per_series, validate,
                 _point_metrics(metrics, train is not None, per_series, (actual, forecast)),
+                SERIES_HINT if series is None else "",
             )  # fmt: skip
+            return out.drop(ONE_SERIES, strict=False) if per_series else out
         except DataValidationError as error:
             if isinstance(self._frame, pl.LazyFrame):
                 return _deferred(error)
@@ -517,6 +556,7 @@ class ForecastMethods:
         per_series: bool,
         validate: bool,
         point: Sequence[str],
+        hint: str,
     ) -> Any:
         lf = self._frame.lazy()
         schema = lf.collect_schema()
@@ -543,7 +583,8 @@ class ForecastMethods:
             if lead is not None:
                 lf = lf.filter(pl.col("lead") == lead)
         keyed = lf  # the rows whose keys must be unique
-        groups = [*by_cols, *keys]
+        extra = [k for k in keys if k not in by_cols]  # the series keys besides by
+        groups = [*by_cols, *extra]
         # an eager frame already sorted by its one group column: flag it, so that the
         # group_by takes the slices of each group instead of hashing every row
         sorted_key = _sorted_group(self._frame, groups)
@@ -601,7 +642,8 @@ class ForecastMethods:
                     if maybe.height < df.height:  # only those groups
                         suspects = maybe.select(groups).lazy()
                         source = keyed.join(suspects, on=groups, how="semi", nulls_equal=True)
-                    error = duplicate_error(source, [*by_cols, *row_keys], row_keys, "")
+                    named = [k for k in row_keys if k != ONE_SERIES]
+                    error = duplicate_error(source, [*by_cols, *row_keys], named, "", hint)
                     if error is not None:
                         raise error
             if (
@@ -609,9 +651,8 @@ class ForecastMethods:
                 and TRAIN_DUP in df.columns
                 and (df.get_column(TRAIN_DUP).fill_null(0) > 0).any()
             ):
-                error = duplicate_error(
-                    train_rows, [*keys, time], [*keys, time], "the train= frame"
-                )
+                named = [k for k in [*keys, time] if k != ONE_SERIES]
+                error = duplicate_error(train_rows, [*keys, time], named, "the train= frame")
                 if error is not None:
                     raise error
             raise_for_checks(df, checks, per_row=False, source=keyed)
@@ -630,11 +671,11 @@ class ForecastMethods:
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in checked}
                 q = q.map_batches(check_rows, schema=pl.Schema(kept))
-            q = series_table(q, sp, by_cols, keys, per_series)
+            q = series_table(q, sp, by_cols, extra, per_series)
             if per_series:
                 return q
             # sort keys of the plan, dropped
-            return q.with_columns([pl.lit(None).alias(k) for k in keys])
+            return q.with_columns([pl.lit(None).alias(k) for k in extra])
 
         undefined = table_undefined(names, per_series)
         # without by (one summary row) an input with no row to evaluate is an error, as
@@ -652,7 +693,7 @@ class ForecastMethods:
         )
         query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
         if not per_series:
-            query = query.drop(keys)
+            query = query.drop(extra)
         if single:
             row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
 
@@ -759,12 +800,7 @@ def _keyed_frame(
     lf = frame.lazy()
     schema = lf.collect_schema()
     tschema = train.lazy().collect_schema() if train is not None else None
-    if series is not None:
-        keys = _key_list("series", series)
-    elif tschema is not None:
-        keys = [c for c in groups if c in tschema]
-    else:
-        keys = groups
+    keys = series_keys(series, by_cols, cutoff, tschema)
     # the series of a row and its by groups: the lead and the unique keys are within both
     within = list(dict.fromkeys([*groups, *keys]))
     row_keys = [*within, *([cutoff] if cutoff else []), time]
@@ -791,7 +827,9 @@ def _keyed_frame(
 
     def check() -> None:
         for source, cols, names, where in checks:
-            error = duplicate_error(source, cols, names, where)
+            error = duplicate_error(
+                source, cols, names, where, SERIES_HINT if series is None else ""
+            )
             if error is not None:
                 raise error
 
