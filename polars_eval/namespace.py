@@ -182,9 +182,15 @@ def _mixins() -> tuple[type, ...]:
     named by its entry in the task list), the statistics' and the report's."""
     from polars_eval._core.tasks import TASKS
     from polars_eval.report.methods import ReportMethods
+    from polars_eval.stats.compare_methods import CompareMethods
     from polars_eval.stats.methods import StatsMethods
 
-    return (*(task.load("methods") for task in TASKS.values()), StatsMethods, ReportMethods)
+    return (
+        *(task.load("methods") for task in TASKS.values()),
+        StatsMethods,
+        CompareMethods,
+        ReportMethods,
+    )
 
 
 def install() -> type:
