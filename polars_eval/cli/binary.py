@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli import compare
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -27,6 +28,8 @@ examples:
   polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
   polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
   polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --bins 1000
+  polars-eval binary scores.parquet --label y --score old --compare new --metrics logloss,accuracy
+  polars-eval binary scores.parquet --label y --score old --compare new --metrics auc --test bootstrap
 """
 
 
@@ -68,6 +71,7 @@ def command(sub: Any) -> None:
     )
     _add_baseline(p, "binary")
     _add_common(p, "binary")
+    compare.add_options(p, unit=True)
     p.set_defaults(handler=run)
 
 
@@ -85,4 +89,6 @@ def run(args: argparse.Namespace) -> int:
             "bins": args.bins,
         }
 
+    if args.compare:
+        return compare.run_task(args, "binary", (args.label, args.score), 1, options, [args.weight])
     return evaluate(args, "binary", (args.label, args.score), options, [args.weight])

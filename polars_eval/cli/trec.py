@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from polars_eval.cli import _common
+from polars_eval.cli import _common, compare
 from polars_eval.cli._common import (
     CliError,
     _add_output,
@@ -36,6 +36,7 @@ examples:
   polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
   polars-eval trec run.txt prefs.txt -R prefs -m prefs_simp -m prefs_pair
   polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
+  polars-eval trec bm25.txt qrels.txt --compare dense.txt hybrid.txt -m ndcg_cut.10 -m map --gate
 """
 
 
@@ -94,6 +95,7 @@ def command(sub: Any) -> None:
         metavar="N",
         help="number of documents in the collection (read by utility only; default 0)",
     )
+    compare.add_options(p, trec=True)
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -105,21 +107,24 @@ def run(args: argparse.Namespace) -> int:
         if not Path(path).is_file():
             raise CliError(f"file not found: {path!r}")
     measures = [m for m in (args.measure or []) if m.strip()]
+    flags = {
+        "max_docs": args.max_docs,
+        "min_relevance": args.min_relevance,
+        "complete_queries": args.complete_queries or None,
+        "judged_only": args.judged_only or None,
+        "rel_format": args.rel_format,
+        "collection_size": args.collection_size,
+    }
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if args.compare:
+        return compare.run_trec(args, measures, flags)
     with _common.progress("evaluating"), reading([args.run, args.qrels]):
-        flags = {
-            "max_docs": args.max_docs,
-            "min_relevance": args.min_relevance,
-            "complete_queries": args.complete_queries or None,
-            "judged_only": args.judged_only or None,
-            "rel_format": args.rel_format,
-            "collection_size": args.collection_size,
-        }
         table = trec_cli(
             args.run,
             args.qrels,
             measures,
             args.per_query,
-            **{k: v for k, v in flags.items() if v is not None},
+            **flags,
         )
     write_output(table, [], args.format, args.output)
     return 0

@@ -686,3 +686,45 @@ def _rows(frame: Frame, sys: Systems, req: Request) -> list[pl.DataFrame]:
 def metric_directions(task: str, table: pl.DataFrame) -> dict[str, bool | None]:
     """The direction of each metric of a compare table (for a gate)."""
     return {m: direction(task, m) for m in table.get_column("metric").unique().to_list()}
+
+
+def compare_values(
+    per_unit: pl.DataFrame,
+    *,
+    system: str,
+    units: list[str],
+    metrics: Sequence[str],
+    directions: Mapping[str, bool | None],
+    baseline: Any = None,
+    by: Sequence[str] = (),
+    unit_name: str = "units",
+    test: str = "t",
+    correction: str | None = "holm",
+    level: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    missing: str | None = None,
+) -> pl.DataFrame:
+    """The compare table of per-unit values computed elsewhere (e.g. trec_eval's per-query
+    measures of several runs): ``per_unit`` holds ``by``, ``system``, ``units`` and the
+    ``metrics`` columns; the systems in their order of first appearance, the baseline the
+    first unless named."""
+    st.check_options(test, correction, level, n_resamples, seed, missing)
+    by_cols = list(by)
+    names = per_unit.get_column(system).unique(maintain_order=True).to_list()
+    if len(names) < 2:
+        raise InvalidParameterError(f"compare needs at least two systems; got {len(names)}")
+    base = names[0] if baseline is None else baseline
+    aligned = st.align_units(
+        per_unit, by=by_cols, system=system, units=units, systems=names, metrics=metrics,
+        missing=missing, unit_name=unit_name,
+    )  # fmt: skip
+    rows = st.unit_table(
+        aligned, by=by_cols, system=system, units=units, baseline=base,
+        metrics=list(enumerate(metrics)), directions=directions, test=test, level=level,
+        n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    return st.finish(
+        [rows], by=by_cols, by_schema={c: per_unit.schema[c] for c in by_cols}, system=system,
+        systems=names, baseline=base, correction=correction,
+    )  # fmt: skip
