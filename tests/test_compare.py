@@ -564,6 +564,12 @@ def test_options_checked() -> None:
         df.eval.compare("clustering", "rel", **kw)
     with pytest.raises(InvalidParameterError, match="query= is required"):
         df.eval.compare("ranking", "rel", score=["s0", "s1"])
+    with pytest.raises(
+        InvalidParameterError, match="by= column 'system' is a column of the compare"
+    ):
+        df.with_columns(pl.lit("x").alias("system")).eval.compare(
+            "ranking", "rel", by="system", **kw
+        )
 
 
 # ---------------------------------------------------------------------------------------

@@ -626,6 +626,9 @@ def compare(
     for col in by_cols:
         if col not in schema:
             raise DataValidationError(f'column "{col}" (argument by=) not found')
+    clash = [c for c in by_cols if c in st.SCHEMA]
+    if clash:
+        raise InvalidParameterError(f"by= column {clash[0]!r} is a column of the compare table")
     by_schema = {c: schema[c] for c in by_cols}
 
     def compute() -> pl.DataFrame:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._exprs import count_true
 from polars_eval._params import check_choice, check_level, check_positive_int
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.stats.intervals import scipy_stats
@@ -317,11 +318,15 @@ def align_units(
 
 def _direction_counts(hib: bool | None) -> list[pl.Expr]:
     d = pl.col(DIFF)
-    tie = (d == 0.0).sum().cast(I64).alias("ties")
+    tie = count_true(d == 0.0).cast(I64).alias("ties")
     if hib is None:  # no better direction: wins and losses are undefined
         return [pl.lit(None, I64).alias("wins"), tie, pl.lit(None, I64).alias("losses")]
     better, worse = (d > 0.0, d < 0.0) if hib else (d < 0.0, d > 0.0)
-    return [better.sum().cast(I64).alias("wins"), tie, worse.sum().cast(I64).alias("losses")]
+    return [
+        count_true(better).cast(I64).alias("wins"),
+        tie,
+        count_true(worse).cast(I64).alias("losses"),
+    ]
 
 
 def unit_table(
