@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
+from bench_ranking import _object_ids, timed  # the same helpers as the ranking benchmark
 
 import polars_eval  # noqa: F401  (the .eval namespace)
 
@@ -53,27 +51,11 @@ def make_data(queries: int, docs: int, systems: int, seed: int = 0) -> pl.DataFr
     return pl.DataFrame(data)
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def ours(df: pl.DataFrame, systems: list[str]) -> pl.DataFrame:
     return df.eval.compare(
         "ranking", "rel", score=systems, query="qid", metrics=METRICS, gain="linear",
         correction=None,
     )  # fmt: skip
-
-
-def _object_ids(frame: Any) -> Any:
-    # ranx asserts numpy object dtype for the id columns (pandas may give "str")
-    for col in ("q_id", "doc_id"):
-        frame[col] = frame[col].astype(object)
-    return frame
 
 
 def ranx_objects(df: pl.DataFrame, systems: list[str]) -> tuple[Any, list[Any]]:
