@@ -280,6 +280,21 @@ def branch_demand(branches: int = 12, *, seed: int = SEED) -> tuple[pl.DataFrame
     return history, pl.concat(parts)
 
 
+def weaker_ranker(log: pl.DataFrame, *, seed: int = SEED) -> pl.DataFrame:
+    """The search log scored by a second, weaker ranker (more noise on the same signal),
+    to compare two systems (``demo_data/run_bm25.txt``).
+
+    Examples
+    --------
+    >>> from polars_eval._demo import search_log, weaker_ranker
+    >>> weaker_ranker(search_log(10, 5)).columns
+    ['query_id', 'market', 'device', 'doc_id', 'relevance', 'score']
+    """
+    rng = np.random.default_rng(seed + 5)
+    noise = rng.standard_normal(log.height) * 1.5
+    return log.with_columns((pl.col("score") + noise).round(2).alias("score"))
+
+
 def trec_files(log: pl.DataFrame) -> tuple[str, str]:
     """The search log as the text of a TREC run file and a TREC qrels file.
 

@@ -183,10 +183,11 @@ def _mixins() -> tuple[type, ...]:
     from polars_eval._core.tasks import TASKS
     from polars_eval.fairness import FairnessMethods
     from polars_eval.report.methods import ReportMethods
+    from polars_eval.stats.compare_methods import CompareMethods
     from polars_eval.stats.methods import StatsMethods
 
     tasks = (task.load("methods") for task in TASKS.values())
-    return (*tasks, StatsMethods, FairnessMethods, ReportMethods)
+    return (*tasks, StatsMethods, CompareMethods, FairnessMethods, ReportMethods)
 
 
 def install() -> type:

@@ -241,14 +241,27 @@ def weighted_mean(
 ) -> MetricSpec:
     """The weighted mean Σ w·term / Σ w (null when Σ w = 0) as two summed states,
     optionally transformed (``then=pl.Expr.sqrt`` for the root errors). Rows to leave out
-    carry weight 0 (and a null term where the term is undefined there)."""
+    carry weight 0 (and a null term where the term is undefined there). Untransformed, it
+    is a mean over rows: ``extra["row_mean"]`` (see :func:`is_row_mean`)."""
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         total = s["w"]
         mean = pl.when(total != 0.0).then(s["sum"] / total)
         return mean if then is None else then(mean)
 
-    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize)
+    row_mean = {"row_mean": True} if then is None else {}
+    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize, extra=row_mean)
+
+
+def is_row_mean(spec: MetricSpec) -> bool:
+    """Whether the metric is the mean of a per-row value (declared by its spec builder with
+    ``extra={"row_mean": True}``: accuracy, log loss, MSE ..., not AUC or RMSE) whose states
+    are sums, minima or maxima: then its finalize over one row's state values (the states'
+    row-level expressions) is that row's value, and the metric over unit weights is the
+    mean of those values. ``df.eval.compare`` tests such metrics with rows as units."""
+    return bool(spec.extra.get("row_mean")) and all(
+        s.kind in ("sum", "min", "max") for s in spec.states.values()
+    )
 
 
 def nan_or(nan: pl.Expr, value: pl.Expr) -> pl.Expr:

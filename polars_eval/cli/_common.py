@@ -759,10 +759,14 @@ def _display(table: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         if name in whole
         else pl.when(pl.col(name).abs() >= 1000)
         .then(pl.col(name).round(1))
-        .otherwise(pl.col(name).round(12).round_sig_figs(4))
+        .otherwise((pl.col(name) if name in P_VALUES else pl.col(name).round(12)).round_sig_figs(4))
         .alias(name)
         for name in floats
     )
+
+
+P_VALUES = {"p_value", "p_adjusted"}
+"""Columns whose tiny values are no float noise (a p-value of 1e-27 shows as such)."""
 
 
 def _units(columns: Sequence[str]) -> list[list[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli import compare
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -36,6 +37,8 @@ examples:
   polars-eval binary scores.ndjson --label outcome --score p --pos-label churned
   polars-eval binary scores.parquet --label y --score margin --no-proba --metrics auc,ks
   polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --bins 1000
+  polars-eval binary scores.parquet --label y --score old --compare new --metrics logloss,accuracy
+  polars-eval binary scores.parquet --label y --score old --compare new --metrics auc --test bootstrap
   polars-eval binary scores.parquet --label y --score p --sensitive sex,age_band
 
 --sensitive adds two tables (SPEC §15): the metrics of every group of those columns
@@ -90,6 +93,7 @@ def command(sub: Any) -> None:
     )
     _add_baseline(p, "binary")
     _add_common(p, "binary")
+    compare.add_options(p, unit=True)
     p.set_defaults(handler=run)
 
 
@@ -107,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             "bins": args.bins,
         }
 
+    if args.compare:
+        return compare.run_task(args, "binary", (args.label, args.score), 1, options, [args.weight])
     sensitive = _split(args.sensitive)
     if sensitive and args.bins is not None:
         raise CliError("--sensitive works without --bins (the fairness tables are exact)")

@@ -313,6 +313,10 @@ def run(args: argparse.Namespace) -> int:
             (target / "run.txt").write_text(run, encoding="utf-8")
             (target / "qrels.txt").write_text(qrels, encoding="utf-8")
             names += ["run.txt", "qrels.txt"]
+            # a weaker run of the same queries, for `polars-eval trec ... --compare`
+            weaker, _ = _demo.trec_files(_demo.weaker_ranker(data["search_log"]))
+            (target / "run_bm25.txt").write_text(weaker.replace(" demo\n", " bm25\n"), "utf-8")
+            names += ["run_bm25.txt"]
         _say(f"example data written to {target.resolve()}: {', '.join(names)}")
     report = getattr(args, "report", None)
     if report and not getattr(args, "no_report", False):

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval.cli import _common
+from polars_eval.cli import _common, compare
 from polars_eval.cli._common import (
     CliError,
     _add_common,
@@ -32,6 +32,8 @@ examples:
       --cutoff made_on --by lead
   polars-eval forecast fc.parquet --series sku --time week --actual y --forecast q50 \\
       --quantile 0.1=q10 --quantile 0.9=q90 --interval q10,q90
+  polars-eval forecast fc.parquet --series sku --time week --actual y --forecast ets \\
+      --compare arima,prophet --metrics mae,rmse --gate
 """
 
 
@@ -93,6 +95,7 @@ def command(sub: Any) -> None:
     if "per_series" in params:
         p.add_argument("--per-series", action="store_true", default=None, help="one row per series")
     _add_common(p, "forecast", weight="weight" in params)
+    compare.add_options(p)
     p.set_defaults(handler=run)
 
 
@@ -124,4 +127,6 @@ def run(args: argparse.Namespace) -> int:
     quantile_cols = list((_quantiles(args.quantile) or {}).values())
     extra = [*series, args.time, args.cutoff, getattr(args, "weight", None), quantile_cols]
     extra += [interval or []]
+    if args.compare:
+        return compare.run_task(args, "forecast", (args.actual, args.forecast), 1, options, extra)
     return evaluate(args, "forecast", (args.actual, args.forecast), options, extra)

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli import compare
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -27,6 +28,8 @@ examples:
   polars-eval ranking clicks.parquet --query query_id --relevance rel --score score
   polars-eval ranking 'logs/*.parquet' --query qid --relevance grade --score s -k 5,10 --by market
   polars-eval ranking log.csv --query qid --relevance rel --score s -k 10 --per-query -o q.csv
+  polars-eval ranking runs.parquet --query qid --relevance rel --score bm25 --compare dense,hybrid \
+      --metrics ndcg@10,map --test randomization --gate
 """
 
 
@@ -91,6 +94,7 @@ def command(sub: Any) -> None:
         p.add_argument("--per-query", action="store_true", default=None, help="one row per query")
     _add_baseline(p, "ranking")
     _add_common(p, "ranking", weight="weight" in params)
+    compare.add_options(p)
     p.set_defaults(handler=run)
 
 
@@ -117,4 +121,6 @@ def run(args: argparse.Namespace) -> int:
         }
 
     extra = [*query, getattr(args, "item", None), getattr(args, "weight", None)]
+    if args.compare:
+        return compare.run_task(args, "ranking", (args.relevance, args.score), 1, options, extra)
     return evaluate(args, "ranking", (args.relevance, args.score), options, extra)

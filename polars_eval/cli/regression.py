@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli import compare
 from polars_eval.cli._common import (
     _add_baseline,
     _add_common,
@@ -24,6 +25,7 @@ examples:
   polars-eval regression prices.parquet --actual price --pred predicted_price
   polars-eval regression 'lake/**/*.parquet' --actual y --pred yhat --by region --format json
   polars-eval regression sales.csv --actual units --pred forecast --weight w --metrics mae,wape
+  polars-eval regression sales.csv --actual units --pred old --compare new --unit store --gate
 """
 
 
@@ -45,6 +47,7 @@ def command(sub: Any) -> None:
         )
     _add_baseline(p, "regression")
     _add_common(p, "regression")
+    compare.add_options(p, unit=True)
     p.set_defaults(handler=run)
 
 
@@ -56,4 +59,8 @@ def run(args: argparse.Namespace) -> int:
             "baseline": getattr(args, "baseline", None),
         }
 
+    if args.compare:
+        return compare.run_task(
+            args, "regression", (args.actual, args.pred), 1, options, [args.weight]
+        )
     return evaluate(args, "regression", (args.actual, args.pred), options, [args.weight])

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from polars_eval.cli import _common
+from polars_eval.cli import _common, compare
 from polars_eval.cli._common import (
     CliError,
     _add_output,
@@ -37,6 +37,7 @@ examples:
   polars-eval trec run.txt prefs.txt -R prefs -m prefs_simp -m prefs_pair
   polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
   polars-eval trec run.txt qrels.txt -m map -m unj.5,10 -q -Z zscores.txt
+  polars-eval trec bm25.txt qrels.txt --compare dense.txt hybrid.txt -m ndcg_cut.10 -m map --gate
 """
 
 
@@ -101,6 +102,7 @@ def command(sub: Any) -> None:
         metavar="FILE",
         help="print z-scores: FILE holds 'query measure mean stddev' lines (trec_eval's -Z)",
     )
+    compare.add_options(p, trec=True)
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -113,22 +115,25 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"file not found: {path!r}")
     measures = [m for m in (args.measure or []) if m.strip()]
     inputs = [args.run, args.qrels, *([args.zscores] if args.zscores else [])]
+    flags = {
+        "max_docs": args.max_docs,
+        "min_relevance": args.min_relevance,
+        "complete_queries": args.complete_queries or None,
+        "judged_only": args.judged_only or None,
+        "rel_format": args.rel_format,
+        "collection_size": args.collection_size,
+        "zscores": args.zscores,
+    }
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if args.compare:
+        return compare.run_trec(args, measures, flags)
     with _common.progress("evaluating"), reading(inputs):
-        flags = {
-            "max_docs": args.max_docs,
-            "min_relevance": args.min_relevance,
-            "complete_queries": args.complete_queries or None,
-            "judged_only": args.judged_only or None,
-            "rel_format": args.rel_format,
-            "collection_size": args.collection_size,
-            "zscores": args.zscores,
-        }
         table = trec_cli(
             args.run,
             args.qrels,
             measures,
             args.per_query,
-            **{k: v for k, v in flags.items() if v is not None},
+            **flags,
         )
     write_output(table, [], args.format, args.output)
     return 0

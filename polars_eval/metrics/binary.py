@@ -575,9 +575,11 @@ def confusion_states(
     }
 
 
-def counts_spec(states: dict[str, State], formula: Any) -> MetricSpec:
-    """A threshold metric: ``formula`` over the confusion counts of :func:`confusion_states`."""
-    return MetricSpec(states, lambda c: nan_or(c["nan"], formula(c).cast(F64)))
+def counts_spec(states: dict[str, State], formula: Any, *, row_mean: bool = False) -> MetricSpec:
+    """A threshold metric: ``formula`` over the confusion counts of :func:`confusion_states`
+    (``row_mean``: the formula is a mean over rows, as accuracy)."""
+    extra = {"row_mean": True} if row_mean else {}
+    return MetricSpec(states, lambda c: nan_or(c["nan"], formula(c).cast(F64)), extra=extra)
 
 
 def _precision(c: dict[str, pl.Expr]) -> pl.Expr:
@@ -648,7 +650,7 @@ def _from_counts(
     states = confusion_states(
         label, score, pred=pred, threshold=threshold, weight=weight, pos_label=pos_label
     )
-    return counts_spec(states, THRESHOLD_FORMULAS[name])
+    return counts_spec(states, THRESHOLD_FORMULAS[name], row_mean=name == "accuracy")
 
 
 _THRESHOLD_DOC = """{summary}

@@ -726,7 +726,8 @@ def multiclass_accuracy(
         return class_metric(inputs, _accuracy_body)
     w = inputs.weight
     states = {"w": State(w), "correct": State(w * (inputs.label == inputs.yhat).cast(F64))}
-    return MetricSpec(states, lambda s: safe_div(s["correct"], s["w"]).cast(F64))
+    finalize = lambda s: safe_div(s["correct"], s["w"]).cast(F64)  # noqa: E731
+    return MetricSpec(states, finalize, extra={"row_mean": True})
 
 
 def _prf(
@@ -1562,7 +1563,11 @@ def _weighted_mean(inputs: ProbaInputs, term: pl.Expr) -> MetricSpec:
     """Σ w·term / Σ w over the used rows; NaN when one of them holds a NaN probability."""
     states = _proba_states(inputs)
     states["sum"] = State(states["w"].value * term)
-    return MetricSpec(states, lambda s: nan_or(s["nan"], safe_div(s["sum"], s["w"]).cast(F64)))
+    return MetricSpec(
+        states,
+        lambda s: nan_or(s["nan"], safe_div(s["sum"], s["w"]).cast(F64)),
+        extra={"row_mean": True},
+    )
 
 
 def logloss_spec(inputs: ProbaInputs) -> MetricSpec:
