@@ -183,7 +183,9 @@ def main() -> None:
     over = []
     for ratio, secs, info, expr in rows[: args.top]:
         flag = " *" if ratio > TARGET.get(info.name, 3.0) else ""
-        print(f"{info.name:32s} {info.task:11s} {secs:8.4f} {ratio:7.2f} {len(str(expr)):10d}{flag}")
+        print(
+            f"{info.name:32s} {info.task:11s} {secs:8.4f} {ratio:7.2f} {len(str(expr)):10d}{flag}"
+        )
     over = [i.name for r, _, i, _ in rows if r > TARGET.get(i.name, 3.0)]
     print(f"{len(over)} of {len(rows)} over the target (* : > 3x the sort, Kendall's tau > 6x)")
 

@@ -126,6 +126,17 @@ def _only_kept(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     return pl.when(w > 0.0).then(values)
 
 
+def _kept(
+    y: pl.Expr, p: pl.Expr, w: pl.Expr, weight: IntoExpr | None
+) -> tuple[pl.Expr, pl.Expr, pl.Expr | None]:
+    """The actual and the prediction where the row counts (null elsewhere: on the same
+    rows), and the weight of a kept row (None: 1). Without weights a row counts when
+    neither side is null, said with one test a side (the masked weight costs four)."""
+    if weight is None:
+        return pl.when(p.is_not_null()).then(y), pl.when(y.is_not_null()).then(p), None
+    return _only_kept(y, w), _only_kept(p, w), w
+
+
 def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """Weighted mean; null on an empty group (total weight 0)."""
     return safe_div((values * w).sum(), w.sum())
@@ -209,10 +220,9 @@ def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:
     return MetricSpec({name: State(expr, "rows") for name, expr in columns.items()}, finalize)
 
 
-def _shape(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> dict[str, State]:
-    """The states of the correlation-type metrics over the rows kept (weight > 0): the
+def _shape(yk: pl.Expr, pk: pl.Expr, w: pl.Expr | None) -> dict[str, State]:
+    """The states of the correlation-type metrics over the rows kept (:func:`_kept`): the
     centred co-moments of (y, ŷ), the range of each side, and whether a NaN was seen."""
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
     return {
         "m": moments(w, yk, pk),
         "ymin": State(yk, "min"),
@@ -412,8 +422,9 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [1, 2, 4]}).select(pe.r2("y", "p")).item()
     0.5
     """
-    y, p, w = _masked(actual, pred, weight)
-    states = {"sse": State(w * (_only_kept(y, w) - _only_kept(p, w)) ** 2), **_shape(y, p, w)}
+    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
+    sse = (yk - pk) ** 2
+    states = {"sse": State(sse if w is None else w * sse), **_shape(yk, pk, w)}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         sst = s["m"].struct.field("sxx")
@@ -436,8 +447,9 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 4, 6]}).select(pe.r2_pearson("y", "p")).item()
     1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    return MetricSpec(_shape(y, p, w), lambda s: _pearson(s) ** 2)
+    return MetricSpec(
+        _shape(*_kept(*_masked(actual, pred, weight), weight)), lambda s: _pearson(s) ** 2
+    )
 
 
 @register(
@@ -460,8 +472,7 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
     >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [4, 3, 2, 1]}).select(pe.pearson("y", "p")).item()
     -1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    return MetricSpec(_shape(y, p, w), _pearson)
+    return MetricSpec(_shape(*_kept(*_masked(actual, pred, weight), weight)), _pearson)
 
 
 @register(
@@ -805,10 +816,9 @@ def explained_variance(
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 3, 4]}).select(pe.explained_variance("y", "p")).item()
     1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
     # the moments of (y, y - ŷ): Var(y) and Var(y - ŷ) each centred on its own mean
-    states = {**_shape(y, p, w), "r": moments(w, yk, yk - pk)}
+    states = {**_shape(yk, pk, w), "r": moments(w, yk, yk - pk)}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         var_y, var_r = s["r"].struct.field("sxx"), s["r"].struct.field("syy")
@@ -1333,10 +1343,13 @@ def d2_tweedie(
     0.487915
     """
     power = check_tweedie_power(power)
-    y, p, w = _masked(actual, pred, weight)
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
+
+    def weighted(v: pl.Expr) -> pl.Expr:
+        return v if w is None else w * v
+
     states = {
-        "num": State(w * deviance_terms(yk, pk, power)),
+        "num": State(weighted(deviance_terms(yk, pk, power))),
         "ymin": State(yk, "min"),
         "ymax": State(yk, "max"),
         "nan": State(yk.is_nan() | pk.is_nan(), "max"),
@@ -1345,7 +1358,8 @@ def d2_tweedie(
         states["m"] = moments(w, yk, yk)
     else:
         a, b, c = _tweedie_split(power)
-        states |= {"w": State(w), "wy": State(w * yk), "wa": State(w * a(yk))}
+        total = yk.is_not_null().cast(F64) if w is None else w
+        states |= {"w": State(total), "wy": State(weighted(yk)), "wa": State(weighted(a(yk)))}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         defined = s["ymax"] > s["ymin"]
