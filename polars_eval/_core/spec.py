@@ -119,7 +119,9 @@ class State:
 Stage = Callable[[Mapping[str, pl.Expr]], "pl.Expr | Mapping[str, pl.Expr]"]
 
 
-def bind(values: Mapping[str, pl.Expr], *stages: Stage, rows: bool = False) -> pl.Expr:
+def bind(
+    values: Mapping[str, pl.Expr], *stages: Stage, rows: bool = False, sort_by: str | None = None
+) -> pl.Expr:
     """``stages`` run over ``values``, each value computed once however often they read it.
 
     Polars evaluates every copy of a repeated subexpression inside one aggregation (no
@@ -131,7 +133,8 @@ def bind(values: Mapping[str, pl.Expr], *stages: Stage, rows: bool = False) -> p
     for the next stage) or, last, the result. ``rows=False``: the values are
     aggregations (one value per group; the stages are arithmetic on them);
     ``rows=True``: the values are row-level columns of equal length (the group's rows
-    are imploded into one list; a stage may sort or cumulate them, and the last
+    are imploded into one list, sorted by the field ``sort_by`` if given, in one sort
+    for every field; a stage may cumulate them or add a scalar field, and the last
     aggregates them to one value). The result is one value per group.
 
     The struct is a one-element list (``concat_list``) for aggregations: Polars'
@@ -142,6 +145,8 @@ def bind(values: Mapping[str, pl.Expr], *stages: Stage, rows: bool = False) -> p
     packed = pl.struct([v.alias(k) for k, v in values.items()])
     out = packed.implode() if rows else pl.concat_list([packed])
     e = pl.element()
+    if sort_by is not None:
+        out = out.list.eval(e.sort_by(e.struct.field(sort_by)))
     names = list(values)
     for i, stage in enumerate(stages):
         body = stage({k: e.struct.field(k) for k in names})

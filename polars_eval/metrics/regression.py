@@ -27,13 +27,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
-from polars_eval._core.spec import Finalize, MetricSpec, State, moments, nan_or, weighted_mean
+from polars_eval._core.spec import (
+    Finalize,
+    MetricSpec,
+    State,
+    bind,
+    moments,
+    nan_or,
+    weighted_mean,
+)
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -142,31 +151,36 @@ def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     return safe_div((values * w).sum(), w.sum())
 
 
-def _gathered(w: pl.Expr, order: pl.Expr) -> pl.Expr:
-    """``w.gather(order)`` as Float64, ready for ``cum_sum``.
-
-    In an eager ``group_by`` over an empty frame Polars (2.1) types the gathered column
-    Null, which ``cum_sum`` rejects; a non-strict cast (a strict one is optimised away as
-    a no-op) gives it back its Float64 type, so the empty group is null as elsewhere.
-    """
-    return w.gather(order).cast(F64, strict=False)
-
-
 def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """Weighted median (rows of zero weight already dropped), NaN if a value is NaN.
 
     The mean of the lower and upper weighted medians: the first sorted value whose
     cumulative weight reaches W/2, and the first that exceeds it. With integer weights this
     is the ordinary median of the rows repeated (the average of the two middle values).
+    The rows are sorted once and every later step reads them (:func:`bind`).
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
-    half = w.sum() / 2.0
-    lo = vs.filter(cw >= half).first()
-    hi = vs.filter(cw > half).first()
-    value = pl.when(w.sum() > 0.0).then((lo + hi.fill_null(lo)) / 2.0).otherwise(None)
-    return nan_guard(value, values)
+
+    def median(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        v, w, cw = r["v"], r["w"], r["cw"]
+        half = w.sum() / 2.0
+        lo = v.filter(cw >= half).first()
+        hi = v.filter(cw > half).first()
+        value = pl.when(w.sum() > 0.0).then((lo + hi.fill_null(lo)) / 2.0)
+        return nan_or(v.is_nan().any(), value)
+
+    return bind({"v": values, "w": w}, _cumulated, median, rows=True, sort_by="v")
+
+
+def _cumulated(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    """A :func:`bind` stage: the rows and their cumulative weight ``cw``."""
+    return {**r, "cw": r["w"].cum_sum()}
+
+
+def _median_alone(values: pl.Expr) -> pl.Expr:
+    """The median of ``values`` (nulls left out), NaN if one is NaN: the weighted median
+    of :func:`_wmedian` under unit weights (the mean of the two middle values), by
+    Polars' own selection, without a sort."""
+    return nan_or(values.is_nan().any(), values.median())
 
 
 def _not_constant(values: pl.Expr) -> pl.Expr:
@@ -254,19 +268,32 @@ def _pearson_rows(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
     return nan_guard(value, y, p)
 
 
-def _weighted_rank(values: pl.Expr, w: pl.Expr) -> pl.Expr:
-    """Mid-rank under weights: weight strictly below + half the weight of the tie block.
+def _weighted_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    """:func:`bind` stages of the mid-ranks of ``y`` and ``p`` under the weights ``w``: the
+    weight strictly below + half the weight of the tie block.
 
     With integer weights this is, up to a constant shift, the average rank of the rows
     repeated, so Spearman with weights equals Spearman of the repeated rows.
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
-    cw_before = cw.shift(1).fill_null(0.0)
-    lo = vs.search_sorted(values, side="left")
-    hi = vs.search_sorted(values, side="right")
-    return (cw_before.gather(lo) + cw.gather(hi - 1)) / 2.0
+    return {**r, "oy": r["y"].arg_sort(), "op": r["p"].arg_sort()}
+
+
+def _sorted_sides(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    out = {"y": r["y"], "p": r["p"], "w": r["w"]}
+    for side in ("y", "p"):
+        order = r["o" + side]
+        out |= {"s" + side: r[side].gather(order), "c" + side: r["w"].gather(order).cum_sum()}
+    return out
+
+
+def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    out = {"w": r["w"]}
+    for side in ("y", "p"):
+        vs, cw = r["s" + side], r["c" + side]
+        lo = vs.search_sorted(r[side], side="left")
+        hi = vs.search_sorted(r[side], side="right")
+        out[side] = (cw.shift(1).fill_null(0.0).gather(lo) + cw.gather(hi - 1)) / 2.0
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -357,7 +384,10 @@ def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    return _rows_spec(lambda r: _wmedian(r["e"], r["w"]), e=(y - p).abs(), w=w)
+    spec = _rows_spec(lambda r: _wmedian(r["e"], r["w"]), e=(y - p).abs(), w=w)
+    if weight is not None:
+        return spec
+    return replace(spec, alone=_median_alone((to_float(actual) - to_float(pred)).abs()))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -498,20 +528,24 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        y, p, w = r["y"], r["p"], r["w"]
-        if weight is None:
-            # each rank read once, by Polars' own correlation: the streaming engine
-            # (Polars 2.1) shares no common subexpression, and the weighted formula reads
-            # each side's rank ~8 times (1e6 rows: 17 s against 0.3 s)
-            defined = _not_constant(y) & _not_constant(p)
-            corr = pl.corr(y.rank("average"), p.rank("average"))
-            value = pl.when(defined).then(corr.clip(-1.0, 1.0))
-        else:
-            value = _pearson_rows(_weighted_rank(y, w), _weighted_rank(p, w), w)
-        return nan_guard(value, y, p)
+    def unweighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        # each rank read once, by Polars' own correlation
+        y, p = r["y"], r["p"]
+        defined = _not_constant(y) & _not_constant(p)
+        corr = pl.corr(y.rank("average"), p.rank("average"))
+        return nan_guard(pl.when(defined).then(corr.clip(-1.0, 1.0)), y, p)
 
-    return _rows_spec(finalize, y=y, p=p, w=w)
+    def weighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        ranks = (_weighted_ranks, _sorted_sides, _mid_ranks)
+        value = bind(r, *ranks, lambda k: _pearson_rows(k["y"], k["p"], k["w"]), rows=True)
+        return nan_guard(value, r["y"], r["p"])
+
+    spec = _rows_spec(unweighted if weight is None else weighted, y=y, p=p, w=w)
+    if weight is not None:
+        return spec
+    # the bare expression: each side null where either is (no filter)
+    yk, pk, _ = _kept(to_float(actual), to_float(pred), pl.lit(1.0), None)
+    return replace(spec, alone=unweighted({"y": yk, "p": pk}))
 
 
 # Kendall's tau-b -----------------------------------------------------------------------
@@ -990,11 +1024,18 @@ def mer(
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
     keep = wk > 0.0
-
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        return nan_guard(_wmedian(r["t"].filter(r["k"]), r["w"].filter(r["k"])), r["y"], r["p"])
-
-    return _rows_spec(finalize, t=term, w=wk, k=keep, y=y, p=p)
+    states = {
+        "t": State(term.filter(keep), "rows"),
+        "w": State(wk.filter(keep), "rows"),
+        "nan": State(y.is_nan() | p.is_nan(), "max"),  # a NaN on a skipped row too
+    }
+    spec = MetricSpec(states, lambda s: nan_or(s["nan"], _wmedian(s["t"], s["w"])))
+    if weight is not None:
+        return spec
+    y, p = to_float(actual), to_float(pred)  # null where either is: no filter needed
+    term, wk = _percentage_terms(y, p, pl.lit(1.0), zero_actuals)
+    nan = pl.when((y - p).is_not_null()).then(y.is_nan() | p.is_nan()).any()
+    return replace(spec, alone=nan_or(nan, pl.when(wk > 0.0).then(term).median()))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -1191,9 +1232,10 @@ def _pinball_terms(d: pl.Expr, alpha: float) -> pl.Expr:
     return alpha * d - d.clip(upper_bound=0.0)
 
 
-def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
-    """The weighted α-quantile of ``values`` (rows of zero weight already dropped), as
-    scikit-learn's ``_weighted_percentile(average=True)`` ("averaged inverted CDF").
+def _wquantile(r: Mapping[str, pl.Expr], alpha: float) -> pl.Expr:
+    """The weighted α-quantile of ``y`` (rows of zero weight already dropped), as
+    scikit-learn's ``_weighted_percentile(average=True)`` ("averaged inverted CDF"), from
+    the rows sorted by ``y`` and their cumulative weights ``cw`` (:func:`bind` fields).
 
     With the values sorted and C the cumulative weights: the first value whose C reaches
     α·W; when C there equals α·W (within float64 eps) the mean of it and the next value.
@@ -1201,9 +1243,7 @@ def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
     The level is computed as scikit-learn does, (100 α) / 100 · W, so the ties with a
     cumulative weight fall the same way.
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
+    vs, cw = r["y"], r["cw"]
     target = (alpha * 100.0) / 100.0 * cw.last()
     reached = cw >= target
     lo = vs.filter(reached).first().fill_null(vs.last())
@@ -1212,19 +1252,57 @@ def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
     return pl.when(c_lo - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
 
 
+def _quantile_alone(ys: pl.Expr, alpha: float) -> pl.Expr:
+    """:func:`_wquantile` under unit weights, from the sorted values ``ys``: the cumulative
+    weight of the i-th is i + 1, so the first to reach the level α·n is number ⌈α·n⌉ (the
+    same float level, compared with the same integers: the same value)."""
+    n = ys.len().cast(F64)
+    target = (alpha * 100.0) / 100.0 * n
+    i = (target.ceil() - 1.0).clip(0.0, (n - 1.0).clip(lower_bound=0.0)).cast(pl.Int64)
+    lo = ys.get(i, null_on_oob=True)
+    hi = ys.get((i + 1).clip(upper_bound=ys.len().cast(pl.Int64) - 1), null_on_oob=True)
+    return pl.when((i + 1).cast(F64) - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
+
+
+def _d2_value(r: Mapping[str, pl.Expr], alpha: float, weighted: bool) -> pl.Expr:
+    """D² pinball from the rows ``y``, ``p``, ``w`` and the quantile ``q`` (bound fields)."""
+    y, p, q = r["y"], r["p"], r["q"]
+    model, baseline = _pinball_terms(y - p, alpha), _pinball_terms(y - q, alpha)
+    if weighted:
+        model, baseline = r["w"] * model, r["w"] * baseline
+    value = pl.when(_not_constant(y)).then(1.0 - model.sum() / baseline.sum())
+    return nan_guard(value, y, p)
+
+
 def _d2_pinball_spec(
     actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None, alpha: float
 ) -> MetricSpec:
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        y, p, w = r["y"], r["p"], r["w"]
-        model = (w * _pinball_terms(y - p, alpha)).sum()
-        baseline = (w * _pinball_terms(y - _wquantile(y, w, alpha), alpha)).sum()
-        value = pl.when(_not_constant(y)).then(1.0 - model / baseline)
-        return nan_guard(value, y, p)
+    def quantile(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {**r, "q": _wquantile(r, alpha)}
 
-    return _rows_spec(finalize, y=y, p=p, w=w)
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        final = lambda s: _d2_value(s, alpha, True)  # noqa: E731
+        return bind(r, _cumulated, quantile, final, rows=True, sort_by="y")
+
+    spec = _rows_spec(finalize, y=y, p=p, w=w)
+    if weight is not None:
+        return spec
+
+    def unit_quantile(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {"y": r["y"], "p": r["p"], "q": _quantile_alone(r["ys"], alpha)}
+
+    def alone(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        return bind(
+            r,
+            lambda s: {**s, "ys": s["y"].sort()},  # one sort of the actual alone
+            unit_quantile,
+            lambda s: _d2_value(s, alpha, False),
+            rows=True,
+        )
+
+    return replace(spec, alone=alone({"y": y, "p": p}))
 
 
 @register(**_D2)
