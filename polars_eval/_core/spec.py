@@ -336,18 +336,31 @@ class MetricSpec:
 
 
 def weighted_mean(
-    term: pl.Expr, w: pl.Expr, then: Callable[[pl.Expr], pl.Expr] | None = None
+    term: pl.Expr,
+    w: pl.Expr,
+    then: Callable[[pl.Expr], pl.Expr] | None = None,
+    *,
+    unweighted: bool = False,
 ) -> MetricSpec:
     """The weighted mean Σ w·term / Σ w (null when Σ w = 0) as two summed states,
     optionally transformed (``then=pl.Expr.sqrt`` for the root errors). Rows to leave out
-    carry weight 0 (and a null term where the term is undefined there)."""
+    carry weight 0 (and a null term where the term is undefined there).
+
+    ``unweighted``: no weight was given, ``w`` is the 0/1 null mask of the inputs and
+    ``term`` is null wherever an input is (arithmetic of them): the bare expression is
+    then Polars' own ``term.mean()``, one aggregation (the planner still shares the two
+    sums between metrics)."""
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         total = s["w"]
         mean = pl.when(total != 0.0).then(s["sum"] / total)
         return mean if then is None else then(mean)
 
-    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize)
+    alone = None
+    if unweighted:
+        mean = term.mean()
+        alone = mean if then is None else then(mean)
+    return MetricSpec({"w": State(w), "sum": State(term * w)}, finalize, alone=alone)
 
 
 def nan_or(nan: pl.Expr, value: pl.Expr) -> pl.Expr:

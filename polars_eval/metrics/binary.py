@@ -492,7 +492,9 @@ def logloss(
     y, p = binary_label(label, pos_label), to_float(score)
     w = masked_weight(y, p, weight=weight)
     pc = p.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    return weighted_mean(-(y * pc.log() + (1.0 - y) * (1.0 - pc).log()), w)
+    return weighted_mean(
+        -(y * pc.log() + (1.0 - y) * (1.0 - pc).log()), w, unweighted=weight is None
+    )
 
 
 @register(
@@ -516,7 +518,9 @@ def brier(
     0.1
     """
     y, p = binary_label(label, pos_label), to_float(score)
-    return weighted_mean((p - y) ** 2, masked_weight(y, p, weight=weight))
+    return weighted_mean(
+        (p - y) ** 2, masked_weight(y, p, weight=weight), unweighted=weight is None
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -1027,7 +1031,7 @@ def hinge_loss(
     """
     y, s = binary_label(label, pos_label), to_float(score)
     term = (1.0 - (2.0 * y - 1.0) * s).clip(lower_bound=0.0)
-    return weighted_mean(term, masked_weight(y, s, weight=weight))
+    return weighted_mean(term, masked_weight(y, s, weight=weight), unweighted=weight is None)
 
 
 @register(

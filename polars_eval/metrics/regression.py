@@ -329,7 +329,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     └─────┴────────┘
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p) ** 2, w)
+    return weighted_mean((y - p) ** 2, w, unweighted=weight is None)
 
 
 @register(
@@ -351,7 +351,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     12.5
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -366,7 +366,7 @@ def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p).abs(), w)
+    return weighted_mean((y - p).abs(), w, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -424,7 +424,7 @@ def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.6666666666666666
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(p - y, w)
+    return weighted_mean(p - y, w, unweighted=weight is None)
 
 
 @register(
@@ -876,7 +876,9 @@ def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean(
+        (p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None
+    )
 
 
 @register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -896,7 +898,7 @@ def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((p.log1p() - y.log1p()) ** 2, w)
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -1157,7 +1159,9 @@ def mean_tweedie_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, check_tweedie_power(power)), w)
+    return weighted_mean(
+        deviance_terms(y, p, check_tweedie_power(power)), w, unweighted=weight is None
+    )
 
 
 @register(
@@ -1168,7 +1172,7 @@ def mean_poisson_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, 1.0), w)
+    return weighted_mean(deviance_terms(y, p, 1.0), w, unweighted=weight is None)
 
 
 @register(
@@ -1179,7 +1183,7 @@ def mean_gamma_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, 2.0), w)
+    return weighted_mean(deviance_terms(y, p, 2.0), w, unweighted=weight is None)
 
 
 mean_tweedie_deviance.__doc__ = _DEVIANCE_DOC.format(
