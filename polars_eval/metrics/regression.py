@@ -179,8 +179,9 @@ def _cumulated(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
 def _median_alone(values: pl.Expr) -> pl.Expr:
     """The median of ``values`` (nulls left out), NaN if one is NaN: the weighted median
     of :func:`_wmedian` under unit weights (the mean of the two middle values), by
-    Polars' own selection, without a sort."""
-    return nan_or(values.is_nan().any(), values.median())
+    Polars' own selection, without a sort (the nulls dropped first: with a null in the
+    column, Polars 2.1 sorts it instead, 10x slower)."""
+    return nan_or(values.is_nan().any(), values.drop_nulls().median())
 
 
 def _not_constant(values: pl.Expr) -> pl.Expr:
@@ -529,23 +530,57 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
     def unweighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        # each rank read once, by Polars' own correlation
-        y, p = r["y"], r["p"]
-        defined = _not_constant(y) & _not_constant(p)
-        corr = pl.corr(y.rank("average"), p.rank("average"))
-        return nan_guard(pl.when(defined).then(corr.clip(-1.0, 1.0)), y, p)
+        return pl.struct(r["y"].alias("y"), r["p"].alias("p")).map_batches(
+            _spearman_batch, return_dtype=F64, returns_scalar=True
+        )
 
     def weighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
         ranks = (_weighted_ranks, _sorted_sides, _mid_ranks)
         value = bind(r, *ranks, lambda k: _pearson_rows(k["y"], k["p"], k["w"]), rows=True)
         return nan_guard(value, r["y"], r["p"])
 
-    spec = _rows_spec(unweighted if weight is None else weighted, y=y, p=p, w=w)
-    if weight is not None:
-        return spec
-    # the bare expression: each side null where either is (no filter)
-    yk, pk, _ = _kept(to_float(actual), to_float(pred), pl.lit(1.0), None)
-    return replace(spec, alone=unweighted({"y": yk, "p": pk}))
+    return _rows_spec(unweighted if weight is None else weighted, y=y, p=p, w=w)
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """The average rank (from 1) of every value of ``x`` (no NaN): ties share the mean
+    of their positions, as ``scipy.stats.rankdata``."""
+    n = x.size
+    order = np.argsort(x)
+    xs = x[order]
+    new_run = _new_runs(xs[1:] == xs[:-1])
+    if new_run.all():
+        in_order = np.arange(1.0, n + 1.0)
+    else:
+        starts = np.flatnonzero(new_run)
+        lengths = np.diff(np.append(starts, n))
+        in_order = np.repeat(starts + (lengths + 1) / 2.0, lengths)
+    ranks = np.empty(n)
+    ranks[order] = in_order
+    return ranks
+
+
+def _spearman_batch(s: pl.Series) -> pl.Series:
+    """Spearman's correlation of the rows of a group (no null), unweighted: the Pearson
+    correlation of the average ranks; NaN with a NaN, null with a constant side or fewer
+    than two rows.
+
+    Why numpy: an average rank is one argsort and a scatter; Polars' ``rank`` is 2-3x
+    its sort of the same column and its ``arg_sort`` 2-3x numpy's (1e6 rows, Polars 2.1,
+    numpy 2.4), so the two ranks cost ~6 sorts in Polars and ~2.5 here."""
+    frame = s.struct.unnest()
+    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
+    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
+    value: float | None = None
+    if np.isnan(x).any() or np.isnan(y).any():
+        value = NAN
+    elif x.size >= 2:
+        dx = _average_ranks(x) - (x.size + 1) / 2.0  # the mean rank, exactly
+        dy = _average_ranks(y) - (y.size + 1) / 2.0
+        den = math.sqrt(float(dx @ dx) * float(dy @ dy))
+        if den > 0.0:
+            value = float(np.clip(float(dx @ dy) / den, -1.0, 1.0))
+    return pl.Series("spearman", [value], dtype=F64)
 
 
 # Kendall's tau-b -----------------------------------------------------------------------
@@ -1037,7 +1072,7 @@ def mer(
     y, p = to_float(actual), to_float(pred)  # null where either is: no filter needed
     term, wk = _percentage_terms(y, p, pl.lit(1.0), zero_actuals)
     nan = pl.when((y - p).is_not_null()).then(y.is_nan() | p.is_nan()).any()
-    return replace(spec, alone=nan_or(nan, pl.when(wk > 0.0).then(term).median()))
+    return replace(spec, alone=nan_or(nan, pl.when(wk > 0.0).then(term).drop_nulls().median()))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
