@@ -16,7 +16,7 @@ value. The same spec runs three ways:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -120,7 +120,10 @@ Stage = Callable[[Mapping[str, pl.Expr]], "pl.Expr | Mapping[str, pl.Expr]"]
 
 
 def bind(
-    values: Mapping[str, pl.Expr], *stages: Stage, rows: bool = False, sort_by: str | None = None
+    values: Mapping[str, pl.Expr],
+    *stages: Stage,
+    rows: bool = False,
+    sort_by: str | Sequence[str] | None = None,
 ) -> pl.Expr:
     """``stages`` run over ``values``, each value computed once however often they read it.
 
@@ -133,9 +136,10 @@ def bind(
     for the next stage) or, last, the result. ``rows=False``: the values are
     aggregations (one value per group; the stages are arithmetic on them);
     ``rows=True``: the values are row-level columns of equal length (the group's rows
-    are imploded into one list, sorted by the field ``sort_by`` if given, in one sort
-    for every field; a stage may cumulate them or add a scalar field, and the last
-    aggregates them to one value). The result is one value per group.
+    are imploded into one list, sorted by the field(s) ``sort_by`` if given, in one sort
+    for every field; a stage may cumulate or filter them or add a scalar field, and the
+    last aggregates them to one value, or implodes them into one list). The result is
+    one value per group.
 
     The struct is a one-element list (``concat_list``) for aggregations: Polars'
     streaming engine runs ``list.eval`` on the aggregated struct (``implode`` would make
@@ -146,7 +150,8 @@ def bind(
     out = packed.implode() if rows else pl.concat_list([packed])
     e = pl.element()
     if sort_by is not None:
-        out = out.list.eval(e.sort_by(e.struct.field(sort_by)))
+        keys = [sort_by] if isinstance(sort_by, str) else list(sort_by)
+        out = out.list.eval(e.sort_by([e.struct.field(k) for k in keys]))
     names = list(values)
     for i, stage in enumerate(stages):
         body = stage({k: e.struct.field(k) for k in names})
@@ -291,11 +296,12 @@ class MetricSpec:
         """The metric as one aggregation expression (the states inline).
 
         Polars does not share a repeated aggregation within one expression, so when a
-        state is assembled from several aggregations (moments) or the finalize reads its
-        states more than once more (MCC reads each confusion count three times; a
-        weighted mean's one repeat of its total is cheaper than this), every part of
-        every state is aggregated once, into one struct, and the states are assembled
-        and finalized from its fields (:func:`bind`). With ``alone``, that expression.
+        state is assembled from several aggregations (moments) or the finalize reads a
+        state more than once (MCC reads each confusion count three times, a weighted
+        mean its total twice), every distinct part of every state is aggregated once,
+        into one struct, and the states are assembled and finalized from its fields
+        (:func:`bind`): each aggregation is written, and computed, once. With ``alone``,
+        that expression.
         """
         if self.alone is not None:
             return self.alone
@@ -304,16 +310,23 @@ class MetricSpec:
             return self.finalize(inline)
         parts = {name: s.parts() for name, s in self.states.items()}
         if all(len(p) == 1 for p in parts.values()):
-            if len(inline) == 1:
-                return self.finalize(inline)
             roots = self.finalize({name: pl.col(name) for name in inline}).meta.root_names()
-            if len(roots) - len(set(roots)) < 2:  # one repeat (a mean's total) costs less
+            if len(roots) == len(set(roots)):  # each state read once: nothing to share
                 return self.finalize(inline)
-        fields = {f"{name}.{k}": agg for name, p in parts.items() for k, agg in p.items()}
+        fields: dict[str, pl.Expr] = {}  # one field per distinct aggregation
+        field_of: dict[tuple[str, str], str] = {}
+        by_key: dict[bytes, str] = {}
+        for name, p in parts.items():
+            for k, agg in p.items():
+                key = agg.meta.serialize()
+                if key not in by_key:
+                    by_key[key] = f"{name}.{k}"
+                    fields[by_key[key]] = agg
+                field_of[name, k] = by_key[key]
 
         def states(f: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
             return {
-                name: s.assemble({k: f[f"{name}.{k}"] for k in parts[name]})
+                name: s.assemble({k: f[field_of[name, k]] for k in parts[name]})
                 for name, s in self.states.items()
             }
 

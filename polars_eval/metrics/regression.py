@@ -49,6 +49,7 @@ from polars_eval._exprs import (
     column_name,
     count_true,
     drop_null_rows,
+    indicator,
     masked_weight,
     nan_guard,
     not_null,
@@ -136,14 +137,20 @@ def _only_kept(values: pl.Expr, w: pl.Expr) -> pl.Expr:
 
 
 def _kept(
-    y: pl.Expr, p: pl.Expr, w: pl.Expr, weight: IntoExpr | None
+    actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None
 ) -> tuple[pl.Expr, pl.Expr, pl.Expr | None]:
-    """The actual and the prediction where the row counts (null elsewhere: on the same
-    rows), and the weight of a kept row (None: 1). Without weights a row counts when
-    neither side is null, said with one test a side (the masked weight costs four)."""
+    """The actual and the prediction where the row counts (no null input, weight > 0),
+    null elsewhere (on the same rows), and the weight (None: 1). One test a side: the
+    other side not null (and the weight positive), no masked weight inside."""
+    y, p = to_float(actual), to_float(pred)
     if weight is None:
         return pl.when(p.is_not_null()).then(y), pl.when(y.is_not_null()).then(p), None
-    return _only_kept(y, w), _only_kept(p, w), w
+    w = to_float(weight)
+    return (
+        pl.when(p.is_not_null() & (w > 0.0)).then(y),
+        pl.when(y.is_not_null() & (w > 0.0)).then(p),
+        w,
+    )
 
 
 def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
@@ -453,7 +460,7 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [1, 2, 4]}).select(pe.r2("y", "p")).item()
     0.5
     """
-    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
+    yk, pk, w = _kept(actual, pred, weight)
     sse = (yk - pk) ** 2
     states = {"sse": State(sse if w is None else w * sse), **_shape(yk, pk, w)}
 
@@ -478,9 +485,7 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 4, 6]}).select(pe.r2_pearson("y", "p")).item()
     1.0
     """
-    return MetricSpec(
-        _shape(*_kept(*_masked(actual, pred, weight), weight)), lambda s: _pearson(s) ** 2
-    )
+    return MetricSpec(_shape(*_kept(actual, pred, weight)), lambda s: _pearson(s) ** 2)
 
 
 @register(
@@ -503,7 +508,7 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
     >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [4, 3, 2, 1]}).select(pe.pearson("y", "p")).item()
     -1.0
     """
-    return MetricSpec(_shape(*_kept(*_masked(actual, pred, weight), weight)), _pearson)
+    return MetricSpec(_shape(*_kept(actual, pred, weight)), _pearson)
 
 
 @register(
@@ -885,14 +890,16 @@ def explained_variance(
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 3, 4]}).select(pe.explained_variance("y", "p")).item()
     1.0
     """
-    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
-    # the moments of (y, y - ŷ): Var(y) and Var(y - ŷ) each centred on its own mean
-    states = {**_shape(yk, pk, w), "r": moments(w, yk, yk - pk)}
+    # Var(y − ŷ) from the co-moments of (y, ŷ) that R² and Pearson share: W·Var(y − ŷ) =
+    # Σ w ((y − ȳ) − (ŷ − ŷ̄))² = sxx + syy − 2 sxy, exact; its rounding error is about
+    # 1e-16 (sxx + syy), so the value's is about 1e-16 (1 + Var(ŷ) / Var(y)), absolute
+    states = _shape(*_kept(actual, pred, weight))
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        var_y, var_r = s["r"].struct.field("sxx"), s["r"].struct.field("syy")
-        defined = (s["ymax"] > s["ymin"]) & (var_y > 0.0)
-        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / var_y))
+        sxx, syy, sxy = (s["m"].struct.field(f) for f in ("sxx", "syy", "sxy"))
+        var_r = (sxx + syy - 2.0 * sxy).clip(lower_bound=0.0)
+        defined = (s["ymax"] > s["ymin"]) & (sxx > 0.0)
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / sxx))
 
     return MetricSpec(states, finalize)
 
@@ -1460,7 +1467,7 @@ def d2_tweedie(
     0.487915
     """
     power = check_tweedie_power(power)
-    yk, pk, w = _kept(*_masked(actual, pred, weight), weight)
+    yk, pk, w = _kept(actual, pred, weight)
 
     def weighted(v: pl.Expr) -> pl.Expr:
         return v if w is None else w * v
@@ -1475,7 +1482,8 @@ def d2_tweedie(
         states["m"] = moments(w, yk, yk)
     else:
         a, b, c = _tweedie_split(power)
-        total = yk.is_not_null().cast(F64) if w is None else w
+        kept = yk.is_not_null()
+        total = indicator(kept) if w is None else pl.when(kept).then(w)
         states |= {"w": State(total), "wy": State(weighted(yk)), "wa": State(weighted(a(yk)))}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
@@ -1533,12 +1541,26 @@ def _poly(coefs: Sequence[float], x: pl.Expr) -> pl.Expr:
 
 def normal_quantile(p: pl.Expr) -> pl.Expr:
     """Standard normal quantile Φ⁻¹(p) for p in (0, 1) (Acklam's approximation)."""
+    return _acklam(_acklam_terms(p))
+
+
+def _acklam_terms(p: pl.Expr) -> dict[str, pl.Expr]:
+    """The terms of :func:`normal_quantile` of ``p``, each read several times (a
+    :func:`bind` stage binds them once)."""
     q = p - 0.5
-    r = q * q
+    return {
+        "p": p,
+        "q": q,
+        "r": q * q,
+        "ql": (-2.0 * p.log()).sqrt(),
+        "qu": (-2.0 * (1.0 - p).log()).sqrt(),
+    }
+
+
+def _acklam(t: Mapping[str, pl.Expr]) -> pl.Expr:
+    p, q, r, ql, qu = t["p"], t["q"], t["r"], t["ql"], t["qu"]
     central = _poly(_A, r) * q / (_poly(_B, r) * r + 1.0)
-    ql = (-2.0 * p.log()).sqrt()
     low = _poly(_C, ql) / (_poly(_D, ql) * ql + 1.0)
-    qu = (-2.0 * (1.0 - p).log()).sqrt()
     high = -_poly(_C, qu) / (_poly(_D, qu) * qu + 1.0)
     return pl.when(p < _P_LOW).then(low).when(p > 1.0 - _P_LOW).then(high).otherwise(central)
 
@@ -1584,23 +1606,33 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     │ 0.9674      ┆ 1.2247  ┆ 1.0      │
     └─────────────┴─────────┴──────────┘
     """
-    y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
-    kept = pl.struct((y - p).alias("r"), w.alias("w")).filter(not_null(y, p, w) & (w != 0.0))
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+
+    def moments(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        w = r["w"].cast(F64, strict=False)
+        return {"r": r["r"], "w": w, "mean": _wmean(r["r"], w)}
+
+    def spread(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {**r, "sd": _wmean((r["r"] - r["mean"]) ** 2, r["w"]).sqrt()}
+
+    def positions(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        rs, ws, mean, sd = r["r"], r["w"], r["mean"], r["sd"]
+        z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
+        return {"res": rs, "z": z, "at": (ws.cum_sum() - ws / 2.0) / ws.sum()}
+
+    def terms(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {"res": r["res"], "z": r["z"], **_acklam_terms(r["at"])}
+
+    def points(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        quantile = _acklam(r)
+        return pl.struct(theoretical=quantile, sample=r["z"], residual=r["res"]).implode()
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         # sorted by residual, tied residuals by weight: the points do not depend on row order
-        rows = s["rows"].sort_by(s["rows"].struct.field("r"), s["rows"].struct.field("w"))
-        rs, ws = rows.struct.field("r"), rows.struct.field("w").cast(F64, strict=False)
-        mean = _wmean(rs, ws)
-        sd = _wmean((rs - mean) ** 2, ws).sqrt()
-        position = (ws.cum_sum() - ws / 2.0) / ws.sum()
-        z = pl.when(sd > 0.0).then((rs - mean) / sd).otherwise(0.0)
-        # the quantile inside list.eval: Polars 2.1 panics (a length assertion) evaluating
-        # its when/then branches directly over a filtered, sorted column
-        theoretical = position.implode().list.eval(normal_quantile(pl.element())).explode()
-        return pl.struct(theoretical=theoretical, sample=z, residual=rs).implode()
+        stages = (moments, spread, positions, terms, points)
+        return bind(s, *stages, rows=True, sort_by=("r", "w"))
 
-    return _rows_spec(finalize, rows=kept)
+    return _rows_spec(finalize, r=y - p, w=w)
 
 
 CONDITIONAL_OF = ("ground_truth", "prediction", "recall", "actual", "pred")
@@ -1677,66 +1709,61 @@ def conditional_table(
     check_positive_int("bins", bins)
     view = CONDITIONAL_ALIASES.get(of, of)
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    v = p if view == "prediction" else y
-    fields = [
-        v.alias("v"),
-        w.alias("w"),
-        (w * y).alias("wy"),
-        (w * p).alias("wp"),
-        (w * (y - p).abs()).alias("wa"),
-        (w * (y - p) ** 2).alias("ws"),
-    ]
+    sums = ("w", "wy", "wp", "wa", "ws") + (("wh",) if view == "recall" else ())
+    rows = {
+        "v": p if view == "prediction" else y,
+        "w": w,
+        "wy": w * y,
+        "wp": w * p,
+        "wa": w * (y - p).abs(),
+        "ws": w * (y - p) ** 2,
+    }
     if view == "recall":
-        fields.append(p.alias("p"))
+        rows["p"] = p
 
-    def body() -> pl.Expr:
-        e = pl.element()
-        val = e.struct.field("v")
-        end = (val != val.shift(-1)).fill_null(True)
+    def bins_of_rows(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        # the bin of each row: that of the cumulative weight before its block of ties
+        # (the weight through the row before the block's first), of W / bins each
+        v, cw = r["v"], r["w"].cum_sum()
+        start = (v != v.shift(1)).fill_null(True)
+        before = pl.when(start).then(cw.shift(1).fill_null(0.0)).forward_fill()
+        bin_id = (before / r["w"].sum() * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+        return {**r, "bin": bin_id}
 
-        def cum(x: pl.Expr) -> pl.Expr:
-            return x.cum_sum().filter(end)
+    def bounds(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        # each row's bin bounds: its first value, and the next bin's first (null: last)
+        first = pl.when((r["bin"] != r["bin"].shift(1)).fill_null(True)).then(r["v"])
+        out = {**r, "lower": first.forward_fill(), "next": first.shift(-1).backward_fill()}
+        if view == "recall":  # the bins as intervals of the real line, open at both ends
+            pr, lower, nxt = r["p"], out["lower"], out["next"]
+            low = (r["bin"] == r["bin"].first()) | (pr >= lower)
+            same = low & (nxt.is_null() | (pr < nxt))
+            hit = pl.when(pr.is_nan()).then(float("nan")).when(same).then(1.0).otherwise(0.0)
+            out["wh"] = r["w"] * hit
+        return out
 
-        cw = cum(e.struct.field("w"))
-        total = e.struct.field("w").sum()
-        before = cw.shift(1).fill_null(0.0)
-        bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
-        last = (bin_id != bin_id.shift(-1)).fill_null(True)
-        first = (bin_id != bin_id.shift(1)).fill_null(True)
+    def bin_ends(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        last = (r["bin"] != r["bin"].shift(-1)).fill_null(True)
+        ends = {k: r[k].filter(last) for k in ("bin", "lower", "v")}
+        return ends | {k: r[k].cum_sum().filter(last) for k in sums}
 
-        def per_bin(x: pl.Expr) -> pl.Expr:
-            c = cum(x).filter(last)
-            return c - c.shift(1).fill_null(0.0)
-
-        def field(name: str) -> pl.Expr:
-            return per_bin(e.struct.field(name))
-
-        count = field("w")
-        columns: dict[str, pl.Expr] = {
-            "bin": bin_id.filter(last) + 1,
-            "lower": val.filter(end).filter(first),
-            "upper": val.filter(end).filter(last),
-            "count": count,
-        }
+    def table(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        per_bin = {k: r[k] - r[k].shift(1).fill_null(0.0) for k in sums}
+        count = per_bin["w"]
+        columns = {"bin": r["bin"] + 1, "lower": r["lower"], "upper": r["v"], "count": count}
         if view == "recall":
-            # the bins as intervals: a value belongs to the bin of the last lower bound
-            # at or below it (the first bin open below, the last open above)
-            cuts = val.filter(end).filter(first).slice(1)
-            pr = e.struct.field("p")
-            same = cuts.search_sorted(val, side="right") == cuts.search_sorted(pr, side="right")
-            hit = pl.when(pr.is_nan()).then(float("nan")).otherwise(same.cast(F64))
-            columns["recall"] = per_bin(e.struct.field("w") * hit) / count
-        columns.update(
-            mean_actual=field("wy") / count,
-            mean_pred=field("wp") / count,
-            bias=(field("wp") - field("wy")) / count,
-            mae=field("wa") / count,
-            rmse=(field("ws") / count).sqrt(),
-        )
-        return pl.struct(**columns)
+            columns["recall"] = per_bin["wh"] / count
+        columns |= {
+            "mean_actual": per_bin["wy"] / count,
+            "mean_pred": per_bin["wp"] / count,
+            "bias": (per_bin["wp"] - per_bin["wy"]) / count,
+            "mae": per_bin["wa"] / count,
+            "rmse": (per_bin["ws"] / count).sqrt(),
+        }
+        return pl.struct(**columns).implode()
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        rows = s["rows"]
-        return rows.sort_by(rows.struct.field("v")).implode().list.eval(body())
+        stages = (bins_of_rows, bounds, bin_ends, table)
+        return bind(s, *stages, rows=True, sort_by="v")
 
-    return _rows_spec(finalize, rows=pl.struct(*fields))
+    return _rows_spec(finalize, **rows)
