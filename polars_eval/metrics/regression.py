@@ -27,19 +27,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
-from polars_eval._core.spec import Finalize, MetricSpec, State, moments, nan_or, weighted_mean
+from polars_eval._core.spec import (
+    Finalize,
+    MetricSpec,
+    State,
+    bind,
+    moments,
+    nan_or,
+    weighted_mean,
+)
 from polars_eval._exprs import (
     F64,
     NAN,
     column_name,
     count_true,
     drop_null_rows,
+    indicator,
     masked_weight,
     nan_guard,
     not_null,
@@ -126,19 +136,26 @@ def _only_kept(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     return pl.when(w > 0.0).then(values)
 
 
+def _kept(
+    actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None
+) -> tuple[pl.Expr, pl.Expr, pl.Expr | None]:
+    """The actual and the prediction where the row counts (no null input, weight > 0),
+    null elsewhere (on the same rows), and the weight (None: 1). One test a side: the
+    other side not null (and the weight positive), no masked weight inside."""
+    y, p = to_float(actual), to_float(pred)
+    if weight is None:
+        return pl.when(p.is_not_null()).then(y), pl.when(y.is_not_null()).then(p), None
+    w = to_float(weight)
+    return (
+        pl.when(p.is_not_null() & (w > 0.0)).then(y),
+        pl.when(y.is_not_null() & (w > 0.0)).then(p),
+        w,
+    )
+
+
 def _wmean(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     """Weighted mean; null on an empty group (total weight 0)."""
     return safe_div((values * w).sum(), w.sum())
-
-
-def _gathered(w: pl.Expr, order: pl.Expr) -> pl.Expr:
-    """``w.gather(order)`` as Float64, ready for ``cum_sum``.
-
-    In an eager ``group_by`` over an empty frame Polars (2.1) types the gathered column
-    Null, which ``cum_sum`` rejects; a non-strict cast (a strict one is optimised away as
-    a no-op) gives it back its Float64 type, so the empty group is null as elsewhere.
-    """
-    return w.gather(order).cast(F64, strict=False)
 
 
 def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
@@ -147,15 +164,31 @@ def _wmedian(values: pl.Expr, w: pl.Expr) -> pl.Expr:
     The mean of the lower and upper weighted medians: the first sorted value whose
     cumulative weight reaches W/2, and the first that exceeds it. With integer weights this
     is the ordinary median of the rows repeated (the average of the two middle values).
+    The rows are sorted once and every later step reads them (:func:`bind`).
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
-    half = w.sum() / 2.0
-    lo = vs.filter(cw >= half).first()
-    hi = vs.filter(cw > half).first()
-    value = pl.when(w.sum() > 0.0).then((lo + hi.fill_null(lo)) / 2.0).otherwise(None)
-    return nan_guard(value, values)
+
+    def median(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        v, w, cw = r["v"], r["w"], r["cw"]
+        half = w.sum() / 2.0
+        lo = v.filter(cw >= half).first()
+        hi = v.filter(cw > half).first()
+        value = pl.when(w.sum() > 0.0).then((lo + hi.fill_null(lo)) / 2.0)
+        return nan_or(v.is_nan().any(), value)
+
+    return bind({"v": values, "w": w}, _cumulated, median, rows=True, sort_by="v")
+
+
+def _cumulated(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    """A :func:`bind` stage: the rows and their cumulative weight ``cw``."""
+    return {**r, "cw": r["w"].cum_sum()}
+
+
+def _median_alone(values: pl.Expr) -> pl.Expr:
+    """The median of ``values`` (nulls left out), NaN if one is NaN: the weighted median
+    of :func:`_wmedian` under unit weights (the mean of the two middle values), by
+    Polars' own selection, without a sort (the nulls dropped first: with a null in the
+    column, Polars 2.1 sorts it instead, 10x slower)."""
+    return nan_or(values.is_nan().any(), values.drop_nulls().median())
 
 
 def _not_constant(values: pl.Expr) -> pl.Expr:
@@ -209,10 +242,9 @@ def _rows_spec(finalize: Finalize, **columns: pl.Expr) -> MetricSpec:
     return MetricSpec({name: State(expr, "rows") for name, expr in columns.items()}, finalize)
 
 
-def _shape(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> dict[str, State]:
-    """The states of the correlation-type metrics over the rows kept (weight > 0): the
+def _shape(yk: pl.Expr, pk: pl.Expr, w: pl.Expr | None) -> dict[str, State]:
+    """The states of the correlation-type metrics over the rows kept (:func:`_kept`): the
     centred co-moments of (y, ŷ), the range of each side, and whether a NaN was seen."""
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
     return {
         "m": moments(w, yk, pk),
         "ymin": State(yk, "min"),
@@ -244,19 +276,32 @@ def _pearson_rows(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
     return nan_guard(value, y, p)
 
 
-def _weighted_rank(values: pl.Expr, w: pl.Expr) -> pl.Expr:
-    """Mid-rank under weights: weight strictly below + half the weight of the tie block.
+def _weighted_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    """:func:`bind` stages of the mid-ranks of ``y`` and ``p`` under the weights ``w``: the
+    weight strictly below + half the weight of the tie block.
 
     With integer weights this is, up to a constant shift, the average rank of the rows
     repeated, so Spearman with weights equals Spearman of the repeated rows.
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
-    cw_before = cw.shift(1).fill_null(0.0)
-    lo = vs.search_sorted(values, side="left")
-    hi = vs.search_sorted(values, side="right")
-    return (cw_before.gather(lo) + cw.gather(hi - 1)) / 2.0
+    return {**r, "oy": r["y"].arg_sort(), "op": r["p"].arg_sort()}
+
+
+def _sorted_sides(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    out = {"y": r["y"], "p": r["p"], "w": r["w"]}
+    for side in ("y", "p"):
+        order = r["o" + side]
+        out |= {"s" + side: r[side].gather(order), "c" + side: r["w"].gather(order).cum_sum()}
+    return out
+
+
+def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+    out = {"w": r["w"]}
+    for side in ("y", "p"):
+        vs, cw = r["s" + side], r["c" + side]
+        lo = vs.search_sorted(r[side], side="left")
+        hi = vs.search_sorted(r[side], side="right")
+        out[side] = (cw.shift(1).fill_null(0.0).gather(lo) + cw.gather(hi - 1)) / 2.0
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -292,7 +337,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     └─────┴────────┘
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p) ** 2, w)
+    return weighted_mean((y - p) ** 2, w, unweighted=weight is None)
 
 
 @register(
@@ -314,7 +359,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     12.5
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -329,7 +374,7 @@ def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((y - p).abs(), w)
+    return weighted_mean((y - p).abs(), w, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -347,7 +392,10 @@ def medae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    return _rows_spec(lambda r: _wmedian(r["e"], r["w"]), e=(y - p).abs(), w=w)
+    spec = _rows_spec(lambda r: _wmedian(r["e"], r["w"]), e=(y - p).abs(), w=w)
+    if weight is not None:
+        return spec
+    return replace(spec, alone=_median_alone((to_float(actual) - to_float(pred)).abs()))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -384,7 +432,7 @@ def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     0.6666666666666666
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(p - y, w)
+    return weighted_mean(p - y, w, unweighted=weight is None)
 
 
 @register(
@@ -412,8 +460,9 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [1, 2, 4]}).select(pe.r2("y", "p")).item()
     0.5
     """
-    y, p, w = _masked(actual, pred, weight)
-    states = {"sse": State(w * (_only_kept(y, w) - _only_kept(p, w)) ** 2), **_shape(y, p, w)}
+    yk, pk, w = _kept(actual, pred, weight)
+    sse = (yk - pk) ** 2
+    states = {"sse": State(sse if w is None else w * sse), **_shape(yk, pk, w)}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         sst = s["m"].struct.field("sxx")
@@ -436,8 +485,7 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 4, 6]}).select(pe.r2_pearson("y", "p")).item()
     1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    return MetricSpec(_shape(y, p, w), lambda s: _pearson(s) ** 2)
+    return MetricSpec(_shape(*_kept(actual, pred, weight)), lambda s: _pearson(s) ** 2)
 
 
 @register(
@@ -460,8 +508,7 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
     >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [4, 3, 2, 1]}).select(pe.pearson("y", "p")).item()
     -1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    return MetricSpec(_shape(y, p, w), _pearson)
+    return MetricSpec(_shape(*_kept(actual, pred, weight)), _pearson)
 
 
 @register(
@@ -487,20 +534,58 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     """
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        y, p, w = r["y"], r["p"], r["w"]
-        if weight is None:
-            # each rank read once, by Polars' own correlation: the streaming engine
-            # (Polars 2.1) shares no common subexpression, and the weighted formula reads
-            # each side's rank ~8 times (1e6 rows: 17 s against 0.3 s)
-            defined = _not_constant(y) & _not_constant(p)
-            corr = pl.corr(y.rank("average"), p.rank("average"))
-            value = pl.when(defined).then(corr.clip(-1.0, 1.0))
-        else:
-            value = _pearson_rows(_weighted_rank(y, w), _weighted_rank(p, w), w)
-        return nan_guard(value, y, p)
+    def unweighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        return pl.struct(r["y"].alias("y"), r["p"].alias("p")).map_batches(
+            _spearman_batch, return_dtype=F64, returns_scalar=True
+        )
 
-    return _rows_spec(finalize, y=y, p=p, w=w)
+    def weighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        ranks = (_weighted_ranks, _sorted_sides, _mid_ranks)
+        value = bind(r, *ranks, lambda k: _pearson_rows(k["y"], k["p"], k["w"]), rows=True)
+        return nan_guard(value, r["y"], r["p"])
+
+    return _rows_spec(unweighted if weight is None else weighted, y=y, p=p, w=w)
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """The average rank (from 1) of every value of ``x`` (no NaN): ties share the mean
+    of their positions, as ``scipy.stats.rankdata``."""
+    n = x.size
+    order = np.argsort(x)
+    xs = x[order]
+    new_run = _new_runs(xs[1:] == xs[:-1])
+    if new_run.all():
+        in_order = np.arange(1.0, n + 1.0)
+    else:
+        starts = np.flatnonzero(new_run)
+        lengths = np.diff(np.append(starts, n))
+        in_order = np.repeat(starts + (lengths + 1) / 2.0, lengths)
+    ranks = np.empty(n)
+    ranks[order] = in_order
+    return ranks
+
+
+def _spearman_batch(s: pl.Series) -> pl.Series:
+    """Spearman's correlation of the rows of a group (no null), unweighted: the Pearson
+    correlation of the average ranks; NaN with a NaN, null with a constant side or fewer
+    than two rows.
+
+    Why numpy: an average rank is one argsort and a scatter; Polars' ``rank`` is 2-3x
+    its sort of the same column and its ``arg_sort`` 2-3x numpy's (1e6 rows, Polars 2.1,
+    numpy 2.4), so the two ranks cost ~6 sorts in Polars and ~2.5 here."""
+    frame = s.struct.unnest()
+    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
+    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
+    value: float | None = None
+    if np.isnan(x).any() or np.isnan(y).any():
+        value = NAN
+    elif x.size >= 2:
+        dx = _average_ranks(x) - (x.size + 1) / 2.0  # the mean rank, exactly
+        dy = _average_ranks(y) - (y.size + 1) / 2.0
+        den = math.sqrt(float(dx @ dx) * float(dy @ dy))
+        if den > 0.0:
+            value = float(np.clip(float(dx @ dy) / den, -1.0, 1.0))
+    return pl.Series("spearman", [value], dtype=F64)
 
 
 # Kendall's tau-b -----------------------------------------------------------------------
@@ -805,15 +890,16 @@ def explained_variance(
     >>> pl.DataFrame({"y": [1, 2, 3], "p": [2, 3, 4]}).select(pe.explained_variance("y", "p")).item()
     1.0
     """
-    y, p, w = _masked(actual, pred, weight)
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
-    # the moments of (y, y - ŷ): Var(y) and Var(y - ŷ) each centred on its own mean
-    states = {**_shape(y, p, w), "r": moments(w, yk, yk - pk)}
+    # Var(y − ŷ) from the co-moments of (y, ŷ) that R² and Pearson share: W·Var(y − ŷ) =
+    # Σ w ((y − ȳ) − (ŷ − ŷ̄))² = sxx + syy − 2 sxy, exact; its rounding error is about
+    # 1e-16 (sxx + syy), so the value's is about 1e-16 (1 + Var(ŷ) / Var(y)), absolute
+    states = _shape(*_kept(actual, pred, weight))
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        var_y, var_r = s["r"].struct.field("sxx"), s["r"].struct.field("syy")
-        defined = (s["ymax"] > s["ymin"]) & (var_y > 0.0)
-        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / var_y))
+        sxx, syy, sxy = (s["m"].struct.field(f) for f in ("sxx", "syy", "sxy"))
+        var_r = (sxx + syy - 2.0 * sxy).clip(lower_bound=0.0)
+        defined = (s["ymax"] > s["ymin"]) & (sxx > 0.0)
+        return nan_or(s["nan"], pl.when(defined).then(1.0 - var_r / sxx))
 
     return MetricSpec(states, finalize)
 
@@ -832,7 +918,9 @@ def rmsle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -
     2.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt)
+    return weighted_mean(
+        (p.log1p() - y.log1p()) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None
+    )
 
 
 @register(task="regression", inputs=LOG_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
@@ -852,7 +940,7 @@ def msle(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     1.0
     """
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean((p.log1p() - y.log1p()) ** 2, w)
+    return weighted_mean((p.log1p() - y.log1p()) ** 2, w, unweighted=weight is None)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -980,11 +1068,18 @@ def mer(
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
     term, wk = _percentage_terms(y, p, w, zero_actuals)
     keep = wk > 0.0
-
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        return nan_guard(_wmedian(r["t"].filter(r["k"]), r["w"].filter(r["k"])), r["y"], r["p"])
-
-    return _rows_spec(finalize, t=term, w=wk, k=keep, y=y, p=p)
+    states = {
+        "t": State(term.filter(keep), "rows"),
+        "w": State(wk.filter(keep), "rows"),
+        "nan": State(y.is_nan() | p.is_nan(), "max"),  # a NaN on a skipped row too
+    }
+    spec = MetricSpec(states, lambda s: nan_or(s["nan"], _wmedian(s["t"], s["w"])))
+    if weight is not None:
+        return spec
+    y, p = to_float(actual), to_float(pred)  # null where either is: no filter needed
+    term, wk = _percentage_terms(y, p, pl.lit(1.0), zero_actuals)
+    nan = pl.when((y - p).is_not_null()).then(y.is_nan() | p.is_nan()).any()
+    return replace(spec, alone=nan_or(nan, pl.when(wk > 0.0).then(term).drop_nulls().median()))
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
@@ -1106,7 +1201,9 @@ def mean_tweedie_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None, power: float = 0.0
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, check_tweedie_power(power)), w)
+    return weighted_mean(
+        deviance_terms(y, p, check_tweedie_power(power)), w, unweighted=weight is None
+    )
 
 
 @register(
@@ -1117,7 +1214,7 @@ def mean_poisson_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, 1.0), w)
+    return weighted_mean(deviance_terms(y, p, 1.0), w, unweighted=weight is None)
 
 
 @register(
@@ -1128,7 +1225,7 @@ def mean_gamma_deviance(
     actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
     y, p, w = _masked(actual, pred, weight)
-    return weighted_mean(deviance_terms(y, p, 2.0), w)
+    return weighted_mean(deviance_terms(y, p, 2.0), w, unweighted=weight is None)
 
 
 mean_tweedie_deviance.__doc__ = _DEVIANCE_DOC.format(
@@ -1181,9 +1278,10 @@ def _pinball_terms(d: pl.Expr, alpha: float) -> pl.Expr:
     return alpha * d - d.clip(upper_bound=0.0)
 
 
-def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
-    """The weighted α-quantile of ``values`` (rows of zero weight already dropped), as
-    scikit-learn's ``_weighted_percentile(average=True)`` ("averaged inverted CDF").
+def _wquantile(r: Mapping[str, pl.Expr], alpha: float) -> pl.Expr:
+    """The weighted α-quantile of ``y`` (rows of zero weight already dropped), as
+    scikit-learn's ``_weighted_percentile(average=True)`` ("averaged inverted CDF"), from
+    the rows sorted by ``y`` and their cumulative weights ``cw`` (:func:`bind` fields).
 
     With the values sorted and C the cumulative weights: the first value whose C reaches
     α·W; when C there equals α·W (within float64 eps) the mean of it and the next value.
@@ -1191,9 +1289,7 @@ def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
     The level is computed as scikit-learn does, (100 α) / 100 · W, so the ties with a
     cumulative weight fall the same way.
     """
-    order = values.arg_sort()
-    vs = values.gather(order)
-    cw = _gathered(w, order).cum_sum()
+    vs, cw = r["y"], r["cw"]
     target = (alpha * 100.0) / 100.0 * cw.last()
     reached = cw >= target
     lo = vs.filter(reached).first().fill_null(vs.last())
@@ -1202,19 +1298,57 @@ def _wquantile(values: pl.Expr, w: pl.Expr, alpha: float) -> pl.Expr:
     return pl.when(c_lo - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
 
 
+def _quantile_alone(ys: pl.Expr, alpha: float) -> pl.Expr:
+    """:func:`_wquantile` under unit weights, from the sorted values ``ys``: the cumulative
+    weight of the i-th is i + 1, so the first to reach the level α·n is number ⌈α·n⌉ (the
+    same float level, compared with the same integers: the same value)."""
+    n = ys.len().cast(F64)
+    target = (alpha * 100.0) / 100.0 * n
+    i = (target.ceil() - 1.0).clip(0.0, (n - 1.0).clip(lower_bound=0.0)).cast(pl.Int64)
+    lo = ys.get(i, null_on_oob=True)
+    hi = ys.get((i + 1).clip(upper_bound=ys.len().cast(pl.Int64) - 1), null_on_oob=True)
+    return pl.when((i + 1).cast(F64) - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
+
+
+def _d2_value(r: Mapping[str, pl.Expr], alpha: float, weighted: bool) -> pl.Expr:
+    """D² pinball from the rows ``y``, ``p``, ``w`` and the quantile ``q`` (bound fields)."""
+    y, p, q = r["y"], r["p"], r["q"]
+    model, baseline = _pinball_terms(y - p, alpha), _pinball_terms(y - q, alpha)
+    if weighted:
+        model, baseline = r["w"] * model, r["w"] * baseline
+    value = pl.when(_not_constant(y)).then(1.0 - model.sum() / baseline.sum())
+    return nan_guard(value, y, p)
+
+
 def _d2_pinball_spec(
     actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None, alpha: float
 ) -> MetricSpec:
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        y, p, w = r["y"], r["p"], r["w"]
-        model = (w * _pinball_terms(y - p, alpha)).sum()
-        baseline = (w * _pinball_terms(y - _wquantile(y, w, alpha), alpha)).sum()
-        value = pl.when(_not_constant(y)).then(1.0 - model / baseline)
-        return nan_guard(value, y, p)
+    def quantile(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {**r, "q": _wquantile(r, alpha)}
 
-    return _rows_spec(finalize, y=y, p=p, w=w)
+    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        final = lambda s: _d2_value(s, alpha, True)  # noqa: E731
+        return bind(r, _cumulated, quantile, final, rows=True, sort_by="y")
+
+    spec = _rows_spec(finalize, y=y, p=p, w=w)
+    if weight is not None:
+        return spec
+
+    def unit_quantile(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {"y": r["y"], "p": r["p"], "q": _quantile_alone(r["ys"], alpha)}
+
+    def alone(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        return bind(
+            r,
+            lambda s: {**s, "ys": s["y"].sort()},  # one sort of the actual alone
+            unit_quantile,
+            lambda s: _d2_value(s, alpha, False),
+            rows=True,
+        )
+
+    return replace(spec, alone=alone({"y": y, "p": p}))
 
 
 @register(**_D2)
@@ -1333,10 +1467,13 @@ def d2_tweedie(
     0.487915
     """
     power = check_tweedie_power(power)
-    y, p, w = _masked(actual, pred, weight)
-    yk, pk = _only_kept(y, w), _only_kept(p, w)
+    yk, pk, w = _kept(actual, pred, weight)
+
+    def weighted(v: pl.Expr) -> pl.Expr:
+        return v if w is None else w * v
+
     states = {
-        "num": State(w * deviance_terms(yk, pk, power)),
+        "num": State(weighted(deviance_terms(yk, pk, power))),
         "ymin": State(yk, "min"),
         "ymax": State(yk, "max"),
         "nan": State(yk.is_nan() | pk.is_nan(), "max"),
@@ -1345,7 +1482,9 @@ def d2_tweedie(
         states["m"] = moments(w, yk, yk)
     else:
         a, b, c = _tweedie_split(power)
-        states |= {"w": State(w), "wy": State(w * yk), "wa": State(w * a(yk))}
+        kept = yk.is_not_null()
+        total = indicator(kept) if w is None else pl.when(kept).then(w)
+        states |= {"w": State(total), "wy": State(weighted(yk)), "wa": State(weighted(a(yk)))}
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
         defined = s["ymax"] > s["ymin"]
@@ -1402,12 +1541,26 @@ def _poly(coefs: Sequence[float], x: pl.Expr) -> pl.Expr:
 
 def normal_quantile(p: pl.Expr) -> pl.Expr:
     """Standard normal quantile Φ⁻¹(p) for p in (0, 1) (Acklam's approximation)."""
+    return _acklam(_acklam_terms(p))
+
+
+def _acklam_terms(p: pl.Expr) -> dict[str, pl.Expr]:
+    """The terms of :func:`normal_quantile` of ``p``, each read several times (a
+    :func:`bind` stage binds them once)."""
     q = p - 0.5
-    r = q * q
+    return {
+        "p": p,
+        "q": q,
+        "r": q * q,
+        "ql": (-2.0 * p.log()).sqrt(),
+        "qu": (-2.0 * (1.0 - p).log()).sqrt(),
+    }
+
+
+def _acklam(t: Mapping[str, pl.Expr]) -> pl.Expr:
+    p, q, r, ql, qu = t["p"], t["q"], t["r"], t["ql"], t["qu"]
     central = _poly(_A, r) * q / (_poly(_B, r) * r + 1.0)
-    ql = (-2.0 * p.log()).sqrt()
     low = _poly(_C, ql) / (_poly(_D, ql) * ql + 1.0)
-    qu = (-2.0 * (1.0 - p).log()).sqrt()
     high = -_poly(_C, qu) / (_poly(_D, qu) * qu + 1.0)
     return pl.when(p < _P_LOW).then(low).when(p > 1.0 - _P_LOW).then(high).otherwise(central)
 
@@ -1453,25 +1606,35 @@ def residual_qq(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     │ 0.9674      ┆ 1.2247  ┆ 1.0      │
     └─────────────┴─────────┴──────────┘
     """
-    y, p, w = to_float(actual), to_float(pred), weight_expr(weight)
-    kept = pl.struct((y - p).alias("r"), w.alias("w")).filter(not_null(y, p, w) & (w != 0.0))
+    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
 
-    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        # sorted by residual, tied residuals by weight: the points do not depend on row order
-        rows = s["rows"].sort_by(s["rows"].struct.field("r"), s["rows"].struct.field("w"))
-        rs, ws = rows.struct.field("r"), rows.struct.field("w").cast(F64, strict=False)
-        mean = _wmean(rs, ws)
-        sd = _wmean((rs - mean) ** 2, ws).sqrt()
-        position = (ws.cum_sum() - ws / 2.0) / ws.sum()
+    def moments(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        w = r["w"].cast(F64, strict=False)
+        return {"r": r["r"], "w": w, "mean": _wmean(r["r"], w)}
+
+    def spread(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {**r, "sd": _wmean((r["r"] - r["mean"]) ** 2, r["w"]).sqrt()}
+
+    def positions(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        rs, ws, mean, sd = r["r"], r["w"], r["mean"], r["sd"]
         # (each residual tested, not the scalar sd alone: a scalar condition makes a Null
         # column when a group_by has no group, Polars 2.1)
         z = pl.when((sd > 0.0) & rs.is_not_null()).then((rs - mean) / sd).otherwise(0.0)
-        # the quantile inside list.eval: Polars 2.1 panics (a length assertion) evaluating
-        # its when/then branches directly over a filtered, sorted column
-        theoretical = position.implode().list.eval(normal_quantile(pl.element())).explode()
-        return pl.struct(theoretical=theoretical, sample=z, residual=rs).implode()
+        return {"res": rs, "z": z, "at": (ws.cum_sum() - ws / 2.0) / ws.sum()}
 
-    return _rows_spec(finalize, rows=kept)
+    def terms(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        return {"res": r["res"], "z": r["z"], **_acklam_terms(r["at"])}
+
+    def points(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        quantile = _acklam(r)
+        return pl.struct(theoretical=quantile, sample=r["z"], residual=r["res"]).implode()
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        # sorted by residual, tied residuals by weight: the points do not depend on row order
+        stages = (moments, spread, positions, terms, points)
+        return bind(s, *stages, rows=True, sort_by=("r", "w"))
+
+    return _rows_spec(finalize, r=y - p, w=w)
 
 
 CONDITIONAL_OF = ("ground_truth", "prediction", "recall", "actual", "pred")
@@ -1548,66 +1711,61 @@ def conditional_table(
     check_positive_int("bins", bins)
     view = CONDITIONAL_ALIASES.get(of, of)
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    v = p if view == "prediction" else y
-    fields = [
-        v.alias("v"),
-        w.alias("w"),
-        (w * y).alias("wy"),
-        (w * p).alias("wp"),
-        (w * (y - p).abs()).alias("wa"),
-        (w * (y - p) ** 2).alias("ws"),
-    ]
+    sums = ("w", "wy", "wp", "wa", "ws") + (("wh",) if view == "recall" else ())
+    rows = {
+        "v": p if view == "prediction" else y,
+        "w": w,
+        "wy": w * y,
+        "wp": w * p,
+        "wa": w * (y - p).abs(),
+        "ws": w * (y - p) ** 2,
+    }
     if view == "recall":
-        fields.append(p.alias("p"))
+        rows["p"] = p
 
-    def body() -> pl.Expr:
-        e = pl.element()
-        val = e.struct.field("v")
-        end = (val != val.shift(-1)).fill_null(True)
+    def bins_of_rows(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        # the bin of each row: that of the cumulative weight before its block of ties
+        # (the weight through the row before the block's first), of W / bins each
+        v, cw = r["v"], r["w"].cum_sum()
+        start = (v != v.shift(1)).fill_null(True)
+        before = pl.when(start).then(cw.shift(1).fill_null(0.0)).forward_fill()
+        bin_id = (before / r["w"].sum() * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+        return {**r, "bin": bin_id}
 
-        def cum(x: pl.Expr) -> pl.Expr:
-            return x.cum_sum().filter(end)
+    def bounds(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        # each row's bin bounds: its first value, and the next bin's first (null: last)
+        first = pl.when((r["bin"] != r["bin"].shift(1)).fill_null(True)).then(r["v"])
+        out = {**r, "lower": first.forward_fill(), "next": first.shift(-1).backward_fill()}
+        if view == "recall":  # the bins as intervals of the real line, open at both ends
+            pr, lower, nxt = r["p"], out["lower"], out["next"]
+            low = (r["bin"] == r["bin"].first()) | (pr >= lower)
+            same = low & (nxt.is_null() | (pr < nxt))
+            hit = pl.when(pr.is_nan()).then(float("nan")).when(same).then(1.0).otherwise(0.0)
+            out["wh"] = r["w"] * hit
+        return out
 
-        cw = cum(e.struct.field("w"))
-        total = e.struct.field("w").sum()
-        before = cw.shift(1).fill_null(0.0)
-        bin_id = (before / total * bins).floor().clip(0, bins - 1).cast(pl.Int64)
-        last = (bin_id != bin_id.shift(-1)).fill_null(True)
-        first = (bin_id != bin_id.shift(1)).fill_null(True)
+    def bin_ends(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
+        last = (r["bin"] != r["bin"].shift(-1)).fill_null(True)
+        ends = {k: r[k].filter(last) for k in ("bin", "lower", "v")}
+        return ends | {k: r[k].cum_sum().filter(last) for k in sums}
 
-        def per_bin(x: pl.Expr) -> pl.Expr:
-            c = cum(x).filter(last)
-            return c - c.shift(1).fill_null(0.0)
-
-        def field(name: str) -> pl.Expr:
-            return per_bin(e.struct.field(name))
-
-        count = field("w")
-        columns: dict[str, pl.Expr] = {
-            "bin": bin_id.filter(last) + 1,
-            "lower": val.filter(end).filter(first),
-            "upper": val.filter(end).filter(last),
-            "count": count,
-        }
+    def table(r: Mapping[str, pl.Expr]) -> pl.Expr:
+        per_bin = {k: r[k] - r[k].shift(1).fill_null(0.0) for k in sums}
+        count = per_bin["w"]
+        columns = {"bin": r["bin"] + 1, "lower": r["lower"], "upper": r["v"], "count": count}
         if view == "recall":
-            # the bins as intervals: a value belongs to the bin of the last lower bound
-            # at or below it (the first bin open below, the last open above)
-            cuts = val.filter(end).filter(first).slice(1)
-            pr = e.struct.field("p")
-            same = cuts.search_sorted(val, side="right") == cuts.search_sorted(pr, side="right")
-            hit = pl.when(pr.is_nan()).then(float("nan")).otherwise(same.cast(F64))
-            columns["recall"] = per_bin(e.struct.field("w") * hit) / count
-        columns.update(
-            mean_actual=field("wy") / count,
-            mean_pred=field("wp") / count,
-            bias=(field("wp") - field("wy")) / count,
-            mae=field("wa") / count,
-            rmse=(field("ws") / count).sqrt(),
-        )
-        return pl.struct(**columns)
+            columns["recall"] = per_bin["wh"] / count
+        columns |= {
+            "mean_actual": per_bin["wy"] / count,
+            "mean_pred": per_bin["wp"] / count,
+            "bias": (per_bin["wp"] - per_bin["wy"]) / count,
+            "mae": per_bin["wa"] / count,
+            "rmse": (per_bin["ws"] / count).sqrt(),
+        }
+        return pl.struct(**columns).implode()
 
     def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
-        rows = s["rows"]
-        return rows.sort_by(rows.struct.field("v")).implode().list.eval(body())
+        stages = (bins_of_rows, bounds, bin_ends, table)
+        return bind(s, *stages, rows=True, sort_by="v")
 
-    return _rows_spec(finalize, rows=pl.struct(*fields))
+    return _rows_spec(finalize, **rows)
