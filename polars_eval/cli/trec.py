@@ -36,6 +36,7 @@ examples:
   polars-eval trec run.txt qrels.txt -m ndcg_cut.10 --per-query --format csv -o per_query.csv
   polars-eval trec run.txt prefs.txt -R prefs -m prefs_simp -m prefs_pair
   polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map --ci t --level 0.9
 """
 
 
@@ -94,6 +95,18 @@ def command(sub: Any) -> None:
         metavar="N",
         help="number of documents in the collection (read by utility only; default 0)",
     )
+    p.add_argument(
+        "--ci",
+        choices=["t", "bootstrap"],
+        metavar="METHOD",
+        help="add intervals of the means over queries (t or bootstrap): columns "
+        "<measure>_lower and <measure>_upper",
+    )
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of --ci")
+    p.add_argument(
+        "--resamples", type=int, metavar="N", help="resamples of --ci bootstrap (default 1000)"
+    )
+    p.add_argument("--seed", type=int, help="seed of --ci bootstrap (default 0)")
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -113,7 +126,12 @@ def run(args: argparse.Namespace) -> int:
             "judged_only": args.judged_only or None,
             "rel_format": args.rel_format,
             "collection_size": args.collection_size,
+            "ci": args.ci,
+            "n_resamples": args.resamples,
+            "seed": args.seed,
         }
+        if args.ci:
+            flags["level"] = args.level
         table = trec_cli(
             args.run,
             args.qrels,

@@ -328,7 +328,10 @@ def _build(
         out_by=keys if per_query else by,
         validate=validate,
         strict=strict,
-        undefined={name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names},
+        # a partial result is reported once combined (combine_partials)
+        undefined={}
+        if partial
+        else {n: (reasons or {}).get(n, rk.NO_RELEVANT_ITEM) for n in names},
         then=second_stage,
         extra_checks=[key_checks],
         slice_rows=PARTITION_ROWS,
