@@ -18,6 +18,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
+from polars_eval.fusion import fuse
 from polars_eval.io.trec import (
     read_trec_prefs,
     read_trec_qrels,
@@ -225,6 +226,7 @@ __all__ = [
     "fnr",
     "fpr",
     "fpr_at_recall",
+    "fuse",
     "gain_table",
     "gini",
     "hanley_mcneil",

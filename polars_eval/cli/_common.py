@@ -166,9 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for task in TASKS.values():
         task.load("cli")(sub)
-    from polars_eval.cli import demo, trec
+    from polars_eval.cli import demo, fuse, trec
 
     trec.command(sub)
+    fuse.command(sub)
     demo.command(sub)
     return parser
 
