@@ -18,6 +18,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
+from polars_eval.fusion import fuse
 from polars_eval.io.files import scan
 from polars_eval.io.trec import (
     read_trec_prefs,
@@ -227,6 +228,7 @@ __all__ = [
     "fnr",
     "fpr",
     "fpr_at_recall",
+    "fuse",
     "gain_table",
     "gini",
     "hanley_mcneil",

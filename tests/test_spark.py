@@ -670,3 +670,25 @@ def test_executor_import_errors_are_found_in_the_spark_message():
     other = "ModuleNotFoundError: No module named 'sklearn'"
     assert pe_spark._missing_on_executors(Exception(other)) is None
     assert pe_spark._missing_on_executors(Exception("java.lang.OutOfMemoryError")) is None
+
+
+def test_intervals_over_units_equal_one_machine(spark):
+    """SPEC §14: ci= on the ranking and forecast tasks, every group finalized whole."""
+    rng = np.random.default_rng(11)
+    n = 1500
+    q = rng.integers(0, 90, n)
+    df = pl.DataFrame(
+        {"mkt": q % 3, "q": q, "rel": rng.integers(0, 3, n), "s": rng.random(n).round(2)}
+    )
+    kw = {"relevance": "rel", "score": "s", "query": "q", "by": "mkt", "k": [3]}
+    got = pe.spark.evaluate(to_spark(spark, df, partitions=4), "ranking", ci="t", **kw)
+    assert_same(got, pe.Evaluation("ranking", **kw).update(df).compute(ci="t"))
+    frame = pl.DataFrame(
+        {"sid": np.repeat(np.arange(8), 12), "t": np.tile(np.arange(12), 8),
+         "y": rng.normal(20, 3, 96), "f": rng.normal(20, 3, 96)}
+    )  # fmt: skip
+    kw = {"actual": "y", "forecast": "f", "series": "sid", "time": "t"}
+    got = pe.spark.evaluate(to_spark(spark, frame, partitions=3), "forecast", ci="bootstrap", **kw)
+    assert_same(got, frame.eval.forecast("y", "f", series="sid", time="t", ci="bootstrap"))
+    with pytest.raises(pe.InvalidParameterError, match="no units"):
+        pe.spark.evaluate(to_spark(spark, frame), "regression", actual="y", pred="f", ci="t")

@@ -1,7 +1,7 @@
 """The ``polars-eval`` command line (SPEC §9).
 
 One command per task (``binary``, ``regression``, ``multiclass``, ``forecast``,
-``ranking``; read from the task list), plus ``trec`` and ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
+``ranking``; read from the task list), plus ``trec``, ``fuse`` and ``demo``. Input files (parquet, CSV, NDJSON; paths, globs or directories) are scanned
 lazily and evaluated through the ``.eval`` namespace of the LazyFrame, so the command line
 gives exactly the numbers of the Python API.
 

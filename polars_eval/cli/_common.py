@@ -166,9 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for task in TASKS.values():
         task.load("cli")(sub)
-    from polars_eval.cli import demo, trec
+    from polars_eval.cli import demo, fuse, trec
 
     trec.command(sub)
+    fuse.command(sub)
     demo.command(sub)
     return parser
 
@@ -497,7 +498,12 @@ def _materialize(lf: pl.LazyFrame, columns: list[str]) -> pl.DataFrame | pl.Lazy
 
 
 def _interval_methods(task: str) -> list[str]:
-    """The ``--ci`` methods of a task: those its summary metrics register."""
+    """The ``--ci`` methods of a task: those of its table's own ``ci=`` (the intervals over
+    queries or series of SPEC §14), else those its summary metrics register."""
+    if "ci" in _task_params(task):
+        from polars_eval.stats.units import METHODS
+
+        return list(METHODS)
     methods = {
         m
         for info in _registry.by_task(task)
@@ -1006,6 +1012,8 @@ def evaluate(
     chosen = _split(args.metrics)
     check_metric_names(task, chosen)
     method = getattr(pe.EvalNamespace, task)
+    # the task table's own interval (over queries, series): computed with the table
+    own_ci = ci if "ci" in inspect.signature(method).parameters else None
     names = [
         p.name
         for p in inspect.signature(method).parameters.values()
@@ -1014,6 +1022,10 @@ def evaluate(
     with reading(args.paths):
         lf = scan(args.paths, args.input_format, _needed(*inputs, *extra_columns, by))
         opts = options(lf)
+        if own_ci:
+            opts["ci"], opts["level"] = own_ci, args.level
+            if own_ci == "bootstrap":
+                opts["n_resamples"], opts["seed"] = args.resamples, args.seed
         needed = _needed(*inputs, *extra_columns, by)
         schema = lf.collect_schema()
         missing = [c for c in needed if c not in schema]
@@ -1023,7 +1035,7 @@ def evaluate(
         present = [c for c in needed if c in schema]
         total = _parquet_rows(args.paths, args.input_format) if _on_terminal(sys.stderr) else None
         frame: pl.DataFrame | pl.LazyFrame = lf
-        if ci or report:  # several passes over the same columns: read them once
+        if (ci and not own_ci) or report:  # several passes over the same columns: read them once
             with progress("reading the input", total) as meter:
                 frame = _materialize(meter.count_rows(lf, needed) if not missing else lf, needed)
         if isinstance(frame, pl.DataFrame):
@@ -1065,7 +1077,7 @@ def evaluate(
                     **opts,
                 )
             table = _select_metrics(collect(result), by, chosen)
-        if ci:
+        if ci and not own_ci:
             with progress(f"computing the intervals ({ci})"):
                 metrics = [c for c in table.columns if c not in by]
                 bounds = _intervals(frame, task, inputs, opts, by, metrics, args)

@@ -38,6 +38,7 @@ examples:
   polars-eval trec run.txt qrels.txt -m utility.1,-1,0,1 -N 500000
   polars-eval trec run.txt qrels.txt -m map -m unj.5,10 -q -Z zscores.txt
   polars-eval trec bm25.txt qrels.txt --compare dense.txt hybrid.txt -m ndcg_cut.10 -m map --gate
+  polars-eval trec run.txt qrels.txt -m ndcg_cut.10 -m map --ci t --level 0.9
 """
 
 
@@ -103,6 +104,18 @@ def command(sub: Any) -> None:
         help="print z-scores: FILE holds 'query measure mean stddev' lines (trec_eval's -Z)",
     )
     compare.add_options(p, trec=True)
+    p.add_argument(
+        "--ci",
+        choices=["t", "bootstrap"],
+        metavar="METHOD",
+        help="add intervals of the means over queries (t or bootstrap): columns "
+        "<measure>_lower and <measure>_upper",
+    )
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of --ci")
+    p.add_argument(
+        "--resamples", type=int, metavar="N", help="resamples of --ci bootstrap (default 1000)"
+    )
+    p.add_argument("--seed", type=int, help="seed of --ci bootstrap (default 0)")
     _add_output(p)
     p.set_defaults(handler=run)
 
@@ -127,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.compare:
         return compare.run_trec(args, measures, flags)
+    flags |= {"ci": args.ci, "n_resamples": args.resamples, "seed": args.seed}
+    if args.ci:
+        flags["level"] = args.level
     with _common.progress("evaluating"), reading(inputs):
         table = trec_cli(
             args.run,

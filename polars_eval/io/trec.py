@@ -61,6 +61,7 @@ from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.io import _trec_measures as tm
 from polars_eval.io import _trec_prefs as tp
 from polars_eval.metrics.ranking import engine as rk
+from polars_eval.stats import units
 
 __all__ = ["read_trec_prefs", "read_trec_qrels", "read_trec_qrels_jg", "read_trec_run", "trec_eval"]
 
@@ -796,6 +797,10 @@ def trec_eval(
     rel_format: str = "qrels",
     collection_size: int = 0,
     zscores: Any = None,
+    ci: str | None = None,
+    level: float = 0.95,
+    n_resamples: int | None = None,
+    seed: int | None = None,
 ) -> pl.DataFrame:
     """Evaluate a TREC run against qrels as trec_eval does (measure names as trec_eval's).
 
@@ -881,6 +886,14 @@ def trec_eval(
     ``ndcg_cut_10``, ``Rprec_mult_0.50``, ``ndcg_1=0,2=3``). Conventions: see the module
     docstring.
 
+    ``ci="t"`` (SPEC §14) adds ``<column>_lower`` and ``<column>_upper`` after each
+    measure averaged over queries: Student's interval mean ± t_{n−1} · s / √n over the
+    ``num_q`` queries (every query evaluated has a value under trec_eval's conventions);
+    for ``gm_map`` and ``gm_bpref`` it is the interval of the mean of the logarithms,
+    exponentiated (an interval of the geometric mean). ``ci="bootstrap"``: the percentile
+    interval of the queries resampled with replacement (``n_resamples=``, ``seed=``). The
+    summed counts (``num_ret`` ...) get none. See :mod:`polars_eval.stats.units`.
+
     Where trec_eval's own code misbehaves we do not follow it: gain maps whose gains
     differ by less than 1 (trec_eval's sort of the gains truncates their difference to an
     integer, which can misorder them in the ideal ranking); ``rbp``'s scaling of the gains
@@ -924,6 +937,8 @@ def trec_eval(
     └───────┴──────────────────────┴────────────┘
     """
     fmt = _rel_format(rel_format)
+    interval = units.unit_ci(ci, level, n_resamples, seed)
+    units.check_no_per_unit(interval, per_query, "per_query")
     measures = parse_measures(FORMAT_DEFAULTS[fmt] if metrics is None else metrics)
     if not measures:
         raise InvalidParameterError("metrics must name at least one trec_eval measure")
@@ -953,7 +968,7 @@ def trec_eval(
     if per_query:
         out = per.select("query", *(m.column for m in measures if m.name != "num_q"))
     else:
-        out = _summary(per, measures, zscored=z is not None)
+        out = _summary(per, measures, interval, zscored=z is not None)
     return out if z is None else _z_names(out)
 
 
@@ -977,24 +992,36 @@ def _rel_format(rel_format: Any) -> str:
     return rel_format
 
 
-def _summary(per: pl.DataFrame, measures: list[Measure], zscored: bool = False) -> pl.DataFrame:
-    """trec_eval's ``all`` line: means over queries, counts summed (their z-scores too),
-    geometric means."""
-    aggs = []
+def _summary(
+    per: pl.DataFrame,
+    measures: list[Measure],
+    ci: units.UnitCI | None = None,
+    zscored: bool = False,
+) -> pl.DataFrame:
+    """trec_eval's ``all`` line: means over queries (with ``ci``, their intervals over
+    queries: :mod:`polars_eval.stats.units`), counts summed (their z-scores too), geometric means."""
+    aggs, columns, means, logs = [], [], [], []
     for m in measures:
         if m.name == "num_q":
             aggs.append(pl.len().cast(pl.Int64).alias("num_q"))
         elif m.name in SUMMED:
             aggs.append(pl.col(m.column).cast(F64 if zscored else pl.Int64).sum())
-        elif m.name in GEOMETRIC_MEASURES:  # per query a logarithm; the geometric mean
-            aggs.append(pl.col(m.column).mean().exp().cast(F64))
         elif m.name == "runid":
             aggs.append(pl.col(m.column).drop_nulls().first())
         elif m.name != "relstring":  # per query only, as trec_eval prints it
-            aggs.append(pl.col(m.column).mean().cast(F64))
+            means.append(m.column)  # per query a logarithm for a geometric mean
+            logs += [m.column] if m.name in GEOMETRIC_MEASURES else []
+        else:
+            continue
+        columns.append(m.column)
     if "num_q" not in {m.name for m in measures}:
         aggs.insert(0, pl.len().cast(pl.Int64).alias("num_q"))
-    return per.select(aggs)
+        columns.insert(0, "num_q")
+    table = per.lazy().select(*aggs, *units.unit_sums(means, ci=ci))
+    table = table.select(pl.exclude("^__pe_.*$"), *units.unit_means(means, ci))
+    table = units.with_bootstrap(table, per.lazy(), means, [], ["query"], ci)
+    exp = [pl.col(c).exp() for name in logs for c in units.interval_names(name) if ci or c == name]
+    return table.with_columns(exp).select(units.ordered(columns, means, ci)).collect()
 
 
 MISSING_ZSCORE = -1_000_000.0
@@ -1387,7 +1414,8 @@ def trec_cli(
 
     ``metrics`` None or empty uses the default set of the judgments' format
     (:data:`FORMAT_DEFAULTS`); ``flags`` are trec_eval's (``max_docs``, ``min_relevance``,
-    ``complete_queries``, ``judged_only``, ``rel_format``, ``collection_size``). Errors
+    ``complete_queries``, ``judged_only``, ``rel_format``, ``collection_size``; and ``ci``,
+    ``level``, ``n_resamples``, ``seed`` of the intervals over queries). Errors
     are :class:`~polars_eval.DataValidationError` (bad file, malformed line, duplicate
     document) or :class:`~polars_eval.InvalidParameterError` (unknown measure), each with
     a one-line message for the CLI to print.

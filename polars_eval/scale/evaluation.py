@@ -917,13 +917,36 @@ class Evaluation:
 
     # -- finalize ----------------------------------------------------------------------
 
-    def compute(self) -> pl.DataFrame:
+    def compute(
+        self,
+        *,
+        ci: str | None = None,
+        level: float = 0.95,
+        n_resamples: int | None = None,
+        seed: int | None = None,
+    ) -> pl.DataFrame:
         """The task method's table (one row per group) on every row seen so far.
 
         Raises ``ValueError`` when nothing was seen and there is no ``by``, as the task
         method does on an empty frame.
+
+        ``ci="t"`` (ranking and forecasting, SPEC §14) adds ``<metric>_lower`` and
+        ``<metric>_upper`` to each mean over queries or series, as the task method's
+        ``ci="t"``: from the sums per group (a spilled evaluation keeps only those per
+        bucket). ``ci="bootstrap"`` resamples the queries or series (``n_resamples=``,
+        ``seed=``; a spilled evaluation then holds one row per query in memory). The
+        interval is chosen here, not in the definition: evaluations merge whatever
+        interval is asked of them later.
         """
+        from polars_eval.stats import units
+
         d = self._def
+        interval = units.unit_ci(ci, level, n_resamples, seed)
+        if interval is not None and d.task not in ("ranking", "forecast"):
+            raise InvalidParameterError(
+                f"ci= is an interval over queries or series (the ranking and forecast "
+                f"tasks); the {d.task} task has no units"
+            )
         spilled = self._spill is not None and bool(self._spill.files())
         if self._rows is None and not spilled and not d.by:
             raise UndefinedMetricError(f"no rows to evaluate: this {d.task} evaluation saw none")
@@ -931,7 +954,11 @@ class Evaluation:
         chosen = self._method_metrics()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = _spill.compute(self) if spilled else self._finalize(rows, chosen)
+            out = (
+                _spill.compute(self, interval)
+                if spilled
+                else self._finalize(rows, chosen, interval)
+            )
         _rewarn(caught, d.metrics if chosen is None else None)
         if d.metrics is not None and chosen is None:
             missing = [m for m in d.metrics if m not in out.columns]
@@ -940,7 +967,8 @@ class Evaluation:
                     f"metrics {missing} are not columns of the {d.task} task; "
                     f"available: {[c for c in out.columns if c not in d.by]}"
                 )
-            out = out.select([*d.by, *d.metrics])
+            kept = units.ordered(d.metrics, d.metrics, interval)  # with their intervals
+            out = out.select([*d.by, *(c for c in kept if c in out.columns)])
         return out
 
     def _method_metrics(self) -> list[str] | None:
@@ -954,14 +982,17 @@ class Evaluation:
         registered = {info.name for info in _registry.by_task("multiclass")}
         return list(d.metrics) if set(d.metrics) <= registered else None
 
-    def _finalize(self, rows: pl.DataFrame, metrics: list[str] | None = None) -> pl.DataFrame:
+    def _finalize(
+        self, rows: pl.DataFrame, metrics: list[str] | None = None, ci: Any = None
+    ) -> pl.DataFrame:
         """The task method on the state rows, the summed weight as the weight; or the
-        task table's finalizers over the merged states."""
+        task table's finalizers over the merged states. ``ci``: the interval over units
+        (``units.UnitCI``, ranking and forecasting)."""
         d = self._def
         if self._table is not None:
             return self._finalize_states(rows)
         if self._forecast is not None:
-            return self._forecast.finalize(rows, self._train)
+            return self._forecast.finalize(rows, self._train, ci)
         by = list(d.by) or None
         opts = {k: v for k, v in d.options.items()}
         cols = dict(d.columns)
@@ -992,12 +1023,13 @@ class Evaluation:
                 by=by,
                 metrics=_forecast_metrics(d.metrics),
                 **opts,
+                **_ci_arguments(ci),
             )
         else:
             if not self._keyed:
                 values = [c for c in rows.columns if c != N]
                 rows = rows.with_columns(pl.col(values).repeat_by(N)).explode(values)
-            out = rows.eval.ranking(**_spill.table_request(d))
+            out = rows.eval.ranking(**_spill.table_request(d), **_ci_arguments(ci))
         return out
 
     def _finalize_states(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -1082,6 +1114,14 @@ class Evaluation:
         else:
             out = out.drop(replaced).with_columns(sums)
         return out.select(order)
+
+
+def _ci_arguments(ci: Any) -> dict[str, Any]:
+    """A task method's ``ci=`` arguments for a ``units.UnitCI`` (none without one)."""
+    if ci is None:
+        return {}
+    boot = {"n_resamples": ci.n_resamples, "seed": ci.seed} if ci.bootstrap else {}
+    return {"ci": ci.method, "level": ci.level, **boot}
 
 
 def _lazy(data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.LazyFrame:

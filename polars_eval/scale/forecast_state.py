@@ -374,9 +374,12 @@ class ForecastState:
 
     # -- finalize --------------------------------------------------------------------------
 
-    def finalize(self, frame: pl.DataFrame, train: pl.DataFrame | None) -> pl.DataFrame:
+    def finalize(
+        self, frame: pl.DataFrame, train: pl.DataFrame | None, ci: Any = None
+    ) -> pl.DataFrame:
         """The task method's table from (stacked) state rows; a repeated key is the
-        task's error naming the key columns and a few repeated keys."""
+        task's error naming the key columns and a few repeated keys. ``ci``: the interval
+        of each mean over series (``units.UnitCI``), as ``df.eval.forecast(ci=...)``."""
         merged = self.merge(frame)
         metric = merged.filter(pl.col(LO).is_null())
         self._raise_for_repeated(metric)
@@ -387,7 +390,7 @@ class ForecastState:
             self._raise_for_train_repeats(metric, scale, train)
             wanted = list(dict.fromkeys(_task.TRAIN_SCALED[n] for n in self.plan.late))
             q = q.join(scale.lazy().select(*keys, *wanted), on=keys, how="left")
-        q = _task.series_table(q, self.plan, by, keys, per_series=False)
+        q = _task.series_table(q, self.plan, by, keys, per_series=False, ci=ci)
         out = (q.sort(by, nulls_last=True) if by else q).collect()
         undefined = _task.table_undefined(self.plan.names, per_series=False)
         if by:

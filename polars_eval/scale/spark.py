@@ -74,7 +74,8 @@ from polars_eval.exceptions import (
     InvalidParameterError,
     PolarsEvalError,
 )
-from polars_eval.scale.evaluation import Evaluation, W
+from polars_eval.scale.evaluation import Evaluation, W, _ci_arguments
+from polars_eval.stats.units import unit_ci
 
 __all__ = ["evaluate"]
 
@@ -107,6 +108,10 @@ def evaluate(
     bins: int | None = None,
     weight: str | None = None,
     partitions: int | None = None,
+    ci: str | None = None,
+    level: float = 0.95,
+    n_resamples: int | None = None,
+    seed: int | None = None,
     **columns: Any,
 ) -> pl.DataFrame:
     """A task's metrics over a Spark DataFrame, computed inside Spark; one row per group.
@@ -119,6 +124,12 @@ def evaluate(
     (the training rows, sent to the executors with the task). ``partitions=`` is the
     number of Spark tasks that finalize the groups of ``by`` (default: the Spark
     context's default parallelism); without ``by`` one task finalizes.
+
+    ``ci="t"`` (ranking and forecasting, SPEC §14) adds each mean's interval over
+    queries or series (``<metric>_lower``, ``<metric>_upper``), as
+    ``pe.Evaluation(...).compute(ci="t")``; ``ci="bootstrap"`` resamples them
+    (``n_resamples=``, ``seed=``). Each group is finalized whole on one executor, so both
+    equal the one-machine result.
 
     States are computed per partition from Arrow batches, merged by Spark and finalized
     per group on the executors; only the result (one row per group) is collected. The
@@ -158,6 +169,10 @@ def evaluate(
             f"executors with the task); got {type(train).__name__}"
         )
     ev = Evaluation(task, by=by, metrics=metrics, bins=bins, weight=weight, **columns)
+    # the interval is an option of compute(), sent to the executors with the evaluation
+    ev._compute_options = _ci_arguments(unit_ci(ci, level, n_resamples, seed))
+    if ev._compute_options and task not in ("ranking", "forecast"):
+        ev.compute(**ev._compute_options)  # its error: the task has no units
 
     # the Spark schema, checked on the driver: missing, repeated, mistyped columns are ours
     names = ev._inputs()
@@ -180,7 +195,7 @@ def evaluate(
     frames = [pl.read_ipc(io.BytesIO(result)) for result, _ in collected]
     if not frames:
         # no rows at all: what pe.Evaluation says about an evaluation that saw none
-        return ev.compute()
+        return ev.compute(**ev._compute_options)
     out = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
     if d.by:
         if out.select(pl.struct(list(d.by)).is_duplicated().any()).item():
@@ -560,7 +575,7 @@ def _finalize(ev: Evaluation) -> pl.DataFrame:
     input roles, without running them again (the states were made of validated rows)."""
     d = ev._def
     if d.task != "binary" or d.bins is not None or ev._table is not None:
-        return ev.compute()
+        return ev.compute(**getattr(ev, "_compute_options", {}))
     from polars_eval._core.registry import data_checks
     from polars_eval.tasks.binary import summary_infos
 

@@ -378,10 +378,12 @@ def merge(ev: Evaluation, other: Evaluation) -> None:
         ev._spill.write(kept.lazy(), _query(ev))
 
 
-def compute(ev: Evaluation) -> pl.DataFrame:
-    """``df.eval.ranking`` on every row, bucket by bucket: sums per ``by`` group combined."""
+def compute(ev: Evaluation, ci: Any = None) -> pl.DataFrame:
+    """``df.eval.ranking`` on every row, bucket by bucket: sums per ``by`` group combined
+    (with ``ci="t"`` the sums of squares too; with ``ci="bootstrap"`` one row per query of
+    each bucket, resampled once all are in)."""
     assert ev._spill is not None
-    arguments = table_arguments(**table_request(ev._def))
+    arguments = {**table_arguments(**table_request(ev._def)), "ci": ci}
     parts = [
         run_ranking(frame, **arguments, partial=True) for frame in ev._spill.frames(_query(ev))
     ]

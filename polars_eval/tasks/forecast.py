@@ -46,6 +46,8 @@ from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics import forecast as fc
 from polars_eval.metrics import regression as reg
 from polars_eval.namespace import _make_method
+from polars_eval.stats import units
+from polars_eval.stats.intervals import Interval
 
 STATE = "__pe_s_"
 POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
@@ -369,12 +371,18 @@ def series_plan(
 
 
 def series_table(
-    q: pl.LazyFrame, sp: SeriesPlan, by_cols: list[str], keys: list[str], per_series: bool
+    q: pl.LazyFrame,
+    sp: SeriesPlan,
+    by_cols: list[str],
+    keys: list[str],
+    per_series: bool,
+    ci: units.UnitCI | None = None,
 ) -> pl.LazyFrame:
     """The second stage of the forecast table over the states per (``by`` groups, series)
     of :func:`series_plan` (with the columns of ``pe.seasonal_scale`` that the late-scaled
     metrics read, joined on the series): each metric per series, then (unless
-    ``per_series``) one row per ``by`` group: the mean over series and the pooled value."""
+    ``per_series``) one row per ``by`` group: the mean over series (with ``ci``, its
+    interval over series: :mod:`polars_eval.stats.units`) and the pooled value."""
     planned, late, names = sp.planned, sp.late, sp.names
     if late:
         q = q.with_columns(_late_states(planned, late))
@@ -384,13 +392,15 @@ def series_table(
     aggs = [
         pl.len().cast(pl.Int64).alias("n_series"),
         pl.col("n").sum(),  # Int64 counts
-        *[pl.col(n).mean().alias(n) for n in names],
+        *units.unit_sums(names, ci=ci),  # the mean over series (and its interval's sums)
         *_late_merged(planned, late, names),  # the states of every series, merged
         pl.col("zero_actuals").sum(),
     ]
-    q = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
+    table = q.group_by(by_cols).agg(aggs) if by_cols else q.select(aggs)
     pooled = [n + "_pooled" for n in names]
-    return q.select([*by_cols, "n_series", "n", *names, *pooled, "zero_actuals"])
+    means = units.unit_means(names, ci)
+    table = table.select([*by_cols, "n_series", "n", *means, *pooled, "zero_actuals"])
+    return units.with_bootstrap(table, q, names, by_cols, keys, ci)
 
 
 def table_undefined(names: Sequence[str], per_series: bool) -> dict[str, str]:
@@ -425,6 +435,10 @@ class ForecastMethods:
         per_series: bool = False,
         metrics: str | Sequence[str] | None = None,
         validate: bool = True,
+        ci: str | None = None,
+        level: float = 0.95,
+        n_resamples: int | None = None,
+        seed: int | None = None,
     ) -> Any:
         """Forecast accuracy of a long frame (series id, time, actual, forecast).
 
@@ -461,6 +475,13 @@ class ForecastMethods:
         (``["mae", "msse", "linex"]``; a scaled one needs ``train=``, one that needs more
         columns or options than the table takes is an error that says so); ``quantiles=``
         and ``interval=`` still add theirs.
+
+        ``ci="t"`` adds ``<metric>_lower`` and ``<metric>_upper`` after each mean over
+        series: Student's interval mean ± t_{n−1} · s / √n over the n series where the
+        metric is defined (null below two), from each group's count, Σx and Σx² (SPEC
+        §14; ``pe.Evaluation("forecast", ...).compute(ci="t")`` gives it too);
+        ``ci="bootstrap"`` resamples the series (``n_resamples=``, ``seed=``). The pooled
+        columns get none (they are not means over series).
 
         Rows may come in any order. A DataFrame (and ``train``) sorted by (series, time)
         is the fast case: one cheap pass finds it sorted, which rules out duplicate keys and
@@ -516,6 +537,8 @@ class ForecastMethods:
                 f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
             )
         by_cols = normalize_by(by)
+        unit_ci = units.unit_ci(ci, level, n_resamples, seed)
+        units.check_no_per_unit(unit_ci, per_series, "per_series")
         tschema = train.lazy().collect_schema() if train is not None else None
         keys = series_keys(series, by_cols, cutoff, tschema)
         frame: Any = self
@@ -531,6 +554,7 @@ class ForecastMethods:
                 weight, zero_actuals, quantiles, interval, per_series, validate,
                 _point_metrics(metrics, train is not None, per_series, (actual, forecast)),
                 SERIES_HINT if series is None else "",
+                unit_ci,
             )  # fmt: skip
             return out.drop(ONE_SERIES, strict=False) if per_series else out
         except DataValidationError as error:
@@ -557,6 +581,7 @@ class ForecastMethods:
         validate: bool,
         point: Sequence[str],
         hint: str,
+        ci: units.UnitCI | None = None,
     ) -> Any:
         lf = self._frame.lazy()
         schema = lf.collect_schema()
@@ -671,7 +696,7 @@ class ForecastMethods:
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in checked}
                 q = q.map_batches(check_rows, schema=pl.Schema(kept))
-            q = series_table(q, sp, by_cols, extra, per_series)
+            q = series_table(q, sp, by_cols, extra, per_series, ci)
             if per_series:
                 return q
             # sort keys of the plan, dropped
@@ -897,6 +922,10 @@ def keyed_method(info: MetricInfo) -> Any:
         lead: int | None = None,
         **kwargs: Any,
     ) -> Any:
+        ci = kwargs.get("ci")
+        if ci == "t" or (ci == "bootstrap" and series is not None):  # units: the series
+            keys = {"series": series, "time": time, "cutoff": cutoff, "lead": lead}
+            return _over_series(method, info, self, args, kwargs, by, validate, keys)
         train = kwargs.pop("train", None) if scaled else None
         season_length = kwargs.pop("season_length", 1) if scaled else 1
         if series is None and time is None and cutoff is None and lead is None:
@@ -961,3 +990,57 @@ def keyed_method(info: MetricInfo) -> Any:
     method.__signature__ = base_sig.replace(parameters=params)  # type: ignore[attr-defined]
     method.__doc__ = _with_keys_doc(base.__doc__ or "", TRAIN_SCALED.get(info.name))
     return method
+
+
+def _over_series(
+    method: Any,
+    info: MetricInfo,
+    namespace: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    by: Any,
+    validate: bool,
+    keys: dict[str, Any],
+) -> Any:
+    """A forecast metric method with ``ci="t"`` (or ``ci="bootstrap"`` and ``series=``):
+    the metric per (``by`` group, series), then the mean over series with its interval
+    (SPEC §14: a forecast metric's unit is the series; :mod:`polars_eval.stats.units`)."""
+    kwargs = dict(kwargs)
+    ci, level = kwargs.pop("ci"), kwargs.pop("level", 0.95)
+    n_resamples, seed = kwargs.pop("n_resamples", None), kwargs.pop("seed", None)
+    if kwargs.pop("method", None) not in (None, "multinomial"):
+        raise InvalidParameterError(
+            "ci over series resamples whole series with replacement; method= (the row "
+            "bootstrap's 'multinomial' or 'poisson') does not apply"
+        )
+    interval = units.unit_ci(ci, level, n_resamples, seed)
+    assert interval is not None
+    if keys["series"] is None:
+        raise InvalidParameterError(
+            f"ci={ci!r} on {info.name} needs series= (and time=): a forecast metric's interval "
+            "is over its series (SPEC §14)"
+        )
+    series = _key_list("series", keys["series"])
+    by_cols = normalize_by(by)
+    per_series = method(
+        namespace, *args, by=[*by_cols, *series], validate=validate, **keys, **kwargs
+    )
+    name = info.name
+    rows = per_series.lazy()
+    sums = units.unit_sums([name], ci=interval)
+    table = rows.group_by(by_cols).agg(sums) if by_cols else rows.select(sums)
+    table = table.select(*by_cols, *units.unit_means([name], interval))
+    table = units.with_bootstrap(table, rows, [name], by_cols, series, interval)
+    if by_cols:
+        table = table.sort(by_cols, nulls_last=True)
+    why = {name: f"no series has a value ({info.undefined or 'no defined value'})"}
+
+    def finish(df: pl.DataFrame) -> pl.DataFrame:
+        report_undefined(df, why, grouped=bool(by_cols), strict=True)
+        return df
+
+    table = table.map_batches(finish, schema=table.collect_schema())
+    if isinstance(per_series, pl.LazyFrame):
+        return table
+    out = table.collect()
+    return out if by_cols else Interval(*out.row(0))

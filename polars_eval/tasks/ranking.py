@@ -31,12 +31,14 @@ from polars_eval._core.planner import (
     normalize_by,
     report_undefined,
 )
-from polars_eval._exprs import F64, column_name, count_true, safe_div, to_expr, to_float
+from polars_eval._exprs import column_name, count_true, to_expr, to_float
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.ranking import engine as rk
 from polars_eval.namespace import method_doc
+from polars_eval.stats import units
+from polars_eval.stats.intervals import Interval
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"
@@ -101,14 +103,18 @@ def run_ranking(
     weight: IntoExpr | None = None,
     unjudged: str = "ignore",
     partial: bool = False,
+    ci: units.UnitCI | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
     Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
     keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
     ``partial=True`` stops the second stage at its sums per ``by`` group, which add up over
-    disjoint sets of whole queries (:func:`combine_partials` finishes them).
+    disjoint sets of whole queries (:func:`combine_partials` finishes them); with
+    ``ci="bootstrap"`` it stops at one row per query instead (the resamples need every
+    query's value). ``ci`` (:func:`units.unit_ci`) adds each mean's interval over queries.
     """
+    units.check_no_per_unit(ci, per_query, "per_query")
     names = [spec.out for spec in [*specs, *(baseline or [])]]
     # a row with a null weight is ignored, as one with a null relevance and score (BAD_INPUTS
     # row 1: neither an unjudged nor an unretrieved item)
@@ -154,6 +160,7 @@ def run_ranking(
             weighted=weight is not None,
             reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
             partial=partial,
+            ci=ci,
         )
     except DataValidationError as error:
         if isinstance(frame, pl.LazyFrame):
@@ -178,26 +185,24 @@ INPUTS: dict[str, Any] = {
 }
 """The input roles of the ranking plan."""
 
-NUM, DEN = "__pe_num_", "__pe_den_"
 COUNTS = ("n_queries", "n_excluded")
 
 
 def _partial_sums(
-    names: Sequence[str], *, weighted: bool, counts: bool, zero_counts: bool
+    names: Sequence[str],
+    *,
+    weighted: bool,
+    counts: bool,
+    zero_counts: bool,
+    ci: units.UnitCI | None = None,
 ) -> list[pl.Expr]:
-    """The second stage's sums over the queries of a group: for each metric the (query
-    weighted) sum of its values and the (weight of the) queries where it is defined; the
-    number of queries and of those without a relevant item. Sums of disjoint sets of
-    queries add up to the sums of their union."""
-    aggs: list[pl.Expr] = []
-    for name in names:
-        value = pl.col(name)
-        if weighted:
-            w = pl.col(WEIGHT)
-            aggs += [(value * w).sum().alias(NUM + name), w.filter(value.is_not_null()).sum()]
-        else:
-            aggs += [value.sum().alias(NUM + name), count_true(value.is_not_null())]
-        aggs[-1] = aggs[-1].cast(F64).alias(DEN + name)
+    """The second stage's sums over the queries of a group (:func:`units.unit_sums`: for
+    each metric the (query weighted) sum of its values, the (weight of the) queries where
+    it is defined, and with ``ci="t"`` the sum of squares); the number of queries and of
+    those without a relevant item. Sums of disjoint sets of queries add up to the sums of
+    their union."""
+    weight = pl.col(WEIGHT) if weighted else None
+    aggs = units.unit_sums(names, weight=weight, ci=ci)
     if counts or zero_counts:
         excluded = count_true(pl.col(rk.NREL) == 0.0) if counts else pl.lit(0)
         aggs = [
@@ -208,13 +213,10 @@ def _partial_sums(
     return aggs
 
 
-def _means(names: Sequence[str], counts: bool) -> list[pl.Expr]:
+def _means(names: Sequence[str], counts: bool, ci: units.UnitCI | None = None) -> list[pl.Expr]:
     """The (query-weighted) mean over queries from the sums of :func:`_partial_sums`;
-    null where no query has a value."""
-    means = [
-        safe_div(pl.col(NUM + name), pl.col(DEN + name)).cast(F64).alias(name) for name in names
-    ]
-    return [*(pl.col(c) for c in COUNTS if counts), *means]
+    null where no query has a value; with ``ci="t"`` its bounds (:func:`units.unit_means`)."""
+    return [*(pl.col(c) for c in COUNTS if counts), *units.unit_means(names, ci)]
 
 
 def combine_partials(
@@ -226,10 +228,26 @@ def combine_partials(
     why nothing could be evaluated."""
     specs = [*arguments["specs"], *(arguments.get("baseline") or [])]
     by: list[str] = arguments["by"]
+    ci: units.UnitCI | None = arguments.get("ci")
+    names = [s.out for s in specs]
+    counts = bool(arguments.get("counts"))
     merged = pl.concat(parts, how="vertical_relaxed")
-    sums = pl.col([c for c in merged.columns if c not in by]).sum()
-    merged = merged.group_by(by).agg(sums) if by else merged.select(sums)
-    out = merged.select(*by, *_means([s.out for s in specs], bool(arguments.get("counts"))))
+    if ci is not None and ci.bootstrap:  # the parts are one row per query: one second stage
+        zero_counts = arguments.get("no_relevant") is not None
+        out = _second_stage(
+            merged.lazy(),
+            names,
+            by=by,
+            query=arguments["query"],
+            weighted=arguments.get("weight") is not None,
+            counts=counts and not zero_counts,
+            zero_counts=counts and zero_counts,
+            ci=ci,
+        ).collect()
+    else:
+        sums = pl.col([c for c in merged.columns if c not in by]).sum()
+        merged = merged.group_by(by).agg(sums) if by else merged.select(sums)
+        out = merged.select(*by, *_means(names, counts, ci))
     if by:
         out = out.sort(by, nulls_last=True)
     args = {key: arguments.get(key) for key in INPUTS}
@@ -266,6 +284,7 @@ def _build(
     weighted: bool = False,
     reasons: Mapping[str, str] | None = None,
     partial: bool = False,
+    ci: units.UnitCI | None = None,
 ) -> pl.LazyFrame:
     """The plan of the ranking metrics: the engine per query (``by`` + ``query`` groups),
     then the second stage: one row per query, or the (query-weighted) mean per ``by``
@@ -291,9 +310,14 @@ def _build(
         per_key = middle(per_key)
         if per_query:
             return per_key.select(keys + names)
-        aggs = _partial_sums(names, weighted=weighted, counts=counts, zero_counts=zero_counts)
-        sums = per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
-        return sums if partial else sums.select(*by, *_means(names, counts or zero_counts))
+        if partial and ci is not None and ci.bootstrap:  # every query's value, for the resamples
+            kept = [*keys, *names, rk.NREL, *([WEIGHT] if weighted else [])]
+            return per_key.select(kept)
+        options = {"weighted": weighted, "counts": counts, "zero_counts": zero_counts}
+        if partial:
+            aggs = _partial_sums(names, **options, ci=ci)
+            return per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
+        return _second_stage(per_key, names, by=by, query=query, ci=ci, **options)
 
     plan = Plan(
         exprs=first,
@@ -304,12 +328,36 @@ def _build(
         out_by=keys if per_query else by,
         validate=validate,
         strict=strict,
-        undefined={name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names},
+        # a partial result is reported once combined (combine_partials)
+        undefined={}
+        if partial
+        else {n: (reasons or {}).get(n, rk.NO_RELEVANT_ITEM) for n in names},
         then=second_stage,
         extra_checks=[key_checks],
         slice_rows=PARTITION_ROWS,
     )
     return build(frame, plan)
+
+
+def _second_stage(
+    per_key: pl.LazyFrame,
+    names: Sequence[str],
+    *,
+    by: list[str],
+    query: list[str],
+    weighted: bool,
+    counts: bool,
+    zero_counts: bool,
+    ci: units.UnitCI | None,
+) -> pl.LazyFrame:
+    """The mean over queries per ``by`` group (one row per query in ``per_key``), the
+    counts and, with ``ci``, each mean's interval: Student's t from the sums, or the
+    bootstrap of the queries (:mod:`polars_eval.stats.units`)."""
+    aggs = _partial_sums(names, weighted=weighted, counts=counts, zero_counts=zero_counts, ci=ci)
+    sums = per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
+    table = sums.select(*by, *_means(names, counts or zero_counts, ci))
+    weight = WEIGHT if weighted else None
+    return units.with_bootstrap(table, per_key, names, by, query, ci, weight)
 
 
 # ---------------------------------------------------------------------------------------
@@ -323,6 +371,10 @@ _EXTRA_PARAMS = [
     inspect.Parameter("per_query", inspect.Parameter.KEYWORD_ONLY, default=False),
     inspect.Parameter("by", inspect.Parameter.KEYWORD_ONLY, default=None),
     inspect.Parameter("validate", inspect.Parameter.KEYWORD_ONLY, default=True),
+    inspect.Parameter("ci", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("level", inspect.Parameter.KEYWORD_ONLY, default=0.95),
+    inspect.Parameter("n_resamples", inspect.Parameter.KEYWORD_ONLY, default=None),
+    inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY, default=None),
 ]
 
 _METHOD_PARAMS = """query : str or list of str
@@ -337,7 +389,16 @@ by : str or list of str, optional
     Group columns: one mean per group instead of one for the frame.
 validate : bool, default True
     Check the rows first (SPEC §2): relevance and scores finite, one query weight per
-    query; a clear ``pe.DataValidationError`` naming the column otherwise."""
+    query; a clear ``pe.DataValidationError`` naming the column otherwise.
+ci : {"t", "bootstrap"}, optional
+    An interval of the mean over queries (SPEC §14): ``"t"``, mean ± t_{n−1} · s / √n
+    over the n queries with a value; ``"bootstrap"``, the percentile interval of the
+    queries resampled with replacement. The result becomes ``pe.Interval(value, lower,
+    upper)`` (columns ``{name}``, ``{name}_lower``, ``{name}_upper`` with ``by``).
+level : float, default 0.95
+    The interval's confidence level.
+n_resamples, seed : int, optional
+    With ``ci="bootstrap"``: the number of resamples (1000) and the seed (0)."""
 
 _METHOD_RETURNS = """float
     Without ``by`` (and ``per_query``) on a DataFrame: the mean over the queries that have
@@ -386,6 +447,10 @@ def _make_method(
         per_query: bool = False,
         by: str | Sequence[str] | None = None,
         validate: bool = True,
+        ci: str | None = None,
+        level: float = 0.95,
+        n_resamples: int | None = None,
+        seed: int | None = None,
         **kwargs: Any,
     ) -> Any:
         bound = sig.bind(*args, **kwargs)
@@ -393,6 +458,7 @@ def _make_method(
         arguments = dict(bound.arguments)
         info.fn(**arguments)  # checks every option, raising InvalidParameterError
         by_cols = _keys(by, "by")
+        interval = units.unit_ci(ci, level, n_resamples, seed)
         result = run_ranking(
             self._frame,
             relevance=arguments["relevance"],
@@ -409,9 +475,12 @@ def _make_method(
             per_query=per_query,
             validate=validate,
             unjudged=arguments.get("unjudged", "ignore"),
+            ci=interval,
         )
         if isinstance(result, pl.LazyFrame) or by_cols or per_query:
             return result
+        if interval is not None:
+            return Interval(*result.row(0))
         return result.item()
 
     params = [
@@ -532,6 +601,10 @@ def _ranking(
     per_query: bool = False,
     by: str | Sequence[str] | None = None,
     validate: bool = True,
+    ci: str | None = None,
+    level: float = 0.95,
+    n_resamples: int | None = None,
+    seed: int | None = None,
 ) -> Any:
     """Every ranking metric at every cutoff, one wide row per group (mean over queries).
 
@@ -556,6 +629,13 @@ def _ranking(
 
     ``baseline=True`` adds ``<column>_baseline``: the same metrics for a constant score
     (every item tied, ``ties="average"``), the default predictor of SPEC §8.
+
+    ``ci="t"`` adds ``<column>_lower`` and ``<column>_upper`` after each metric column:
+    Student's interval of the mean over queries at ``level`` (mean ± t_{n−1} · s / √n over
+    the n queries with a value; null below two), computed from each group's count, Σx and
+    Σx², so ``pe.Evaluation(...).compute(ci="t")`` gives it too. ``ci="bootstrap"``:
+    the percentile interval of the queries resampled with replacement (``n_resamples=``,
+    ``seed=``). See :mod:`polars_eval.stats.units` (SPEC §14).
 
     Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame); with
     ``per_query=True`` one row per query (without the counts). Without ``by``, an input
@@ -594,6 +674,8 @@ def table_arguments(**arguments: Any) -> dict[str, Any]:
     gain, max_relevance, log_base, p = a["gain"], a["max_relevance"], a["log_base"], a["p"]
     min_relevance, no_relevant, unscored = a["min_relevance"], a["no_relevant"], a["unscored"]
     unjudged, per_query = a["unjudged"], a["per_query"]
+    ci = units.unit_ci(a["ci"], a["level"], a["n_resamples"], a["seed"])
+    units.check_no_per_unit(ci, per_query, "per_query")
     cutoffs: list[int | None] = list(k) if isinstance(k, (list, tuple)) else [k]  # type: ignore[list-item]
     if not cutoffs:
         raise InvalidParameterError("k must name at least one cutoff")
@@ -651,6 +733,7 @@ def table_arguments(**arguments: Any) -> dict[str, Any]:
         "baseline": base,
         "counts": not per_query,
         "unjudged": unjudged,
+        "ci": ci,
     }
 
 
