@@ -73,6 +73,13 @@ from polars_eval.metrics.binary import (
     threshold_table,
     youden_j,
 )
+from polars_eval.metrics.calibration import (
+    brier_decomposition,
+    calibration_error,
+    calibration_intercept,
+    calibration_slope,
+    multiclass_calibration_error,
+)
 from polars_eval.metrics.forecast import (
     calibration,
     cfe,
@@ -200,7 +207,11 @@ __all__ = [
     "bic",
     "bpref",
     "brier",
+    "brier_decomposition",
     "calibration",
+    "calibration_error",
+    "calibration_intercept",
+    "calibration_slope",
     "calibration_table",
     "cfe",
     "cg",
@@ -262,6 +273,7 @@ __all__ = [
     "multiclass_auc",
     "multiclass_balanced_accuracy",
     "multiclass_brier",
+    "multiclass_calibration_error",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",
