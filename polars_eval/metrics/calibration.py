@@ -532,6 +532,14 @@ def _recalibration_spec(
     )
 
 
+_RECALIBRATION: dict[str, Any] = {
+    "task": "binary",
+    "inputs": PROBA_INPUTS,
+    "higher_is_better": None,
+    "summary": False,
+    "undefined": NO_FIT,
+}
+
 _RECALIBRATION_DOC = """{summary}
 
     The logistic recalibration of the scores, fitted by maximum likelihood (weights as
@@ -563,26 +571,14 @@ _RECALIBRATION_DOC = """{summary}
 """
 
 
-@register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    higher_is_better=None,
-    summary=False,
-    undefined=NO_FIT,
-)
+@register(**_RECALIBRATION)
 def calibration_slope(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
 ) -> MetricSpec:
     return _recalibration_spec(label, score, weight, pos_label, slope=True)
 
 
-@register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    higher_is_better=None,
-    summary=False,
-    undefined=NO_FIT,
-)
+@register(**_RECALIBRATION)
 def calibration_intercept(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
 ) -> MetricSpec:
