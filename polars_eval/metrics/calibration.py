@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from polars_eval._core.registry import register
 from polars_eval._core.spec import MetricSpec
@@ -403,11 +405,18 @@ TOLERANCE = 1e-12
 
 def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The distinct scores of a column of threshold states, flattened: (groups, group of
-    each point, score, positive weight, negative weight)."""
-    frame = pl.DataFrame({"s": states}).with_row_index("g").explode("s").drop_nulls("s").unnest("s")
-    g = frame["g"].to_numpy().astype(np.int64)
-    t = frame["t"].to_numpy().astype(np.float64)
-    tp, fp = frame["tp"].to_numpy(), frame["fp"].to_numpy()
+    each point, score, positive weight, negative weight). Read through Arrow: the call
+    runs once per group inside a ``group_by`` aggregation, where a DataFrame round trip
+    would cost more than the fit."""
+    lists = states.to_arrow()
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    g = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    values = pc.list_flatten(lists)
+    t, tp, fp = (
+        np.asarray(values.field(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+        for name in ("t", "tp", "fp")
+    )
     first = np.ones(len(g), dtype=bool)
     first[1:] = g[1:] != g[:-1]
     pos = tp - np.where(first, 0.0, np.roll(tp, 1))
@@ -430,75 +439,69 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
     Vectorised Newton–Raphson over every group at once (numpy: the 2 × 2 score equations
     are sums per group, ``bincount``; a Polars expression would have to unroll the
     iterations), from a = 0, b = 1, with step halving while the log-likelihood falls, until
-    every step is below 1e-12 (relative) or after 100 iterations. A group is null when it
-    has one class only, when no estimate exists (the slope of separated scores: every
-    positive's score ≥ every negative's, or ≤), or without convergence; NaN when a score
-    is NaN.
+    every step is below 1e-12 (relative) or after 100 iterations; each iteration reads
+    the points of the groups still moving only. A group is null when it has one class
+    only, when no estimate exists (the slope of separated scores: every positive's score
+    ≥ every negative's, or ≤), or without convergence; NaN when a score is NaN.
     """
     groups, g, t, pos, neg = _points(states)
-    if groups == 0:
-        return pl.Series([], dtype=F64)
-    has_nan = np.bincount(g, weights=np.isnan(t).astype(float), minlength=groups) > 0
-    p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    x = np.log(p) - np.log1p(-p)
-    x = np.where(np.isnan(x), 0.0, x)
-    m = pos + neg
+    has_nan = np.bincount(g, weights=np.isnan(t), minlength=groups) > 0
     fit = (
         (np.bincount(g, weights=pos, minlength=groups) > 0)
         & (np.bincount(g, weights=neg, minlength=groups) > 0)
         & ~has_nan
     )
+    used = fit[g]  # the points of the groups to fit
+    g, t, pos, neg = g[used], t[used], pos[used], neg[used]
+    p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
+    x = np.log(p) - np.log1p(-p)
     if slope:
         fit &= ~_separated(g, groups, x, pos, neg)
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
+    loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
     for _ in range(MAX_ITERATIONS):
-        if not active.any():
+        keep = active[g]
+        if not keep.any():
             break
-        eta = a[g] + b[g] * x
-        mu = 0.5 * (1.0 + np.tanh(0.5 * eta))  # σ(η), no overflow
+        g, x, pos, neg = g[keep], x[keep], pos[keep], neg[keep]
+        m = pos + neg
+        mu = 0.5 * (1.0 + np.tanh(0.5 * (a[g] + b[g] * x)))  # σ(η), no overflow
         r = pos - m * mu
         v = m * mu * (1.0 - mu)
         ga = np.bincount(g, weights=r, minlength=groups)
         haa = np.bincount(g, weights=v, minlength=groups)
-        if slope:
-            gb = np.bincount(g, weights=r * x, minlength=groups)
-            hab = np.bincount(g, weights=v * x, minlength=groups)
-            hbb = np.bincount(g, weights=v * x * x, minlength=groups)
-            det = haa * hbb - hab * hab
-            with np.errstate(divide="ignore", invalid="ignore"):
-                da = np.where(active, (hbb * ga - hab * gb) / det, 0.0)
-                db = np.where(active, (haa * gb - hab * ga) / det, 0.0)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                da = np.where(active, ga / haa, 0.0)
-            db = np.zeros(groups)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if slope:
+                gb = np.bincount(g, weights=r * x, minlength=groups)
+                hab = np.bincount(g, weights=v * x, minlength=groups)
+                hbb = np.bincount(g, weights=v * x * x, minlength=groups)
+                det = haa * hbb - hab * hab
+                da = (hbb * ga - hab * gb) / det
+                db = (haa * gb - hab * ga) / det
+            else:
+                da, db = ga / haa, np.zeros(groups)
         bad = active & ~(np.isfinite(da) & np.isfinite(db))
         active &= ~bad
         fit &= ~bad
         da, db = np.where(active, da, 0.0), np.where(active, db, 0.0)
-        # step halving: take the largest of 1, 1/2, 1/4 ... that does not lower the
+        # step halving: the largest of 1, 1/2, 1/4 ... that does not lower the
         # log-likelihood (a Newton step of a concave function rarely needs it)
-        before = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
         scale = np.ones(groups)
         for _ in range(60):
-            after = _log_likelihood(
-                g, groups, (a + scale * da)[g] + (b + scale * db)[g] * x, pos, neg
-            )
-            worse = active & (after < before - 1e-13 * np.abs(before))
+            eta = (a + scale * da)[g] + (b + scale * db)[g] * x
+            after = _log_likelihood(g, groups, eta, pos, neg)
+            worse = active & (after < loglik - 1e-13 * np.abs(loglik))
             if not worse.any():
                 break
             scale = np.where(worse, scale * 0.5, scale)
+        loglik = np.where(active, after, loglik)
         a, b = a + scale * da, b + scale * db
         step = np.maximum(np.abs(scale * da), np.abs(scale * db))
         active &= step > TOLERANCE * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
     fit &= ~active  # not converged
-    value = np.where(has_nan, np.nan, b if slope else a)
-    return (
-        pl.Series(value, dtype=F64)
-        .to_frame("v")
-        .select(pl.when(pl.Series(fit | has_nan)).then(pl.col("v")))["v"]
-    )
+    value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
+    return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
 
 
 def _separated(
