@@ -185,7 +185,11 @@ def _lerp() -> pl.Expr:
     e = pl.element()
     a, b, g = (e.struct.field(f) for f in ("a", "b", "g"))
     diff = b - a
-    t = pl.when(g >= 0.5).then(b - diff * (1.0 - g)).otherwise(a + diff * g)
+    return _edge_rows(pl.when(g >= 0.5).then(b - diff * (1.0 - g)).otherwise(a + diff * g))
+
+
+def _edge_rows(t: pl.Expr) -> pl.Expr:
+    """Edge rows of scores ``t``: no weight, ``edge`` true."""
     zero = pl.lit(0.0, dtype=F64)
     return pl.struct(t=t, w=zero, y=zero, p=zero, edge=pl.lit(True))
 
@@ -225,13 +229,32 @@ def quantile_bins(state: pl.Expr, bins: int) -> pl.Expr:
     of cumulative sums at the edge rows. In stages of ``list.eval``, each small (inside
     one, Polars computes a repeated sub-expression again at every reference).
     """
+    return state_bins(state, bins, "quantile")
+
+
+def state_bins(state: pl.Expr, bins: int, strategy: str) -> pl.Expr:
+    """The non-empty bins of a threshold state, uniform or quantile (see
+    :func:`quantile_bins`): ``{b, lower, upper, w, y, p}`` per bin, a list per group."""
     points = state.list.eval(_ascending(Curve()))
     if bins > 1:
-        edges = points.list.eval(_edge_ends(bins)).list.eval(_lerp())
+        if strategy == "quantile":
+            edges = points.list.eval(_edge_ends(bins)).list.eval(_lerp())
+        else:  # the constant edges, as rows of each group's list
+            inner = np.linspace(0.0, 1.0, bins + 1)[1:-1].tolist()
+            edges = points.list.eval(_edge_rows(pl.lit(pl.Series(inner, dtype=F64))))
         points = pl.concat_list([points, edges])
     e = pl.element()
     ordered = points.list.eval(e.sort_by(e.struct.field("t"), e.struct.field("edge")))
     per_bin = ordered.list.eval(_sums_between_edges(bins))
+    if strategy == "uniform":  # the outer edges are 0 and 1, not the extreme scores
+        outer = np.linspace(0.0, 1.0, bins + 1)
+        lower = pl.lit(pl.Series(outer[:-1].tolist(), dtype=F64))
+        upper = pl.lit(pl.Series(outer[1:].tolist(), dtype=F64))
+        per_bin = per_bin.list.eval(
+            e.struct.with_fields(
+                lower=lower.gather(e.struct.field("b")), upper=upper.gather(e.struct.field("b"))
+            )
+        )
     return per_bin.list.eval(e.filter(e.struct.field("w") > 0.0))
 
 

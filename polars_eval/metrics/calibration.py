@@ -525,13 +525,19 @@ def _separated(
     return (min_pos >= max_neg) | (max_pos <= min_neg)
 
 
+def recalibration(state: pl.Expr, *, slope: bool) -> pl.Expr:
+    """The calibration slope (``slope``) or intercept of threshold states (a list per
+    group): :func:`_recalibrate` over the column, one value per group."""
+    kernel = functools.partial(_recalibrate, slope=slope)
+    return state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
+
+
 def _recalibration_spec(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, slope: bool
 ) -> MetricSpec:
-    kernel = functools.partial(_recalibrate, slope=slope)
     return MetricSpec(
         {"c": thresholds(label, score, weight, pos_label)},
-        lambda s: s["c"].map_batches(kernel, return_dtype=F64, returns_scalar=True),
+        lambda s: recalibration(s["c"], slope=slope),
     )
 
 
