@@ -460,6 +460,7 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
     loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
+    stale = False
     for _ in range(MAX_ITERATIONS):
         keep = active[g]
         if not keep.any():
@@ -486,16 +487,22 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
         fit &= ~bad
         da, db = np.where(active, da, 0.0), np.where(active, db, 0.0)
         # step halving: the largest of 1, 1/2, 1/4 ... that does not lower the
-        # log-likelihood (a Newton step of a concave function rarely needs it)
+        # log-likelihood (a Newton step of a concave function rarely needs it; steps
+        # below 0.1, near the maximum, are taken without the check)
         scale = np.ones(groups)
-        for _ in range(60):
-            eta = (a + scale * da)[g] + (b + scale * db)[g] * x
-            after = _log_likelihood(g, groups, eta, pos, neg)
-            worse = active & (after < loglik - 1e-13 * np.abs(loglik))
-            if not worse.any():
-                break
-            scale = np.where(worse, scale * 0.5, scale)
-        loglik = np.where(active, after, loglik)
+        if np.max(np.maximum(np.abs(da), np.abs(db))) > 0.1:
+            if stale:  # the steps since the last check were taken unchecked
+                loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
+            for _ in range(60):
+                eta = (a + scale * da)[g] + (b + scale * db)[g] * x
+                after = _log_likelihood(g, groups, eta, pos, neg)
+                worse = active & (after < loglik - 1e-13 * np.abs(loglik))
+                if not worse.any():
+                    break
+                scale = np.where(worse, scale * 0.5, scale)
+            loglik, stale = np.where(active, after, loglik), False
+        else:
+            stale = True
         a, b = a + scale * da, b + scale * db
         step = np.maximum(np.abs(scale * da), np.abs(scale * db))
         active &= step > TOLERANCE * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
