@@ -17,9 +17,7 @@ Run: ``python benchmarks/bench_calibration.py --rows 1e7 --segments 1000``. Prin
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import machine_line  # noqa: E402
+from bench_multiclass import timeit_interleaved  # noqa: E402
 
 import polars_eval as pe  # noqa: E402
 
@@ -48,20 +47,6 @@ def make_data(n: int, segments: int, seed: int = 0) -> pl.DataFrame:
             "w": rng.integers(1, 4, n).astype(np.float64),
         }
     )
-
-
-def timeit_interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds of each function, run round-robin (a change of load on a shared
-    machine hits every contender alike)."""
-    for fn in fns.values():
-        fn()  # warm-up
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def floor_pass(df: pl.DataFrame, weighted: bool) -> pl.DataFrame:
