@@ -16,7 +16,10 @@ Two states:
   (:func:`bin_state`);
 * **quantile bins**: the edges need the scores' distribution, so the state is the
   threshold state of :mod:`._curve` (one point per distinct score, merged exactly per
-  score); :func:`quantile_bins` turns it into the same per-bin sums.
+  score); :func:`quantile_bins` turns it into the same per-bin sums (:func:`state_bins`
+  does either strategy from it: the report reads both from the one state it computes).
+
+The errors of :data:`NORMS` and the reliability table are finalizers over per-bin sums.
 """
 
 from __future__ import annotations
