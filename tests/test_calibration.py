@@ -465,6 +465,29 @@ def test_multiclass_on_the_definition(
     assert eager == pytest.approx(want(df), rel=1e-12, abs=1e-12)
 
 
+def test_multiclass_nan_probability_is_nan() -> None:
+    df = pl.DataFrame({"y": [0, 1, 1], "a": [float("nan"), 0.2, 0.6], "b": [0.7, 0.8, 0.4]})
+    for method in ("top_label", "classwise"):
+        expr = pe.multiclass_calibration_error("y", ["a", "b"], classes=[0, 1], method=method)
+        assert np.isnan(df.select(expr).item()), method
+
+
+def test_float32_scores_and_pos_label() -> None:
+    """SPEC §2: Float32 inputs give the Float64 result to 1e-6; string labels with
+    pos_label=."""
+    df = data(31, kind="tied").with_columns(
+        label=pl.when(pl.col("y") == 1).then(pl.lit("bad")).otherwise(pl.lit("good"))
+    )
+    narrow = df.with_columns(pl.col("p").cast(pl.Float32))
+    for strategy in STRATEGIES:
+        a = narrow.eval.calibration_error("label", "p", pos_label="bad", strategy=strategy)
+        b = df.eval.calibration_error("y", "p", strategy=strategy)
+        assert a == pytest.approx(b, abs=1e-6)
+    for name in ("calibration_slope", "calibration_intercept"):
+        a = getattr(narrow.eval, name)("label", "p", pos_label="bad")
+        assert a == pytest.approx(getattr(df.eval, name)("y", "p"), abs=1e-6)
+
+
 def test_multiclass_string_classes_and_unknown_labels() -> None:
     df = pl.DataFrame(
         {"y": ["a", "b", "c", "a"], "p": [[0.5, 0.5], [0.1, 0.9], [0.3, 0.7], [1.0, 0.0]]}

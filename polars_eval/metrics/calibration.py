@@ -233,7 +233,11 @@ def multiclass_calibration_error(
     rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
     if method == "top_label":
         correct = (argmax_pred(inputs.probs, checked) == inputs.label).cast(F64)
-        state = bin_state(correct, pl.max_horizontal(inputs.probs), bins, **rows)
+        nan = pl.any_horizontal([p.is_nan() for p in inputs.probs])  # max_horizontal skips NaN
+        confidence = (
+            pl.when(nan).then(pl.lit(NAN, dtype=F64)).otherwise(pl.max_horizontal(inputs.probs))
+        )
+        state = bin_state(correct, confidence, bins, **rows)
         return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
     dtype = class_dtype(checked)
     states = {
