@@ -75,6 +75,13 @@ from polars_eval.metrics.binary import (
     threshold_table,
     youden_j,
 )
+from polars_eval.metrics.calibration import (
+    brier_decomposition,
+    calibration_error,
+    calibration_intercept,
+    calibration_slope,
+    multiclass_calibration_error,
+)
 from polars_eval.metrics.fairness import selection_rate
 from polars_eval.metrics.forecast import (
     calibration,
@@ -203,7 +210,11 @@ __all__ = [
     "bic",
     "bpref",
     "brier",
+    "brier_decomposition",
     "calibration",
+    "calibration_error",
+    "calibration_intercept",
+    "calibration_slope",
     "calibration_table",
     "cfe",
     "cg",
@@ -266,6 +277,7 @@ __all__ = [
     "multiclass_auc",
     "multiclass_balanced_accuracy",
     "multiclass_brier",
+    "multiclass_calibration_error",
     "multiclass_cohen_kappa",
     "multiclass_confusion_matrix",
     "multiclass_f1",

@@ -102,6 +102,9 @@ def method_doc(
 
 def _make_method(info: MetricInfo) -> Any:
     sig = info.signature
+    # a metric with a method= of its own (multiclass_calibration_error) keeps it; its
+    # bootstrap resamples rows by the default rule (no resampling method= to choose)
+    own_method = "method" in sig.parameters
 
     @functools.wraps(info.fn)
     def method(
@@ -116,6 +119,9 @@ def _make_method(info: MetricInfo) -> Any:
         method: str | None = None,
         **kwargs: Any,
     ) -> Any:
+        if own_method:
+            kwargs = {**kwargs, **({"method": method} if method is not None else {})}
+            method = None
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         boot = {
@@ -166,8 +172,11 @@ def _make_method(info: MetricInfo) -> Any:
         params += [
             inspect.Parameter("n_resamples", keyword, default=None, annotation="int | None"),
             inspect.Parameter("seed", keyword, default=None, annotation="int | None"),
-            inspect.Parameter("method", keyword, default=None, annotation="str | None"),
         ]
+        if not own_method:
+            params.append(
+                inspect.Parameter("method", keyword, default=None, annotation="str | None")
+            )
     # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and
     # ci=, level=, with the bootstrap's n_resamples=, seed=, method=)
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]

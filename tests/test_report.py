@@ -81,6 +81,10 @@ def test_tables_are_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> Non
     assert_frame_equal(t["lorenz_curve"], ev.lorenz_curve("y", "p", **kw))
     assert_frame_equal(t["gain_table"], ev.gain_table("y", "p", bins=10, **kw))
     assert_frame_equal(t["calibration_table"], ev.calibration_table("y", "p", bins=10, **kw))
+    assert_frame_equal(
+        t["calibration_table_quantile"],
+        ev.calibration_table("y", "p", bins=10, strategy="quantile", **kw),
+    )
     assert_frame_equal(t["threshold_table"], ev.threshold_table("y", "p", n_thresholds=500, **kw))
     assert_frame_equal(t["roc_curve_by"], ev.roc_curve("y", "p", by="seg", **kw))
     assert_frame_equal(t["pr_curve_by"], ev.pr_curve("y", "p", by="seg", **kw))
@@ -89,6 +93,27 @@ def test_tables_are_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> Non
     assert_frame_equal(
         t["segments"].select(by_seg.columns), by_seg.sort("auc"), check_row_order=True
     )
+
+
+def test_calibration_section_is_the_metric_layer(df: pl.DataFrame, report: pe.Report) -> None:
+    """SPEC §15: errors over both bin strategies, slope and intercept, as the metric
+    functions give them, in a section of the page."""
+    table = report.tables["calibration"]
+    ev, kw = df.eval, {"weight": "w"}
+    for metric, bins, value in table.iter_rows():
+        if bins is None:
+            want = getattr(ev, metric)("y", "p", **kw)
+        else:
+            norm = {"ece": "l1", "rmsce": "l2", "mce": "max"}[metric]
+            want = ev.calibration_error("y", "p", bins=10, norm=norm, strategy=bins, **kw)
+        assert value == pytest.approx(want, rel=1e-12, abs=1e-12), (metric, bins)
+    assert table["metric"].to_list() == [
+        *["ece", "rmsce", "mce"] * 2,
+        "calibration_slope",
+        "calibration_intercept",
+    ]
+    section = report.html().split('id="pe-calibration"')[1].split("</section>")[0]
+    assert "calibration_slope" in section and "quantile" in section
 
 
 def test_segments_worst_first_and_counts(df: pl.DataFrame, report: pe.Report) -> None:
@@ -169,7 +194,11 @@ def test_chart_data_equals_tables(report: pe.Report) -> None:
             assert_frame_equal(_curve_part(data, seg, cols), expected)
     assert_frame_equal(charts["gain"].data, t["gain_table"])
     assert_frame_equal(charts["lift"].data, t["gain_table"])
-    assert_frame_equal(charts["calibration"].data, t["calibration_table"])
+    calibration = charts["calibration"].data  # both bin strategies, one line each
+    assert_frame_equal(calibration.filter(bins="uniform").drop("bins"), t["calibration_table"])
+    assert_frame_equal(
+        calibration.filter(bins="quantile").drop("bins"), t["calibration_table_quantile"]
+    )
     assert_frame_equal(charts["lorenz"].data.drop(C.ORDER), t["lorenz_curve"])
     assert_frame_equal(charts["threshold"].data.drop(C.ORDER), t["threshold_table"])
     roc_finite = t["roc_curve"].filter(pl.col("threshold").is_finite())
@@ -745,6 +774,7 @@ def test_not_probabilities() -> None:
     frame = pl.DataFrame({"y": [0, 1, 0, 1, 1], "s": [-2.0, 3.0, 0.5, 1.5, -0.5]})
     rep = frame.eval.report("binary", label="y", score="s", probability=False, threshold=0.0)
     assert "calibration_table" not in rep.tables and "calibration" not in rep.charts
+    assert "calibration" not in rep.tables and 'id="pe-calibration"' not in rep.html()
     assert "logloss" not in rep.tables["summary"].columns
     assert rep.tables["summary"]["auc"].item() == pytest.approx(5 / 6)
     assert "ks" in rep.charts

@@ -46,6 +46,7 @@ from polars_eval._params import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.metrics._calibration import quantile_finalizers, table_of_bins
 from polars_eval.metrics._curve import (
     Curve,
     Runs,
@@ -2108,14 +2109,20 @@ def calibration_table(
     score: IntoExpr,
     *,
     bins: int = 10,
+    strategy: str = "uniform",
     weight: IntoExpr | None = None,
     pos_label: Any = None,
 ) -> MetricSpec:
-    """Reliability table: ``bins`` equal-width probability bins on [0, 1], empty bins omitted.
+    """Reliability table: ``bins`` probability bins, empty bins omitted.
 
     Per bin: its edges, the weighted mean score, the weighted positive rate and the
-    weighted count. Bin edges as scikit-learn's ``calibration_curve(strategy="uniform")``
-    (the first bin is [0, 1/bins], the others (a, b]).
+    weighted count. Bins as scikit-learn's ``calibration_curve``: ``strategy="uniform"``
+    cuts [0, 1] into equal widths (the first bin is [0, 1/bins], the others (a, b]);
+    ``strategy="quantile"`` at the scores' quantiles (``numpy.percentile`` of the scores at
+    ``linspace(0, 1, bins + 1) * 100``, a weight counted as that many rows; the first bin
+    [min, e₁], the others (a, b]; coinciding edges leave no empty bin). Either way
+    (positive_rate, mean_score) of the non-empty bins are ``calibration_curve``'s
+    (prob_true, prob_pred). The state is the threshold state of the sort-based metrics.
 
     References
     ----------
@@ -2138,7 +2145,13 @@ def calibration_table(
     └─────┴────────────┴───────────────┴───────┘
     """
     check_positive_int("bins", bins)
+    check_choice("strategy", strategy, ("uniform", "quantile"))
     state = thresholds(label, score, weight, pos_label)
+    if strategy == "quantile":
+        per_bin, _ = quantile_finalizers(bins)
+        return MetricSpec(
+            {"c": state}, lambda s: per_bin(s["c"]).list.eval(table_of_bins(pl.element()))
+        )
     return MetricSpec({"c": state}, lambda s: calibration_list(s["c"], bins))
 
 
@@ -2161,7 +2174,10 @@ def ece(
     """Expected calibration error over ``bins`` equal-width bins.
 
     ECE = Σ_b (n_b / n) |positive_rate_b − mean_score_b| with the bins of
-    :func:`calibration_table`.
+    :func:`calibration_table`: ``pe.calibration_error(..., norm="l1", bins=bins)``, with
+    ECE's own default of 10 bins (``calibration_error``'s is 15, SPEC §15). Computed from
+    the threshold state that ``df.eval.binary`` shares between its sort-based metrics;
+    ``calibration_error`` keeps per-bin sums instead (bounded by the bins).
 
     References
     ----------

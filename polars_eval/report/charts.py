@@ -525,35 +525,58 @@ def lorenz_chart(report: Report) -> tuple[Any, str] | None:
 
 
 def calibration_chart(report: Report) -> tuple[Any, str] | None:
-    """Reliability diagram (``calibration_table``): positive rate vs mean score per bin."""
+    """Reliability diagram (``calibration_table``, and ``calibration_table_quantile``
+    where the report has it): positive rate vs mean score per bin, one line per bin
+    strategy."""
     alt = require_altair()
     table = report.tables.get("calibration_table")
     if table is None or not _defined(table, ["mean_score"]):
         return None
+    parts = [table.with_columns(bins=pl.lit("uniform"))]
+    quantile = report.tables.get("calibration_table_quantile")
+    if quantile is not None and _defined(quantile, ["mean_score"]):
+        parts.append(quantile.with_columns(bins=pl.lit("quantile")))
+    data = pl.concat(parts)
+    strategies = data.get_column("bins").unique(maintain_order=True).to_list()
+    colour = alt.Color(
+        "bins:N",
+        title="bins",
+        scale=alt.Scale(domain=strategies, range=[INK, PALETTE[1]][: len(strategies)]),
+        legend=alt.Legend(orient="bottom"),
+    )
     points = (
         alt.Chart()
-        .mark_line(point={"color": INK}, color=INK)
+        .mark_line(point=True)
         .encode(
             x=_unit_axis(alt, "mean_score", "mean predicted probability"),
             y=_unit_y(alt, "positive_rate", "observed positive rate"),
+            color=colour,
             order="bin:Q",
         )
     )
     sizes = (
         alt.Chart()
-        .mark_circle(color=PALETTE[0], opacity=0.35)
+        .mark_circle(opacity=0.3)
         .encode(
             x="mean_score:Q",
             y="positive_rate:Q",
+            color=colour,
             size=alt.Size("count:Q", title="rows", legend=alt.Legend(orient="bottom")),
         )
     )
-    chart = alt.layer(_diagonal(alt, "mean_score", "positive_rate"), sizes, points, data=table)
+    chart = alt.layer(_diagonal(alt, "mean_score", "positive_rate"), sizes, points, data=data)
     caption = (
-        f"{table.height} non-empty equal-width probability bins; circles sized by rows. "
-        "Points on the diagonal are calibrated; below it the model over-predicts."
+        f"{table.height} non-empty equal-width probability bins"
+        + (f" and {quantile.height} equal-count (quantile) bins" if len(parts) > 1 else "")
+        + "; circles sized by rows. Points on the diagonal are calibrated; below it the "
+        "model over-predicts."
     )
-    return _props(chart, "Calibration", f"ECE {_fmt(_summary_value(report, 'ece'))}"), caption
+    errors = f"ECE {_fmt(_summary_value(report, 'ece'))}"
+    summary = report.tables.get("calibration")
+    if summary is not None and len(parts) > 1:
+        quantile_ece = summary.filter(metric="ece", bins="quantile").get_column("value")
+        errors += f" (uniform) · {_fmt(quantile_ece.item())} (quantile)"
+    return _props(chart, "Calibration", errors), caption
 
 
 def threshold_chart(report: Report) -> tuple[Any, str] | None:

@@ -436,6 +436,7 @@ def _segments_html(report: Report) -> str:
 SMALL_TABLES = {
     "gain_table": "Gain and lift table",
     "calibration_table": "Calibration table",
+    "calibration_table_quantile": "Calibration table (quantile bins)",
     "conditional_actual": "Conditional on the actual",
     "conditional_pred": "Conditional on the prediction",
     "confusion_matrix": "Confusion matrix",
@@ -458,7 +459,7 @@ def _tables_html(report: Report) -> str:
     curves = [
         k
         for k in report.tables
-        if k not in SMALL_TABLES and k not in ("summary", "segments", "data")
+        if k not in SMALL_TABLES and k not in ("summary", "segments", "data", "calibration")
     ]
     more = (
         '<p class="pe-meta">Full curves and chart data in <code>report.tables</code>: '
@@ -562,11 +563,12 @@ def body(report: Report) -> str:
     line saying how to install it; the tables are all there.
     """
     from polars_eval import __version__
+    from polars_eval.report.calibration import calibration_html
 
     return (
         f'<div class="pe-report"><style>{CSS}</style>'
         f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
-        f"{_summary_html(report)}{_charts_html(report)}"
+        f"{_summary_html(report)}{_charts_html(report)}{calibration_html(report)}"
         f"{_segments_html(report)}{fairness_html(report)}"
         f"{_tables_html(report)}{_notes_html(report)}"
         f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "

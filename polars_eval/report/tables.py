@@ -40,6 +40,7 @@ from polars_eval.exceptions import (
 )
 from polars_eval.metrics import binary as binary_family
 from polars_eval.report import _states
+from polars_eval.report.calibration import calibration_tables
 from polars_eval.tasks.binary import (
     BASELINE,
     _summary_specs,
@@ -369,6 +370,8 @@ def build_binary(
                 whole_state, "calibration_table", binary_family.calibration_one(points, bins)
             )
         )
+        for name, table in calibration_tables(whole_state, args, bins).items():
+            tables[name] = table
     if by:
         for name in ("roc_curve_by", "pr_curve_by"):
             tables.defer(name, lambda name=name: curves.full(name))

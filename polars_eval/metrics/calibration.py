@@ -1,0 +1,630 @@
+"""Calibration of predicted probabilities (SPEC §15).
+
+* :func:`calibration_error`: the expected (``norm="l1"``), root-mean-square (``"l2"``)
+  and maximum (``"max"``) calibration error over scikit-learn ``calibration_curve``'s
+  bins, uniform or quantile (:mod:`._calibration`); :func:`polars_eval.ece` is its l1
+  form over 10 uniform bins.
+* :func:`multiclass_calibration_error`: top-label or class-wise.
+* :func:`brier_decomposition`: Murphy's reliability, resolution and uncertainty.
+* :func:`calibration_slope`, :func:`calibration_intercept`: logistic recalibration by
+  maximum likelihood.
+
+States (SPEC §10): uniform bins keep weighted sums per non-empty bin (at most ``bins``
+entries per group, merged by adding the sums of a bin); quantile bins, the Brier
+decomposition over distinct scores and the recalibration fits keep the threshold state of
+the sort-based binary metrics (one point per distinct score with its weighted positives
+and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from polars_eval._core.registry import register
+from polars_eval._core.spec import MetricSpec
+from polars_eval._exprs import F64, NAN, binary_label, to_float
+from polars_eval._params import check_choice, check_positive_int
+from polars_eval._typing import IntoExpr, Proba
+from polars_eval.metrics._calibration import (
+    bin_state,
+    error_of_list,
+    quantile_finalizers,
+)
+from polars_eval.metrics._curve import Curve, finalize_struct, finalize_struct_one, prev, thresholds
+from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
+from polars_eval.metrics.multiclass import (
+    PROBA_INPUTS as CLASS_PROBA_INPUTS,
+)
+from polars_eval.metrics.multiclass import (
+    argmax_pred,
+    check_classes,
+    class_dtype,
+    class_lit,
+    data_checks,
+    proba_inputs,
+)
+
+__all__ = [
+    "brier_decomposition",
+    "calibration_error",
+    "calibration_intercept",
+    "calibration_slope",
+    "multiclass_calibration_error",
+]
+
+STRATEGIES = ("uniform", "quantile")
+NORMS = ("l1", "l2", "max")
+METHODS = ("top_label", "classwise")
+
+
+def _check_bins_options(bins: Any, norm: str, strategy: str) -> None:
+    check_positive_int("bins", bins)
+    check_choice("norm", norm, NORMS)
+    check_choice("strategy", strategy, STRATEGIES)
+
+
+def error_spec(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int,
+    norm: str,
+    strategy: str,
+) -> MetricSpec:
+    """The calibration error of binary rows: uniform bins over the per-bin sums, quantile
+    bins over the threshold state."""
+    if strategy == "uniform":
+        y, p = binary_label(label, pos_label), to_float(score)
+        state = bin_state(y, p, bins, weight=None if weight is None else to_float(weight))
+        return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
+    of_state, of_points = quantile_finalizers(bins)
+    return MetricSpec(
+        {"c": thresholds(label, score, weight, pos_label)},
+        lambda s: error_of_list(of_state(s["c"]), norm),
+        one_group=lambda s: error_of_list(of_points(s["c"]), norm),
+    )
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="empty group",
+)
+def calibration_error(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    bins: int = 15,
+    norm: str = "l1",
+    strategy: str = "uniform",
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> MetricSpec:
+    """Calibration error of predicted probabilities over ``bins`` bins (ECE, RMSCE, MCE).
+
+    Over the non-empty bins b, with n_b the weight of bin b, n the total, ȳ_b its
+    (weighted) positive rate and p̄_b its mean score:
+
+    * ``norm="l1"`` (expected calibration error): Σ_b (n_b / n)·|ȳ_b − p̄_b|;
+    * ``norm="l2"`` (root-mean-square): (Σ_b (n_b / n)·(ȳ_b − p̄_b)²)^½;
+    * ``norm="max"`` (maximum calibration error): max_b |ȳ_b − p̄_b|.
+
+    Bins as scikit-learn's ``calibration_curve``: ``strategy="uniform"`` cuts [0, 1] at
+    ``numpy.linspace(0, 1, bins + 1)``; ``strategy="quantile"`` at the scores' quantiles
+    ``numpy.percentile(scores, numpy.linspace(0, 1, bins + 1) * 100)`` (a weight counts
+    as that many rows). A score on an edge belongs to the bin below (bins right-closed,
+    the first one closed). Quantile edges that coincide (fewer distinct scores than bins)
+    merge the bins between them: an empty bin is left out, never a NaN.
+    ``pe.ece(...)`` is ``norm="l1"`` over 10 uniform bins (its own default, kept).
+
+    State (SPEC §10): uniform bins, the weighted count, positives and score sum of each
+    non-empty bin (at most ``bins`` rows per group, merged by bin); quantile bins, the
+    edges depend on every score, so the state is the threshold state of the sort-based
+    metrics (one point per distinct score, merged exactly). Null for an empty group, NaN
+    when a score is NaN (the namespace raises, and checks that scores lie in [0, 1]).
+
+    References
+    ----------
+    Naeini, Cooper & Hauskrecht (2015), Obtaining well calibrated probabilities using
+    Bayesian binning. AAAI. Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern
+    neural networks. ICML. scikit-learn ``calibration_curve``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.25, 0.25, 0.75, 0.5], "g": [1, 1, 2, 2]})
+    >>> df.eval.calibration_error("y", "p", bins=2)  # 0.5 is in [0, 0.5]: gaps 0 and 0.25
+    0.0625
+    >>> df.eval.calibration_error("y", "p", bins=2, norm="max")
+    0.25
+    >>> df.eval.calibration_error("y", "p", bins=2, strategy="quantile")  # edges 0.25, 0.375, 0.75
+    0.3125
+    >>> df.group_by("g").agg(pe.calibration_error("y", "p", bins=2)).sort("g")
+    shape: (2, 2)
+    ┌─────┬───────────────────┐
+    │ g   ┆ calibration_error │
+    │ --- ┆ ---               │
+    │ i64 ┆ f64               │
+    ╞═════╪═══════════════════╡
+    │ 1   ┆ 0.25              │
+    │ 2   ┆ 0.375             │
+    └─────┴───────────────────┘
+    """
+    _check_bins_options(bins, norm, strategy)
+    return error_spec(label, score, weight, pos_label, bins, norm, strategy)
+
+
+# ---------------------------------------------------------------------------------------
+# Multiclass
+# ---------------------------------------------------------------------------------------
+
+
+@register(
+    task="multiclass",
+    inputs=CLASS_PROBA_INPUTS,
+    check=data_checks,
+    higher_is_better=False,
+    lower=0.0,
+    upper=1.0,
+    summary=False,
+    undefined="empty group",
+)
+def multiclass_calibration_error(
+    label: IntoExpr,
+    proba: Proba,
+    *,
+    classes: Sequence[Any],
+    bins: int = 15,
+    norm: str = "l1",
+    method: str = "top_label",
+    weight: IntoExpr | None = None,
+) -> MetricSpec:
+    """Multiclass calibration error over ``bins`` uniform bins: top-label or class-wise.
+
+    ``method="top_label"``: the binary :func:`calibration_error` of the confidence (the
+    largest probability of a row) against whether its class (the first of ``classes``
+    among tied probabilities) is the label. ``method="classwise"``: the mean over the
+    classes of ``classes`` of each class's one-vs-rest calibration error (label = k
+    against the probability of k). ``norm`` as :func:`calibration_error`; bins uniform on
+    [0, 1] as scikit-learn's ``calibration_curve``. ``classes=`` is required (the class
+    of each probability); ``proba=`` is one List/Array column or one column per class.
+
+    State: per class (class-wise) or for the confidence (top-label), the weighted count,
+    positives and score sum of each non-empty bin, merged by bin. Null for an empty group;
+    NaN if a used row holds a NaN probability (the namespace checks the rows).
+
+    References
+    ----------
+    Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks. ICML
+    (top-label). Kull et al. (2019), Beyond temperature scaling: obtaining well-calibrated
+    multi-class probabilities with Dirichlet calibration. NeurIPS (class-wise ECE).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame(
+    ...     {"y": [0, 1, 1, 0], "p": [[0.75, 0.25], [0.25, 0.75], [0.5, 0.5], [0.75, 0.25]]}
+    ... )
+    >>> df.eval.multiclass_calibration_error("y", "p", classes=[0, 1], bins=2)  # the tie: class 0
+    0.3125
+    >>> df.eval.multiclass_calibration_error("y", "p", classes=[0, 1], bins=2, method="classwise")
+    0.1875
+    """
+    check_positive_int("bins", bins)
+    check_choice("norm", norm, NORMS)
+    check_choice("method", method, METHODS)
+    checked = check_classes(classes, required="to know the class of each probability")
+    assert checked is not None
+    inputs = proba_inputs(label, proba, checked, weight)
+    rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
+    if method == "top_label":
+        correct = (argmax_pred(inputs.probs, checked) == inputs.label).cast(F64)
+        nan = pl.any_horizontal([p.is_nan() for p in inputs.probs])  # max_horizontal skips NaN
+        confidence = (
+            pl.when(nan).then(pl.lit(NAN, dtype=F64)).otherwise(pl.max_horizontal(inputs.probs))
+        )
+        state = bin_state(correct, confidence, bins, **rows)
+        return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
+    dtype = class_dtype(checked)
+    states = {
+        f"b{i}": bin_state((inputs.label == class_lit(c, dtype)).cast(F64), p, bins, **rows)
+        for i, (c, p) in enumerate(zip(checked, inputs.probs, strict=True))
+    }
+
+    def finalize(s: Mapping[str, pl.Expr]) -> pl.Expr:
+        errors = [error_of_list(s[name], norm) for name in states]
+        return (pl.sum_horizontal(errors, ignore_nulls=False) / len(errors)).cast(F64)
+
+    return MetricSpec(states, finalize)
+
+
+# ---------------------------------------------------------------------------------------
+# Brier decomposition
+# ---------------------------------------------------------------------------------------
+
+DECOMPOSITION = (
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+)
+
+
+def _decomposition(
+    n: pl.Expr,
+    positives: pl.Expr,
+    brier_sum: pl.Expr,
+    rel: pl.Expr,
+    res: pl.Expr,
+    wbv: pl.Expr,
+    wbc: pl.Expr,
+    nan: pl.Expr,
+) -> pl.Expr:
+    """The struct of :data:`DECOMPOSITION` from the sums over the bins (``rel``, ``res``,
+    ``wbv``, ``wbc`` before the division by the total weight ``n``)."""
+    rate = positives / n
+    values = {
+        "brier": brier_sum / n,
+        "reliability": rel / n,
+        "resolution": res / n,
+        "uncertainty": rate * (1.0 - rate),
+        "within_bin_variance": wbv / n,
+        "within_bin_covariance": wbc / n,
+    }
+    return pl.struct(
+        **{
+            k: pl.when(nan).then(pl.lit(NAN, dtype=F64)).when(n > 0.0).then(v.cast(F64))
+            for k, v in values.items()
+        }
+    )
+
+
+def _over_scores(c: Curve) -> pl.Expr:
+    """Murphy's decomposition over the distinct scores of one threshold state."""
+    t = c.threshold
+    count = c.tp + c.fp - prev(c.tp + c.fp)
+    pos = c.tp - prev(c.tp)
+    n = c.P + c.N
+    rate = c.P / n
+    return _decomposition(
+        n,
+        c.P,
+        (count * t * t - 2.0 * t * pos + pos).sum(),
+        ((count * t - pos) ** 2 / count).sum(),
+        ((pos - count * rate) ** 2 / count).sum(),
+        pl.lit(0.0, dtype=F64),
+        pl.lit(0.0, dtype=F64),
+        c.has_nan,
+    )
+
+
+def _over_bins(e: pl.Expr) -> pl.Expr:
+    """The decomposition with the within-bin terms over per-bin sums (a column of
+    ``{w, y, p, pp, yp}``)."""
+    w, y, p, pp, yp = (e.struct.field(f) for f in ("w", "y", "p", "pp", "yp"))
+    n = w.sum()
+    rate = y.sum() / n
+    return _decomposition(
+        n,
+        y.sum(),
+        (pp - 2.0 * yp + y).sum(),
+        ((p - y) ** 2 / w).sum(),
+        ((y - w * rate) ** 2 / w).sum(),
+        (pp - p * p / w).sum(),
+        2.0 * (yp - y * p / w).sum(),
+        p.is_nan().any(),
+    )
+
+
+@register(
+    task="binary",
+    inputs=PROBA_INPUTS,
+    kind="struct",
+    summary=False,
+    fields=DECOMPOSITION,
+)
+def brier_decomposition(
+    label: IntoExpr,
+    score: IntoExpr,
+    *,
+    bins: int | None = None,
+    weight: IntoExpr | None = None,
+    pos_label: Any = None,
+) -> MetricSpec:
+    """Murphy's decomposition of the Brier score: reliability, resolution, uncertainty.
+
+    With n the total weight, ȳ the positive rate and, per forecast group k, n_k its
+    weight, f_k its (mean) score and ō_k its positive rate: reliability = Σ_k n_k (f_k −
+    ō_k)² / n, resolution = Σ_k n_k (ō_k − ȳ)² / n, uncertainty = ȳ(1 − ȳ).
+
+    ``bins=None`` (default): the groups are the distinct scores, and brier = reliability
+    − resolution + uncertainty exactly (Murphy 1973); the within-bin fields are 0.
+    ``bins=N``: the groups are N uniform bins on [0, 1] (``calibration_curve``'s), f_k
+    the bin's mean score, and two more terms close the identity (Stephenson, Coelho &
+    Jolliffe 2008): within_bin_variance = Σ_k Σ_{i∈k} w_i (p_i − f_k)² / n and
+    within_bin_covariance = 2 Σ_k Σ_{i∈k} w_i (y_i − ō_k)(p_i − f_k) / n, with brier =
+    reliability − resolution + uncertainty + within_bin_variance − within_bin_covariance.
+
+    State: the threshold state (one point per distinct score, ``bins=None``) or per bin
+    Σw, Σw·y, Σw·p, Σw·p², Σw·y·p. A struct; every field null for an empty group, NaN when
+    a score is NaN.
+
+    References
+    ----------
+    Murphy, A. H. (1973). A new vector partition of the probability score. Journal of
+    Applied Meteorology 12(4). Stephenson, Coelho & Jolliffe (2008). Two extra components
+    in the Brier score decomposition. Weather and Forecasting 23(4).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 1], "p": [0.5, 0.5, 1.0, 1.0]})
+    >>> df.eval.brier_decomposition("y", "p")  # doctest: +NORMALIZE_WHITESPACE
+    {'brier': 0.125, 'reliability': 0.0, 'resolution': 0.0625, 'uncertainty': 0.1875,
+     'within_bin_variance': 0.0, 'within_bin_covariance': 0.0}
+    """
+    check_positive_int("bins", bins, allow_none=True)
+    if bins is None:
+        return MetricSpec(
+            {"c": thresholds(label, score, weight, pos_label)},
+            lambda s: finalize_struct(s["c"], _over_scores),
+            one_group=lambda s: finalize_struct_one(s["c"], _over_scores),
+        )
+    y, p = binary_label(label, pos_label), to_float(score)
+    w = None if weight is None else to_float(weight)
+    state = bin_state(y, p, bins, weight=w, second=True)
+    return MetricSpec(
+        {"b": state}, lambda s: s["b"].list.eval(_over_bins(pl.element())).list.first()
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Logistic recalibration: slope and intercept
+# ---------------------------------------------------------------------------------------
+
+NO_FIT = (
+    "needs both classes present, and for the slope scores that do not separate them "
+    "(no maximum-likelihood estimate otherwise)"
+)
+MAX_ITERATIONS = 100
+TOLERANCE = 1e-12
+
+
+def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct scores of a column of threshold states, flattened: (groups, group of
+    each point, score, positive weight, negative weight). Read through Arrow: the call
+    runs once per group inside a ``group_by`` aggregation, where a DataFrame round trip
+    would cost more than the fit."""
+    lists = states.to_arrow()
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    g = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    values = pc.list_flatten(lists)
+    t, tp, fp = (
+        np.asarray(values.field(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+        for name in ("t", "tp", "fp")
+    )
+    first = np.ones(len(g), dtype=bool)
+    first[1:] = g[1:] != g[:-1]
+    pos = tp - np.where(first, 0.0, np.roll(tp, 1))
+    neg = fp - np.where(first, 0.0, np.roll(fp, 1))
+    return len(states), g, t, pos, neg
+
+
+def _log_likelihood(
+    g: np.ndarray, groups: int, eta: np.ndarray, pos: np.ndarray, neg: np.ndarray
+) -> np.ndarray:
+    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group, without overflow."""
+    terms = -(pos * np.logaddexp(0.0, -eta) + neg * np.logaddexp(0.0, eta))
+    return np.bincount(g, weights=terms, minlength=groups)
+
+
+def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
+    """The maximum-likelihood logistic recalibration of each group's threshold state:
+    logit P(y = 1) = a + b·x with x = logit(p) (``slope``: b; else b = 1 and a).
+
+    Vectorised Newton–Raphson over every group at once (numpy: the 2 × 2 score equations
+    are sums per group, ``bincount``; a Polars expression would have to unroll the
+    iterations), from a = 0, b = 1, with step halving while the log-likelihood falls, until
+    every step is below 1e-12 (relative) or after 100 iterations; each iteration reads
+    the points of the groups still moving only. A group is null when it has one class
+    only, when no estimate exists (the slope of separated scores: every positive's score
+    ≥ every negative's, or ≤), or without convergence; NaN when a score is NaN.
+    """
+    groups, g, t, pos, neg = _points(states)
+    has_nan = np.bincount(g, weights=np.isnan(t), minlength=groups) > 0
+    fit = (
+        (np.bincount(g, weights=pos, minlength=groups) > 0)
+        & (np.bincount(g, weights=neg, minlength=groups) > 0)
+        & ~has_nan
+    )
+    used = fit[g]  # the points of the groups to fit
+    g, t, pos, neg = g[used], t[used], pos[used], neg[used]
+    p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
+    x = np.log(p) - np.log1p(-p)
+    if slope:
+        fit &= ~_separated(g, groups, x, pos, neg)
+    a, b = np.zeros(groups), np.ones(groups)
+    active = fit.copy()
+    loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
+    stale = False
+    for _ in range(MAX_ITERATIONS):
+        keep = active[g]
+        if not keep.any():
+            break
+        g, x, pos, neg = g[keep], x[keep], pos[keep], neg[keep]
+        m = pos + neg
+        mu = 0.5 * (1.0 + np.tanh(0.5 * (a[g] + b[g] * x)))  # σ(η), no overflow
+        r = pos - m * mu
+        v = m * mu * (1.0 - mu)
+        ga = np.bincount(g, weights=r, minlength=groups)
+        haa = np.bincount(g, weights=v, minlength=groups)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if slope:
+                gb = np.bincount(g, weights=r * x, minlength=groups)
+                hab = np.bincount(g, weights=v * x, minlength=groups)
+                hbb = np.bincount(g, weights=v * x * x, minlength=groups)
+                det = haa * hbb - hab * hab
+                da = (hbb * ga - hab * gb) / det
+                db = (haa * gb - hab * ga) / det
+            else:
+                da, db = ga / haa, np.zeros(groups)
+        bad = active & ~(np.isfinite(da) & np.isfinite(db))
+        active &= ~bad
+        fit &= ~bad
+        da, db = np.where(active, da, 0.0), np.where(active, db, 0.0)
+        # step halving: the largest of 1, 1/2, 1/4 ... that does not lower the
+        # log-likelihood (a Newton step of a concave function rarely needs it; steps
+        # below 0.1, near the maximum, are taken without the check)
+        scale = np.ones(groups)
+        if np.max(np.maximum(np.abs(da), np.abs(db))) > 0.1:
+            if stale:  # the steps since the last check were taken unchecked
+                loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
+            for _ in range(60):
+                eta = (a + scale * da)[g] + (b + scale * db)[g] * x
+                after = _log_likelihood(g, groups, eta, pos, neg)
+                worse = active & (after < loglik - 1e-13 * np.abs(loglik))
+                if not worse.any():
+                    break
+                scale = np.where(worse, scale * 0.5, scale)
+            loglik, stale = np.where(active, after, loglik), False
+        else:
+            stale = True
+        a, b = a + scale * da, b + scale * db
+        step = np.maximum(np.abs(scale * da), np.abs(scale * db))
+        active &= step > TOLERANCE * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    fit &= ~active  # not converged
+    value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
+    return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
+
+
+def _separated(
+    g: np.ndarray, groups: int, x: np.ndarray, pos: np.ndarray, neg: np.ndarray
+) -> np.ndarray:
+    """Per group: the scores separate the classes (every positive's score ≥ every
+    negative's, or ≤ every negative's; constant scores included), so that the slope has no
+    maximum-likelihood estimate (Albert & Anderson 1984)."""
+    inf = np.inf
+
+    def extreme(values: np.ndarray, mask: np.ndarray, fn: Any, empty: float) -> np.ndarray:
+        out = np.full(groups, empty)
+        fn.at(out, g[mask], values[mask])
+        return out
+
+    has_pos, has_neg = pos > 0, neg > 0
+    min_pos = extreme(x, has_pos, np.minimum, inf)
+    max_pos = extreme(x, has_pos, np.maximum, -inf)
+    min_neg = extreme(x, has_neg, np.minimum, inf)
+    max_neg = extreme(x, has_neg, np.maximum, -inf)
+    return (min_pos >= max_neg) | (max_pos <= min_neg)
+
+
+def recalibration(state: pl.Expr, *, slope: bool) -> pl.Expr:
+    """The calibration slope (``slope``) or intercept of threshold states (a list per
+    group): :func:`_recalibrate` over the column, one value per group."""
+    kernel = functools.partial(_recalibrate, slope=slope)
+    return state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
+
+
+def _recalibration_spec(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, slope: bool
+) -> MetricSpec:
+    return MetricSpec(
+        {"c": thresholds(label, score, weight, pos_label)},
+        lambda s: recalibration(s["c"], slope=slope),
+    )
+
+
+_RECALIBRATION: dict[str, Any] = {
+    "task": "binary",
+    "inputs": PROBA_INPUTS,
+    "higher_is_better": None,
+    "summary": False,
+    "undefined": NO_FIT,
+}
+
+_RECALIBRATION_DOC = """{summary}
+
+    The logistic recalibration of the scores, fitted by maximum likelihood (weights as
+    frequency weights): {model} with logit(p) = ln(p / (1 − p)). {meaning}
+    Scores of exactly 0 or 1 are clipped to [ε, 1 − ε] with ε = 2.22e-16, as
+    :func:`polars_eval.logloss` clips them. Equals a binomial GLM (statsmodels ``GLM(y,
+    {design}, family=Binomial(){offset}, freq_weights=w)``).
+
+    State: the threshold state of the sort-based binary metrics (one point per distinct
+    score with its weighted positives and negatives: exact, merged per score); the fit is
+    Newton–Raphson over those points in numpy, every group at once. Null {undefined};
+    NaN when a score is NaN.
+
+    References
+    ----------
+    Cox, D. R. (1958). Two further applications of a model for binary regression.
+    Biometrika 45(3/4). Van Calster et al. (2019). Calibration: the Achilles heel of
+    predictive analytics. BMC Medicine 17.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame(
+    ...     {{"y": [0, 1, 0, 1, 1, 0, 1, 1], "p": [0.2, 0.3, 0.5, 0.5, 0.8, 0.7, 0.4, 0.6]}}
+    ... )
+    >>> round(df.eval.{name}("y", "p"), 6)
+    {example}
+"""
+
+
+@register(**_RECALIBRATION)
+def calibration_slope(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> MetricSpec:
+    return _recalibration_spec(label, score, weight, pos_label, slope=True)
+
+
+@register(**_RECALIBRATION)
+def calibration_intercept(
+    label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
+) -> MetricSpec:
+    return _recalibration_spec(label, score, weight, pos_label, slope=False)
+
+
+calibration_slope.__doc__ = _RECALIBRATION_DOC.format(
+    summary="Calibration slope: b of the logistic recalibration logit P(y = 1) = a + b·logit(p).",
+    model="logit P(y = 1) = a + b·logit(p)",
+    meaning="b = 1 for calibrated scores; b < 1: too extreme (overfit), b > 1: too modest.",
+    design="[1, logit(p)]",
+    offset="",
+    undefined=(
+        "for one class only and for scores that separate the classes (every positive's "
+        "score ≥ every negative's, or ≤; constant scores included): no estimate exists"
+    ),
+    name="calibration_slope",
+    example="0.418908",
+)
+calibration_intercept.__doc__ = _RECALIBRATION_DOC.format(
+    summary="Calibration intercept: a of logit P(y = 1) = a + logit(p) (calibration-in-the-large).",
+    model="logit P(y = 1) = a + logit(p), the logit of the score an offset",
+    meaning="a = 0 when the scores are right on average; a > 0: they are too low.",
+    design="ones",
+    offset=", offset=logit(p)",
+    undefined="for one class only (then no estimate exists)",
+    name="calibration_intercept",
+    example="0.592419",
+)
