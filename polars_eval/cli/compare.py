@@ -94,7 +94,8 @@ def add_options(p: argparse.ArgumentParser, *, trec: bool = False, unit: bool = 
         p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     if _has(p, "--resamples"):  # --ci bootstrap's: its default (1000) marked as a default
         action = p._option_string_actions["--resamples"]
-        action.default = _Default(action.default)
+        if action.default is not None:  # (None: each takes its own default)
+            action.default = _Default(action.default)
     else:
         p.add_argument(
             "--resamples",
@@ -119,7 +120,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "n_resamples": 10_000
         if resamples is None or isinstance(resamples, _Default)
         else resamples,
-        "seed": args.seed,
+        "seed": 0 if args.seed is None else args.seed,
         "missing": args.missing,
     }
 

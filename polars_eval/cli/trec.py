@@ -103,7 +103,6 @@ def command(sub: Any) -> None:
         metavar="FILE",
         help="print z-scores: FILE holds 'query measure mean stddev' lines (trec_eval's -Z)",
     )
-    compare.add_options(p, trec=True)
     p.add_argument(
         "--ci",
         choices=["t", "bootstrap"],
@@ -116,6 +115,7 @@ def command(sub: Any) -> None:
         "--resamples", type=int, metavar="N", help="resamples of --ci bootstrap (default 1000)"
     )
     p.add_argument("--seed", type=int, help="seed of --ci bootstrap (default 0)")
+    compare.add_options(p, trec=True)
     _add_output(p)
     p.set_defaults(handler=run)
 
