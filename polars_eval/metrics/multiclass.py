@@ -63,7 +63,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -1500,7 +1500,9 @@ def proba_inputs(
     probs = proba_columns(proba, len(classes))
     y = to_expr(label)
     w = weight_expr(weight)
-    keep = not_null(y, w, *probs) & (w != 0.0) & y.is_in(list(classes))
+    keep = not_null(y, *probs) & y.is_in(list(classes))
+    if weight is not None:  # (no test of the literal weight 1)
+        keep = keep & w.is_not_null() & (w != 0.0)
     return ProbaInputs(
         label=y,
         probs=probs,
@@ -1560,14 +1562,20 @@ def _proba_states(inputs: ProbaInputs) -> dict[str, State]:
 
 
 def _weighted_mean(inputs: ProbaInputs, term: pl.Expr) -> MetricSpec:
-    """Σ w·term / Σ w over the used rows; NaN when one of them holds a NaN probability."""
+    """Σ w·term / Σ w over the used rows; NaN when one of them holds a NaN probability.
+    Unweighted, the bare expression is the mean of the term over the used rows (two
+    aggregations, not three)."""
     states = _proba_states(inputs)
     states["sum"] = State(states["w"].value * term)
-    return MetricSpec(
+    spec = MetricSpec(
         states,
         lambda s: nan_or(s["nan"], safe_div(s["sum"], s["w"]).cast(F64)),
         extra={"row_mean": True},
     )
+    if inputs.weighted:
+        return spec
+    mean = pl.when(inputs.keep).then(term).mean().cast(F64)
+    return replace(spec, alone=nan_or(states["nan"].value.any(), mean))
 
 
 def logloss_spec(inputs: ProbaInputs) -> MetricSpec:
