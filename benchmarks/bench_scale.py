@@ -146,6 +146,32 @@ def write_lake(
     return lake
 
 
+def write_mixed_lake(root: Path, rows: int, task: str = "binary", seed: int = 0) -> Path:
+    """A plain lake of ``rows`` rows whose files each hold every segment (issue 27): files
+    of 5e6 rows (a lake partitioned by date or by load), ``seg`` (Int16) drawn uniformly
+    from 100 segments in every file; binary: ``y`` (Int8), ``s`` (scores at 6 decimals)
+    and ``s4`` (the same at 4 decimals); regression: ``actual``, ``pred`` (continuous).
+    Written one file at a time (skipped if present)."""
+    lake = root / f"mixed_{task}_rows{rows:.0e}"
+    done = lake / "_done"
+    if done.exists():
+        return lake
+    lake.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n_files = max(1, rows // ROWS_PER_FILE)
+    per_file = rows // n_files
+    for i in range(n_files):
+        seg = rng.integers(0, SEGMENTS, per_file).astype(np.int16)
+        if task == "binary":
+            cols = binary_columns(rng, per_file, 6)
+            cols["s4"] = np.round(cols["s"], 4)
+        else:
+            cols = COLUMNS[task](rng, per_file, None)
+        pl.DataFrame({"seg": seg, **cols}).write_parquet(lake / f"part-{i:04d}.parquet")
+    done.touch()
+    return lake
+
+
 RUNS = {
     "expr streaming": (
         "import polars as pl, polars_eval as pe\n"
