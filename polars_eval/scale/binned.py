@@ -79,7 +79,7 @@ def binned_rows(
     keys = [b for b in by if b not in packed]
     counts = lf.group_by([*keys, key]).agg(pl.when(valid).then(w).sum().alias(weight))
     score_code, label_code, *by_codes = _unpack(pl.col(KEY), [size for _, size in parts])
-    unpacked = {name: decode(c) for name, decode, c in zip(packed, decoders, by_codes)}
+    unpacked = {name: decode(c) for name, decode, c in zip(packed, decoders, by_codes, strict=True)}
     counts = counts.select(
         *(unpacked.get(name, pl.col(name)).alias(name) for name in by),
         pl.when(label_code > 0).then(label_code - 1).cast(pl.Float64).alias(label),

@@ -81,10 +81,10 @@ from polars_eval.exceptions import (
 from polars_eval.metrics import binary as _binary
 from polars_eval.metrics import multiclass as _multiclass
 from polars_eval.metrics import regression as _regression
-from polars_eval.metrics._curve import score_bin
+from polars_eval.metrics._curve import score_bin  # noqa: F401 - re-exported (pe.scale.score_bin)
 from polars_eval.scale import chunked as _chunked
-from polars_eval.scale.binned import binned_rows
 from polars_eval.scale import spill as _spill
+from polars_eval.scale.binned import binned_rows
 from polars_eval.scale.forecast_state import ForecastState
 from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task

@@ -13,7 +13,7 @@ from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.exceptions import InvalidParameterError
+from polars_eval.exceptions import DataValidationError, InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as b
 
 BASELINE = "_baseline"
@@ -200,7 +200,70 @@ class BinaryMethods:
             if validate
             else [],
         )
-        return execute(self._frame, plan)
+        result = execute(self._frame, plan)
+        if isinstance(self._frame, pl.LazyFrame) and validate:
+            return _distinct_lazy(
+                self._frame,
+                result,
+                specs,
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                baseline=baseline,
+                metrics=metrics,
+                by=by_cols,
+            )
+        return result
+
+
+def _distinct_lazy(
+    frame: pl.LazyFrame, planned: pl.LazyFrame, specs: dict[str, MetricSpec], **kwargs: Any
+) -> pl.LazyFrame:
+    """``lf.eval.binary(...)`` on a LazyFrame whose table keeps the sorted scores (AUC,
+    KS ...): a LazyFrame whose collect evaluates the distinct (group, label, score) rows
+    with their summed weight (SPEC §10: the state, not the rows), as ``pe.Evaluation``
+    takes a lake, in bounded chunks (:mod:`polars_eval.scale.chunked`). The same table
+    (to rounding, 1e-12: the weights are summed per key first), warnings and errors.
+
+    ``planned`` is the plain query (the planner's, over the rows): its schema is the
+    result's; it is returned as it is where the table is all sums (a streaming
+    aggregation per group already), where an argument is an expression rather than a
+    column name, or where the schema is an error to raise at collect; and it runs where
+    no row can be evaluated, to say so with the input's own row counts.
+    """
+    from polars_eval.scale.evaluation import Evaluation, W
+
+    states = [state for spec in specs.values() for state in spec.states.values()]
+    by, weight, metrics = kwargs["by"], kwargs["weight"], kwargs["metrics"]
+    names = [kwargs["label"], kwargs["score"], *by, *([] if weight is None else [weight])]
+    if all(st.kind not in ("rows", "list") for st in states) or not all(
+        isinstance(n, str) for n in names
+    ):
+        return planned
+    try:
+        schema = planned.collect_schema()
+    except DataValidationError:
+        return planned
+    options = {k: kwargs[k] for k in ("pos_label", "threshold", "probability", "baseline")}
+    if metrics is not None:
+        options["metrics"] = [metrics] if isinstance(metrics, str) else list(metrics)
+    label, score = kwargs["label"], kwargs["score"]
+
+    def run() -> pl.DataFrame:
+        ev = Evaluation("binary", label=label, score=score, by=by, weight=weight, **options)
+        ev.update(frame)
+        rows = ev._rows if ev._rows is not None else ev._empty_rows()
+        try:
+            out = rows.eval.binary(label, score, weight=W, by=by or None, **options)
+        except UndefinedMetricError:
+            planned.collect()  # no row to evaluate: the error with the input's row counts
+            raise
+        return out.cast(dict(schema))  # type: ignore[arg-type]
+
+    return pl.defer(run, schema=schema)
 
 
 def _binned(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
