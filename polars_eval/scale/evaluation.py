@@ -1036,6 +1036,12 @@ class Evaluation:
         d = self._def
         n_bins = d.bins
         assert n_bins is not None
+        usable = pl.col(LABEL01).is_not_null() & pl.col(BIN).is_not_null() & (pl.col(W) > 0)
+        if not by and not rows.select(usable.any()).item():
+            raise UndefinedMetricError(
+                "no rows to evaluate: no row seen has a label, a score and a positive "
+                "weight; every metric is undefined"
+            )
         rep = (pl.col(BIN) + 0.5) / n_bins if d.options["probability"] else pl.col(BIN)
         scored = rows.with_columns(rep.cast(pl.Float64).alias("__pe_rep"))
         out = scored.eval.binary(

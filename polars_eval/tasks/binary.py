@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -163,20 +163,6 @@ class BinaryMethods:
         │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
         └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
-        if bins is not None:
-            return _binned(
-                self._frame,
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                baseline=baseline,
-                bins=bins,
-                by=by,
-                metrics=metrics,
-            )
         infos = summary_infos(probability, metrics)
         specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
@@ -200,6 +186,21 @@ class BinaryMethods:
             if validate
             else [],
         )
+        if bins is not None:
+            return _binned(
+                self._frame,
+                execute(self._frame.lazy(), plan),
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                baseline=baseline,
+                bins=bins,
+                by=by,
+                metrics=metrics,
+            )
         result = execute(self._frame, plan)
         if isinstance(self._frame, pl.LazyFrame) and validate:
             return _distinct_lazy(
@@ -257,30 +258,38 @@ def _distinct_lazy(
         ev.update(frame)
         rows = ev._rows if ev._rows is not None else ev._empty_rows()
         try:
-            out = rows.eval.binary(label, score, weight=W, by=by or None, **options)
+            return rows.eval.binary(label, score, weight=W, by=by or None, **options)
         except UndefinedMetricError:
             planned.collect()  # no row to evaluate: the error with the input's row counts
             raise
-        return out.cast(dict(schema))  # type: ignore[arg-type]
 
-    return pl.defer(run, schema=schema)
+    return _deferred(run, schema)
 
 
-def _binned(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
-    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame."""
+def _binned(frame: pl.DataFrame | pl.LazyFrame, planned: pl.LazyFrame, **kwargs: Any) -> Any:
+    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame. Where no
+    row can be evaluated, ``planned`` (the exact table's query) runs to say so with the
+    input's row counts (the state has none)."""
     from polars_eval.scale.evaluation import Evaluation
 
-    ev = Evaluation("binary", **kwargs)
+    def run() -> pl.DataFrame:
+        try:
+            return Evaluation("binary", **kwargs).update(frame).compute()
+        except UndefinedMetricError:
+            planned.collect()
+            raise
+
     if isinstance(frame, pl.DataFrame):
-        return ev.update(frame).compute()
-
-    def run(_: pl.DataFrame) -> pl.DataFrame:
-        return ev.update(frame).compute()
-
+        return run()
     # the result's schema: the same evaluation over no rows, grouped (a stand-in key
     # without ``by``, since an ungrouped evaluation of no rows raises "no rows")
     by = kwargs["by"] or ["__pe_all"]
     empty = pl.DataFrame(schema=frame.collect_schema()).with_columns(pl.lit(0).alias("__pe_all"))
     probe = Evaluation("binary", **{**kwargs, "by": by}).update(empty).compute()
-    schema = probe.drop("__pe_all", strict=False).schema
-    return pl.LazyFrame({"__pe": [0]}).map_batches(run, schema=schema)
+    return _deferred(run, probe.drop("__pe_all", strict=False).schema)
+
+
+def _deferred(run: Callable[[], pl.DataFrame], schema: Mapping[str, Any]) -> pl.LazyFrame:
+    """A LazyFrame of ``schema`` whose collect runs ``run`` (a bounded evaluation of a
+    LazyFrame: nothing is read before; its errors and warnings come at collect)."""
+    return pl.defer(lambda: run().cast(dict(schema)), schema=dict(schema))  # type: ignore[arg-type]
