@@ -45,9 +45,23 @@ metric, MASE and RMSSE):
 * ``Evaluation states``: the bounded state, per series the metrics' sums and the runs of
   days seen.
 
+With ``--layout mixed`` (issue 27) the lake is plain files of 5e6 rows in which every
+file holds every segment (a lake partitioned by date or by load): ``seg`` (Int16, 100
+segments drawn uniformly in every file), and for ``--task binary`` ``y`` (Int8), ``s``
+(scores at 6 decimals) and ``s4`` (the same at 4 decimals: 1.8e6 distinct (segment,
+label, score) keys); for ``--task regression`` continuous ``actual`` and ``pred``. The
+binary runs (AUC, log loss, KS per segment): Polars' own streaming
+``group_by(seg, y, bin).agg(pl.len())``, ``pe.Evaluation(..., bins=1000)``, the namespace
+with ``bins=1000``, the CLI's ``--bins 1000``; Polars' ``group_by(seg, y, s4).agg(
+pl.len())``, ``pe.Evaluation`` exact and the namespace exact on ``s4``. The regression
+runs: a plain ``group_by(seg)`` of sums, ``pe.Evaluation`` and the namespace with the
+bounded metrics. (The ranking query log, whose queries are split across files:
+``bench_scale_ranking.py --segments 100``.)
+
     python benchmarks/bench_scale.py --rows 1e7 1e8 --decimals 4 --dir /tmp/lakes
     python benchmarks/bench_scale.py --task regression --rows 1e7 1e8 --decimals none
     python benchmarks/bench_scale.py --task forecast --rows 1e7 1e8 --series 10000
+    python benchmarks/bench_scale.py --layout mixed --rows 1e8 1e9 --runs "Evaluation bins=1000"
 
 Prints seconds, peak resident MiB and the ratio to the first run.
 """
@@ -146,6 +160,32 @@ def write_lake(
     return lake
 
 
+def write_mixed_lake(root: Path, rows: int, task: str = "binary", seed: int = 0) -> Path:
+    """A plain lake of ``rows`` rows whose files each hold every segment (issue 27): files
+    of 5e6 rows (a lake partitioned by date or by load), ``seg`` (Int16) drawn uniformly
+    from 100 segments in every file; binary: ``y`` (Int8), ``s`` (scores at 6 decimals)
+    and ``s4`` (the same at 4 decimals); regression: ``actual``, ``pred`` (continuous).
+    Written one file at a time (skipped if present)."""
+    lake = root / f"mixed_{task}_rows{rows:.0e}"
+    done = lake / "_done"
+    if done.exists():
+        return lake
+    lake.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n_files = max(1, rows // ROWS_PER_FILE)
+    per_file = rows // n_files
+    for i in range(n_files):
+        seg = rng.integers(0, SEGMENTS, per_file).astype(np.int16)
+        if task == "binary":
+            cols = binary_columns(rng, per_file, 6)
+            cols["s4"] = np.round(cols["s"], 4)
+        else:
+            cols = COLUMNS[task](rng, per_file, None)
+        pl.DataFrame({"seg": seg, **cols}).write_parquet(lake / f"part-{i:04d}.parquet")
+    done.touch()
+    return lake
+
+
 RUNS = {
     "expr streaming": (
         "import polars as pl, polars_eval as pe\n"
@@ -220,6 +260,62 @@ FORECAST_RUNS = {
 }
 TASK_RUNS = {"binary": RUNS, "regression": REGRESSION_RUNS, "forecast": FORECAST_RUNS}
 
+# --layout mixed (issue 27): plain files of 5e6 rows, every segment in every file
+_SCAN = "pl.scan_parquet('{lake}/*.parquet')"
+_METRICS3 = "metrics=['auc', 'logloss', 'ks']"
+_BIN = "(pl.col('s') * 1000).floor().cast(pl.Int32).alias('bin')"
+MIXED_RUNS = {
+    "polars group_by(seg, y, bin).len()": (
+        "import polars as pl\n"
+        f"{_SCAN}.group_by('seg', 'y', {_BIN}).agg(pl.len()).collect(engine='streaming')"
+    ),
+    "Evaluation bins=1000": (
+        "import polars as pl, polars_eval as pe\n"
+        f"ev = pe.Evaluation('binary', label='y', score='s', by='seg', {_METRICS3}, bins=1000)\n"
+        f"ev.update({_SCAN}).compute()"
+    ),
+    "namespace bins=1000": (
+        "import polars as pl, polars_eval as pe\n"
+        f"{_SCAN}.eval.binary('y', 's', by='seg', {_METRICS3}, bins=1000)"
+        ".collect(engine='streaming')"
+    ),
+    "CLI --bins 1000": (
+        "from polars_eval.cli import main\n"
+        "main(['binary', '{lake}/*.parquet', '--label', 'y', '--score', 's', '--by', 'seg', "
+        "'--metrics', 'auc,logloss,ks', '--bins', '1000', '--format', 'json'])"
+    ),
+    "polars group_by(seg, y, s4).len()": (
+        "import polars as pl\n"
+        f"{_SCAN}.group_by('seg', 'y', 's4').agg(pl.len()).collect(engine='streaming')"
+    ),
+    "Evaluation exact (s4)": (
+        "import polars as pl, polars_eval as pe\n"
+        f"ev = pe.Evaluation('binary', label='y', score='s4', by='seg', {_METRICS3})\n"
+        f"ev.update({_SCAN}).compute()"
+    ),
+    "namespace exact (s4)": (
+        "import polars as pl, polars_eval as pe\n"
+        f"{_SCAN}.eval.binary('y', 's4', by='seg', {_METRICS3}).collect(engine='streaming')"
+    ),
+}
+MIXED_REGRESSION_RUNS = {
+    "polars group_by(seg) sums": (
+        "import polars as pl\n"
+        f"{_SCAN}.group_by('seg').agg(pl.len(), pl.col('actual', 'pred').sum(), "
+        "(pl.col('actual') - pl.col('pred')).abs().sum().alias('ae'))"
+        ".collect(engine='streaming')"
+    ),
+    "Evaluation states": _REGRESSION_EV.replace("{force}", "").replace(
+        "pl.scan_parquet('{lake}/**/*.parquet', hive_partitioning=True)", _SCAN
+    ),
+    "namespace streaming": (
+        "import polars as pl, polars_eval as pe\n"
+        f"{_SCAN}.eval.regression('actual', 'pred', by='seg', metrics={REGRESSION_METRICS!r})"
+        ".collect(engine='streaming')"
+    ),
+}
+MIXED_TASK_RUNS = {"binary": MIXED_RUNS, "regression": MIXED_REGRESSION_RUNS}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -229,9 +325,17 @@ def main() -> None:
     parser.add_argument("--task", choices=list(TASK_RUNS), default="binary")
     parser.add_argument("--runs", nargs="+", default=None, help="default: every run of --task")
     parser.add_argument("--series", type=float, default=1e4, help="forecast: series")
+    parser.add_argument(
+        "--layout",
+        choices=["segment", "mixed"],
+        default="segment",
+        help="segment: a hive lake, one segment per file; mixed: every segment in every file",
+    )
     args = parser.parse_args()
-    runs = TASK_RUNS[args.task]
     print(machine_line(), f"| polars_eval from {Path(pe.__file__).parent}")
+    if args.layout == "mixed":
+        return mixed(args)
+    runs = TASK_RUNS[args.task]
     for rows in args.rows:
         for dec in ["none"] if args.task == "forecast" else args.decimals:
             decimals = None if dec == "none" else int(dec)
@@ -256,6 +360,26 @@ def main() -> None:
                     f"  {name:22s} {result['seconds']:8.2f} s  peak {result['peak_mib']:8.0f} MiB"
                     f"  ({result['seconds'] / base:.2f}× the first)"
                 )
+
+
+def mixed(args: argparse.Namespace) -> None:
+    """``--layout mixed``: the runs of ``MIXED_TASK_RUNS`` on plain lakes whose files
+    each hold every segment, the ratio of seconds and of peaks to the first run."""
+    runs = MIXED_TASK_RUNS[args.task]
+    for rows in args.rows:
+        lake = write_mixed_lake(Path(args.dir).resolve(), int(rows), task=args.task)
+        files = len(list(lake.glob("*.parquet")))
+        print(f"\n{args.task}: {int(rows):.0e} rows in {files} files, {SEGMENTS} segments in each")
+        base = None
+        for name in args.runs or list(runs):
+            result = run_child(runs[name].replace("{lake}", str(lake)), timeout=6 * 3600)
+            base = base or result
+            print(
+                f"  {name:36s} {result['seconds']:8.2f} s  peak {result['peak_mib']:6.0f} MiB"
+                f"  ({result['seconds'] / base['seconds']:.2f}× the first's time, "
+                f"{result['peak_mib'] / base['peak_mib']:.2f}× its peak)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

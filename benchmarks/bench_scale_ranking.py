@@ -13,6 +13,10 @@ so every query is split across two files. Then, each run in a fresh process:
   ``pl.read_parquet(lake).eval.ranking(..., k=None, metrics=[...])``.
 
     python benchmarks/bench_scale_ranking.py --rows 1e8 1e9 --dir /tmp/pe_rank
+    python benchmarks/bench_scale_ranking.py --rows 1e8 --segments 100 --in-memory
+
+``--segments N`` adds ``seg`` (Int16) = (query id // 3) modulo N, so every file holds queries of
+every segment (issue 27's layout), and evaluates by it.
 
 Prints seconds (update and compute apart), peak resident MiB and, with ``--in-memory``,
 the largest difference between the two results. Lakes and spill directories are deleted
@@ -40,9 +44,11 @@ QUERIES_PER_FILE = 100_000
 METRICS = ["ndcg@10", "map", "mrr"]
 
 
-def write_query_log(root: Path, rows: int, seed: int = 0) -> Path:
-    """A lake of ``rows // 100`` queries × 100 items, written one file at a time."""
-    lake = root / f"querylog_{rows:.0e}"
+def write_query_log(root: Path, rows: int, seed: int = 0, segments: int = 0) -> Path:
+    """A lake of ``rows // 100`` queries × 100 items, written one file at a time; with
+    ``segments``, a column ``seg`` (Int16) = (query id // 3) modulo ``segments``: every file
+    holds queries of every segment."""
+    lake = root / (f"querylog_{rows:.0e}" + (f"_seg{segments}" if segments else ""))
     done = lake / "_done"
     if done.exists():
         return lake
@@ -60,6 +66,8 @@ def write_query_log(root: Path, rows: int, seed: int = 0) -> Path:
             rel[q % 20 == 0] = 0  # queries without a relevant item
             s = (0.3 * rel + rng.standard_normal(q.size)).astype(np.float32)
             frame = pl.DataFrame({"q": q, "rel": rel, "s": s})
+            if segments:
+                frame = frame.with_columns(seg=(pl.col("q") // 3 % segments).cast(pl.Int16))
             frame.write_parquet(lake / f"part-{part * blocks + block:05d}.parquet")
     done.touch()
     return lake
@@ -69,26 +77,33 @@ SPILL = """
 import json, time, polars as pl, polars_eval as pe
 t0 = time.perf_counter()
 ev = pe.Evaluation('ranking', relevance='rel', score='s', query='q', metrics={metrics!r},
-                   spill={spill!r}{buckets})
+                   spill={spill!r}{buckets}{by})
 ev.update(pl.scan_parquet('{lake}/*.parquet'))
 t1 = time.perf_counter()
 out = ev.compute()
 t2 = time.perf_counter()
 json.dump({{'update_s': t1 - t0, 'compute_s': t2 - t1, 'buckets': ev._spill.buckets,
-           'result': out.row(0, named=True)}}, open({report!r}, 'w'))
+           'result': out.to_dicts()}}, open({report!r}, 'w'))
 """
 
 IN_MEMORY = """
 import json, polars as pl, polars_eval as pe
 out = pl.read_parquet('{lake}/*.parquet').eval.ranking('rel', 's', query='q', k=None,
-                                                       metrics={metrics!r})
-json.dump({{'result': out.row(0, named=True)}}, open({report!r}, 'w'))
+                                                       metrics={metrics!r}{by})
+json.dump({{'result': out.to_dicts()}}, open({report!r}, 'w'))
 """
 
 
 def du(path: Path) -> float:
     """Size on disk of a directory tree (GiB)."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**30
+
+
+def _gap(a: float | None, b: float | None) -> float:
+    """|a - b|; 0 for two nulls (a segment whose queries have no relevant item)."""
+    if a is None or b is None:
+        return 0.0 if a is b else float("inf")
+    return abs(a - b)
 
 
 def run(code: str, report: Path) -> tuple[dict[str, float], dict]:
@@ -103,11 +118,18 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=None, help="spill_buckets= (default: K)")
     parser.add_argument("--in-memory", action="store_true", help="also df.eval.ranking in memory")
     parser.add_argument("--keep", action="store_true", help="keep the lakes")
+    parser.add_argument(
+        "--segments",
+        type=int,
+        default=0,
+        help="add seg = (query id // 3) %% N (every file holds every segment); evaluate by it",
+    )
     args = parser.parse_args()
     root = Path(args.dir)
     print(machine_line())
     for rows in args.rows:
-        lake = write_query_log(root, int(rows))
+        lake = write_query_log(root, int(rows), segments=args.segments)
+        by = ", by='seg'" if args.segments else ""
         print(
             f"\n{int(rows):.0e} rows ({int(rows) // ITEMS:.0e} queries × {ITEMS} items), "
             f"lake {du(lake):.2f} GiB in {len(list(lake.glob('*.parquet')))} files"
@@ -122,6 +144,7 @@ def main() -> None:
                 buckets=buckets,
                 lake=lake,
                 report=str(report),
+                by=by,
             )
             timing, spilled = run(code, report)
             print(
@@ -129,15 +152,14 @@ def main() -> None:
                 f"{timing['seconds']:8.1f} s (update {spilled['update_s']:.1f} s, compute "
                 f"{spilled['compute_s']:.1f} s)  peak {timing['peak_mib']:8.0f} MiB"
             )
-            print(f"    {spilled['result']}")
+            print(f"    {spilled['result'][0]}" + (" (the first segment)" if by else ""))
             shutil.rmtree(spill_dir, ignore_errors=True)
             if args.in_memory:
-                code = IN_MEMORY.format(metrics=METRICS, lake=lake, report=str(report))
+                code = IN_MEMORY.format(metrics=METRICS, lake=lake, report=str(report), by=by)
                 timing, memory = run(code, report)
-                diff = max(abs(spilled["result"][m] - memory["result"][m]) for m in METRICS)
-                same = all(
-                    spilled["result"][c] == memory["result"][c] for c in ("n_queries", "n_excluded")
-                )
+                pairs = list(zip(spilled["result"], memory["result"], strict=True))
+                diff = max(_gap(a[m], b[m]) for a, b in pairs for m in METRICS)
+                same = all(a[c] == b[c] for a, b in pairs for c in ("n_queries", "n_excluded"))
                 print(
                     f"  in memory: {timing['seconds']:8.1f} s  peak "
                     f"{timing['peak_mib']:8.0f} MiB  (largest difference {diff:.1e}, "

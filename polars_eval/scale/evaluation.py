@@ -81,8 +81,10 @@ from polars_eval.exceptions import (
 from polars_eval.metrics import binary as _binary
 from polars_eval.metrics import multiclass as _multiclass
 from polars_eval.metrics import regression as _regression
-from polars_eval.metrics._curve import score_bin
+from polars_eval.metrics._curve import score_bin  # noqa: F401 - re-exported (pe.scale.score_bin)
+from polars_eval.scale import chunked as _chunked
 from polars_eval.scale import spill as _spill
+from polars_eval.scale.binned import binned_rows
 from polars_eval.scale.forecast_state import ForecastState
 from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task
@@ -220,7 +222,8 @@ class _Definition:
 
 COUNTS = ("__pe_n", "__pe_complete", "__pe_used")  # rows, complete rows, used rows (no by)
 _CHUNK_ROWS = 1 << 20
-"""A forecast LazyFrame's rows are turned into states about this many at a time."""
+"""A forecast LazyFrame's rows are turned into states about this many at a time (the
+distinct rows: :data:`polars_eval.scale.chunked.CHUNK_ROWS`)."""
 _MERGE_EVERY = 8
 """The states of this many chunks are merged into one as they come."""
 
@@ -719,7 +722,8 @@ class Evaluation:
         if d.bins is None:
             total = w.sum() if d.weight is not None else pl.len().cast(pl.Float64)
             return lf.group_by(keys).agg(total.alias(W))
-        # binned binary: (group, label, bin, score >= threshold) with exact sums
+        # binned binary: the weight per (group, label, bin, score >= threshold), the log
+        # loss and squared error terms per group (see polars_eval.scale.binned)
         from polars_eval.metrics.binary import LOGLOSS_EPS
 
         label, score = d.columns["label"], d.columns["score"]
@@ -728,17 +732,18 @@ class Evaluation:
         p = s.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
         ll = -(y * p.log() + (1.0 - y) * (1.0 - p).log())
         valid = y.is_not_null() & s.is_not_null() & w.is_not_null()
-        return (
-            lf.with_columns(
-                y.alias(LABEL01),
-                score_bin(s, d.bins, probability=d.options["probability"]).alias(BIN),
-                (s >= d.options["threshold"]).alias(ABOVE),
-                pl.when(valid).then(w).alias(W),
-                pl.when(valid).then(w * ll).alias(LL),
-                pl.when(valid).then(w * (s - y) ** 2).alias(SQ),
-            )
-            .group_by([*d.by, LABEL01, BIN, ABOVE])
-            .agg(pl.col(W).sum(), pl.col(LL).sum(), pl.col(SQ).sum())
+        return binned_rows(
+            lf,
+            d.by,
+            y,
+            s,
+            w,
+            valid,
+            ll,
+            bins=d.bins,
+            probability=d.options["probability"],
+            threshold=d.options["threshold"],
+            columns=(LABEL01, BIN, ABOVE, W, LL, SQ),
         )
 
     def update(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> Evaluation:
@@ -758,16 +763,22 @@ class Evaluation:
     def _state_rows(self, data: pl.DataFrame | pl.LazyFrame | pa.Table) -> pl.DataFrame:
         """The validated state rows of one batch (what :meth:`update` adds).
 
-        One streaming query, with the row checks counted beside it: every state is a
-        streaming aggregation (sums, extrema, Polars' own co-moments, or a hash
-        aggregation per distinct key), so a LazyFrame over a lake is read once and never
-        held (``tests/test_streaming.py`` checks the plans). A forecast LazyFrame is
-        taken in chunks instead (:meth:`_streamed_states`).
+        The states of a bounded size per group (sums, extrema, Polars' own co-moments)
+        are one streaming query, with the row checks counted beside it, so a LazyFrame
+        over a lake is read once and never held (``tests/test_streaming.py`` checks the
+        plans). A LazyFrame whose state is a hash aggregation of many keys (the distinct
+        rows: bins or scores) or not a streaming aggregation (the forecast state) is
+        taken in bounded chunks whose states are merged as they come
+        (:func:`polars_eval.scale.chunked.streamed_states`): Polars' streaming
+        ``group_by`` keeps the rows of keys it does not find hot until the end of the
+        input, which a lake whose files mix the groups makes most of them.
         """
         lf = _lazy(data)
         checks = self._check(lf)
-        if self._forecast is not None and isinstance(data, pl.LazyFrame):
-            return self._streamed_states(lf, checks)
+        if isinstance(data, pl.LazyFrame) and self._forecast is not None:
+            return _chunked.streamed_states(self, lf, checks, _CHUNK_ROWS, _MERGE_EVERY)
+        if isinstance(data, pl.LazyFrame) and not (self._states or self._keyed):
+            return _chunked.streamed_states(self, lf, checks)
         rows_q = self._batch_rows(lf)
         if checks:
             rows, bad = pl.collect_all([rows_q, lf.select(checks)], engine="streaming")
@@ -775,34 +786,6 @@ class Evaluation:
         else:
             rows = rows_q.collect(engine="streaming")
         return rows
-
-    def _streamed_states(self, lf: pl.LazyFrame, checks: list[pl.Expr]) -> pl.DataFrame:
-        """The forecast states of a LazyFrame, from its rows in chunks (streaming engine).
-
-        A forecast state is cut into stretches of consecutive times (a row compared with
-        the one before it), which is not a streaming aggregation: chunk by chunk, the rows
-        held are one chunk's, and the chunks' states are merged as they come.
-        """
-        parts: list[pl.DataFrame] = []
-        bad: list[pl.DataFrame] = []
-        chunks = lf.select(self._inputs()).collect_batches(
-            chunk_size=_CHUNK_ROWS, maintain_order=False, engine="streaming"
-        )
-        for chunk in chunks:
-            rows = chunk.lazy()
-            if checks:
-                states, counts = pl.collect_all([self._batch_rows(rows), rows.select(checks)])
-                bad.append(counts)
-            else:
-                states = self._batch_rows(rows).collect()
-            parts.append(states)
-            if len(parts) >= _MERGE_EVERY:
-                parts = [self._merge_rows(parts)]
-        if bad:
-            raise_for_checks(pl.concat(bad).sum(), self._checks, per_row=False, source=lf)
-        if not parts:
-            return self._batch_rows(lf.select(self._inputs()).limit(0)).collect()
-        return self._merge_rows(parts) if len(parts) > 1 else parts[0]
 
     def _add(self, rows: pl.DataFrame) -> None:
         if self._rows is None or self._rows.height == 0:
@@ -1085,6 +1068,12 @@ class Evaluation:
         d = self._def
         n_bins = d.bins
         assert n_bins is not None
+        usable = pl.col(LABEL01).is_not_null() & pl.col(BIN).is_not_null() & (pl.col(W) > 0)
+        if not by and not rows.select(usable.any()).item():
+            raise UndefinedMetricError(
+                "no rows to evaluate: no row seen has a label, a score and a positive "
+                "weight; every metric is undefined"
+            )
         rep = (pl.col(BIN) + 0.5) / n_bins if d.options["probability"] else pl.col(BIN)
         scored = rows.with_columns(rep.cast(pl.Float64).alias("__pe_rep"))
         out = scored.eval.binary(

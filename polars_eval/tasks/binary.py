@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -13,7 +13,7 @@ from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.exceptions import InvalidParameterError
+from polars_eval.exceptions import DataValidationError, InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as b
 
 BASELINE = "_baseline"
@@ -163,20 +163,6 @@ class BinaryMethods:
         │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
         └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
-        if bins is not None:
-            return _binned(
-                self._frame,
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                baseline=baseline,
-                bins=bins,
-                by=by,
-                metrics=metrics,
-            )
         infos = summary_infos(probability, metrics)
         specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
         if baseline:
@@ -200,24 +186,110 @@ class BinaryMethods:
             if validate
             else [],
         )
-        return execute(self._frame, plan)
+        if bins is not None:
+            return _binned(
+                self._frame,
+                execute(self._frame.lazy(), plan),
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                baseline=baseline,
+                bins=bins,
+                by=by,
+                metrics=metrics,
+            )
+        result = execute(self._frame, plan)
+        if isinstance(self._frame, pl.LazyFrame) and validate:
+            return _distinct_lazy(
+                self._frame,
+                result,
+                specs,
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                baseline=baseline,
+                metrics=metrics,
+                by=by_cols,
+            )
+        return result
 
 
-def _binned(frame: pl.DataFrame | pl.LazyFrame, **kwargs: Any) -> Any:
-    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame."""
+def _distinct_lazy(
+    frame: pl.LazyFrame, planned: pl.LazyFrame, specs: dict[str, MetricSpec], **kwargs: Any
+) -> pl.LazyFrame:
+    """``lf.eval.binary(...)`` on a LazyFrame whose table keeps the sorted scores (AUC,
+    KS ...): a LazyFrame whose collect evaluates the distinct (group, label, score) rows
+    with their summed weight (SPEC §10: the state, not the rows), as ``pe.Evaluation``
+    takes a lake, in bounded chunks (:mod:`polars_eval.scale.chunked`). The same table
+    (to rounding, 1e-12: the weights are summed per key first), warnings and errors.
+
+    ``planned`` is the plain query (the planner's, over the rows): its schema is the
+    result's; it is returned as it is where the table is all sums (a streaming
+    aggregation per group already), where an argument is an expression rather than a
+    column name, or where the schema is an error to raise at collect; and it runs where
+    no row can be evaluated, to say so with the input's own row counts.
+    """
+    from polars_eval.scale.evaluation import Evaluation, W
+
+    states = [state for spec in specs.values() for state in spec.states.values()]
+    by, weight, metrics = kwargs["by"], kwargs["weight"], kwargs["metrics"]
+    names = [kwargs["label"], kwargs["score"], *by, *([] if weight is None else [weight])]
+    if all(st.kind not in ("rows", "list") for st in states) or not all(
+        isinstance(n, str) for n in names
+    ):
+        return planned
+    try:
+        schema = planned.collect_schema()
+    except DataValidationError:
+        return planned
+    options = {k: kwargs[k] for k in ("pos_label", "threshold", "probability", "baseline")}
+    if metrics is not None:
+        options["metrics"] = [metrics] if isinstance(metrics, str) else list(metrics)
+    label, score = kwargs["label"], kwargs["score"]
+
+    def run() -> pl.DataFrame:
+        ev = Evaluation("binary", label=label, score=score, by=by, weight=weight, **options)
+        ev.update(frame)
+        rows = ev._rows if ev._rows is not None else ev._empty_rows()
+        try:
+            return rows.eval.binary(label, score, weight=W, by=by or None, **options)
+        except UndefinedMetricError:
+            planned.collect()  # no row to evaluate: the error with the input's row counts
+            raise
+
+    return _deferred(run, schema)
+
+
+def _binned(frame: pl.DataFrame | pl.LazyFrame, planned: pl.LazyFrame, **kwargs: Any) -> Any:
+    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame. Where no
+    row can be evaluated, ``planned`` (the exact table's query) runs to say so with the
+    input's row counts (the state has none)."""
     from polars_eval.scale.evaluation import Evaluation
 
-    ev = Evaluation("binary", **kwargs)
+    def run() -> pl.DataFrame:
+        try:
+            return Evaluation("binary", **kwargs).update(frame).compute()
+        except UndefinedMetricError:
+            planned.collect()
+            raise
+
     if isinstance(frame, pl.DataFrame):
-        return ev.update(frame).compute()
-
-    def run(_: pl.DataFrame) -> pl.DataFrame:
-        return ev.update(frame).compute()
-
+        return run()
     # the result's schema: the same evaluation over no rows, grouped (a stand-in key
     # without ``by``, since an ungrouped evaluation of no rows raises "no rows")
     by = kwargs["by"] or ["__pe_all"]
     empty = pl.DataFrame(schema=frame.collect_schema()).with_columns(pl.lit(0).alias("__pe_all"))
     probe = Evaluation("binary", **{**kwargs, "by": by}).update(empty).compute()
-    schema = probe.drop("__pe_all", strict=False).schema
-    return pl.LazyFrame({"__pe": [0]}).map_batches(run, schema=schema)
+    return _deferred(run, probe.drop("__pe_all", strict=False).schema)
+
+
+def _deferred(run: Callable[[], pl.DataFrame], schema: Mapping[str, Any]) -> pl.LazyFrame:
+    """A LazyFrame of ``schema`` whose collect runs ``run`` (a bounded evaluation of a
+    LazyFrame: nothing is read before; its errors and warnings come at collect)."""
+    return pl.defer(lambda: run().cast(dict(schema)), schema=dict(schema))  # type: ignore[arg-type]
