@@ -399,6 +399,8 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
         expected_extra += ["train", "season_length"]
     if info.task == "ranking":  # per query, then the mean over queries (SPEC §7)
         expected_extra += ["query", "item", "weight", "per_query"]
+        # intervals over queries (SPEC §14): the t interval and the bootstrap of queries
+        expected_extra += ["ci", "level", "n_resamples", "seed"]
     assert sorted(extra) == sorted(expected_extra)
     assert got.return_annotation != "pl.Expr"  # the method returns values, not expressions
     assert extra["by"].default is None and extra["by"].kind is inspect.Parameter.KEYWORD_ONLY
