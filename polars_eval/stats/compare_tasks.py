@@ -33,6 +33,7 @@ from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec, is_row_mean
 from polars_eval._core.tasks import TASKS
+from polars_eval._exprs import count_true
 from polars_eval._params import check_choice
 from polars_eval.exceptions import (
     DataValidationError,
@@ -511,7 +512,7 @@ def row_tests(
     others = [s for s in sys.names if s != sys.baseline]
     lf = frame.lazy()
     both = [pl.col(label).is_not_null() & pl.col(sys.baseline).is_not_null()]
-    counts = [(both[0] & pl.col(s).is_not_null()).sum().cast(pl.Int64).alias(s) for s in others]
+    counts = [count_true(both[0] & pl.col(s).is_not_null()).alias(s) for s in others]
     n_units = (lf.group_by(by).agg(counts) if by else lf.select(counts)).collect()
 
     def rows(result: pl.DataFrame, system: Any, metric: str, position: int) -> pl.DataFrame:

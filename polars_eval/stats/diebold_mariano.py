@@ -94,7 +94,7 @@ def _states(
     return [
         d.len().cast(pl.Int64).alias(N),
         d.mean().cast(F64).alias(MEAN),
-        *[(centred * centred.shift(-k)).sum().cast(F64).alias(f"{GAMMA}{k}") for k in range(h)],
+        *[(centred * centred.shift(-k)).cast(F64).sum().alias(f"{GAMMA}{k}") for k in range(h)],
     ]
 
 

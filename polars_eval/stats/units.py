@@ -121,7 +121,7 @@ def unit_sums(
         if weight is not None:
             aggs += [
                 (x * weight).sum().alias(NUM + name),
-                weight.filter(x.is_not_null()).sum().cast(F64).alias(DEN + name),
+                weight.filter(x.is_not_null()).cast(F64).sum().alias(DEN + name),
             ]
             square = (x * x * weight).sum()
         else:
