@@ -600,3 +600,37 @@ def test_forecast_metric_method_per_window():
     for got, rows in zip(out["mae"].to_list(), windows[ROW].to_list(), strict=True):
         part = df[rows]
         assert got == pytest.approx(skm.mean_absolute_error(part["y"], part["f"]), abs=1e-12)
+
+
+@IGNORE_UNDEFINED
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_both_merges_of_the_threshold_state_give_the_window_alone(monkeypatch, dense, weighted):
+    """The threshold state of each window from dense arrays or from its sorted points
+    (``_core/windows.cumulative_windows`` picks by size): the same values."""
+    from polars_eval._core import windows as w
+
+    monkeypatch.setattr(w, "_dense_is_cheaper", lambda *args: dense)
+    df = frame(500, seed=36, days=8).with_columns(
+        pl.col("p") + pl.Series(np.random.default_rng(1).random(500) * 1e-3)  # continuous
+    )
+    opts = {"every": "12h", "period": "2d", "offset": "5h"}
+    wt = "w" if weighted else None
+    out = df.eval.binary(
+        "y",
+        "p",
+        weight=wt,
+        by="seg",
+        time="ts",
+        metrics=["auc", "average_precision", "ks", "max_f1"],
+        **opts,
+    )
+    windows = dynamic_windows(df, ["seg"], **opts)
+    alone = _alone(
+        df,
+        windows,
+        lambda part: part.eval.binary(
+            "y", "p", weight=wt, metrics=["auc", "average_precision", "ks", "max_f1"]
+        ),
+    )
+    assert_close(out.drop("seg", "ts", "window_end"), alone)

@@ -95,6 +95,9 @@ class Plan:
     last: Sequence[pl.Expr] = ()
     # with ``grouping``: a second stage over unit keys before the merges (``windows.Units``)
     units: Any = None
+    # with ``grouping``: the ``list`` states of running sums, by column (merged as one long
+    # frame per window: ``windows.Windows.merge``)
+    cumulative: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -204,8 +207,8 @@ def _grouped(
         merges.append(pl.col(_ROWS).sum())
         last.append(pl.col(_ROWS).sum())
     side = check_aggs(checks, examples=False) if checks else []
-    units = plan.units
-    return windows.query(rows, g, schema, aggs, merges, last, side, units), g.out
+    out = windows.query(rows, g, schema, aggs, merges, last, side, plan.units, plan.cumulative)
+    return out, g.out
 
 
 def _finish_grouped(df: pl.DataFrame, g: Any, undefined: Mapping[str, str]) -> pl.DataFrame:

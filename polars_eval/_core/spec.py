@@ -55,6 +55,10 @@ class State:
     value: pl.Expr
     kind: Kind = "sum"
     merge: Callable[[pl.Expr], pl.Expr] | None = None
+    # a ``list`` of points sorted by a key field, descending, holding running sums of
+    # other fields (``("t", ("tp", "fp"))``: counts per distinct key, accumulated): then
+    # many parts also merge as one long frame (windows: ``_core/windows.py``)
+    cumulative: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def key(self) -> tuple[str, bytes]:
