@@ -32,6 +32,7 @@ from _harness import machine_line, median_time  # noqa: E402
 import polars_eval as pe  # noqa: E402
 
 SUMS = ["logloss", "brier", "accuracy", "f1"]
+DYNAMIC = {"every": "1d", "period": "30d", "closed": "left", "label": "left", "start_by": "window"}
 
 
 def data(rows: int, seed: int = 0) -> pl.DataFrame:
@@ -100,15 +101,7 @@ def main() -> None:
     sorted_df = df.sort("segment", "ts")
 
     def peer_auc() -> object:
-        return sorted_df.group_by_dynamic(
-            "ts",
-            every="1d",
-            period="30d",
-            group_by="segment",
-            closed="left",
-            label="left",
-            start_by="window",
-        ).agg(pe.auc("y", "p"))
+        return sorted_df.group_by_dynamic("ts", group_by="segment", **DYNAMIC).agg(pe.auc("y", "p"))
 
     if "auc" in only:
         check = ours_auc().join(peer_auc(), on=["segment", "ts"])

@@ -611,26 +611,14 @@ def test_both_merges_of_the_threshold_state_give_the_window_alone(monkeypatch, d
     from polars_eval._core import windows as w
 
     monkeypatch.setattr(w, "_dense_is_cheaper", lambda *args: dense)
-    df = frame(500, seed=36, days=8).with_columns(
-        pl.col("p") + pl.Series(np.random.default_rng(1).random(500) * 1e-3)  # continuous
-    )
+    noise = pl.Series(np.random.default_rng(1).random(500) * 1e-3)
+    df = frame(500, seed=36, days=8).with_columns(pl.col("p") + noise)  # continuous
     opts = {"every": "12h", "period": "2d", "offset": "5h"}
-    wt = "w" if weighted else None
-    out = df.eval.binary(
-        "y",
-        "p",
-        weight=wt,
-        by="seg",
-        time="ts",
-        metrics=["auc", "average_precision", "ks", "max_f1"],
-        **opts,
-    )
+    kw = {
+        "weight": "w" if weighted else None,
+        "metrics": ["auc", "average_precision", "ks", "max_f1"],
+    }
+    out = df.eval.binary("y", "p", by="seg", time="ts", **kw, **opts)
     windows = dynamic_windows(df, ["seg"], **opts)
-    alone = _alone(
-        df,
-        windows,
-        lambda part: part.eval.binary(
-            "y", "p", weight=wt, metrics=["auc", "average_precision", "ks", "max_f1"]
-        ),
-    )
+    alone = _alone(df, windows, lambda part: part.eval.binary("y", "p", **kw))
     assert_close(out.drop("seg", "ts", "window_end"), alone)

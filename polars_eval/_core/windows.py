@@ -364,11 +364,26 @@ def cumulative_windows(
     window_steps = (bounds["__pe_hi"] - bounds["__pe_lo"] + 1).sum() if bounds.height else 0
     gathered = long.height / max(df.height, 1) * window_steps  # the points a sort would hold
     dense = _dense_is_cheaper(n_keys, longest, bounds.height, gathered)
-    merged = (_dense if dense else _sorted)(long, bounds, df, column, key, fields, n_keys)
+    points = _Points(long, bounds, df, column, key, tuple(fields), n_keys)
+    merged = (_dense if dense else _sorted)(points)
     out = bounds.with_row_index("__pe_w").join(
         merged, on="__pe_w", how="left", maintain_order="left"
     )
     return out.select(*keys, win.time, column)
+
+
+@dataclass(frozen=True)
+class _Points:
+    """The counts per key of every step (``long``: step, rank, key, fields), the windows'
+    first and last steps (``bounds``) and the steps (``df``) of a cumulative state."""
+
+    long: pl.DataFrame
+    bounds: pl.DataFrame
+    df: pl.DataFrame
+    column: str
+    key: str
+    fields: tuple[str, ...]
+    n_keys: int
 
 
 def _dense_is_cheaper(n_keys: int, longest: int, windows: int, gathered: float) -> bool:
@@ -381,16 +396,9 @@ def _dense_is_cheaper(n_keys: int, longest: int, windows: int, gathered: float) 
     )
 
 
-def _sorted(
-    long: pl.DataFrame,
-    bounds: pl.DataFrame,
-    df: pl.DataFrame,
-    column: str,
-    key: str,
-    fields: Sequence[str],
-    n_keys: int,
-) -> pl.DataFrame:
+def _sorted(p: _Points) -> pl.DataFrame:
     """Each window's state from its gathered points (see :func:`cumulative_windows`)."""
+    long, bounds, column, key, fields = p.long, p.bounds, p.column, p.key, p.fields
     members = bounds.with_row_index("__pe_w").select(
         "__pe_w", pl.int_ranges("__pe_lo", pl.col("__pe_hi") + 1, dtype=pl.UInt32).alias(SID)
     )
@@ -416,19 +424,14 @@ def _sorted(
     return gathered.filter(last).group_by("__pe_w").agg(pl.struct(key, *fields).alias(column))
 
 
-def _dense(
-    long: pl.DataFrame,
-    bounds: pl.DataFrame,
-    df: pl.DataFrame,
-    column: str,
-    key: str,
-    fields: Sequence[str],
-    n_keys: int,
-) -> pl.DataFrame:
+def _dense(p: _Points) -> pl.DataFrame:
     """Each window's state from running sums over the steps of dense arrays (steps x
     keys), a block of whole groups at a time (see :func:`cumulative_windows`). numpy: the
     differences of running sums between two rows of a steps x keys array, for thousands
     of windows at once, are one fancy-indexing operation; Polars has no such array form."""
+    long, bounds, df, column, key, fields, n_keys = (
+        p.long, p.bounds, p.df, p.column, p.key, p.fields, p.n_keys
+    )  # fmt: skip
     sid = long.get_column(SID).to_numpy().astype(np.int64)
     rank = long.get_column(RANK).to_numpy()
     values = [long.get_column(f).to_numpy() for f in fields]
