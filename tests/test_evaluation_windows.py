@@ -206,3 +206,17 @@ def test_rows_of_null_time_are_ignored_by_the_evaluation():
         got = ev.update(df).compute()
     assert_close(got, df.eval.binary("y", "p", metrics=["logloss"], time="ts", every="1d"))
     assert got["ts"].null_count() == 0 and got["ts"].min() == dt.datetime(2024, 1, 1)
+
+
+@IGNORE_UNDEFINED
+def test_forecast_evaluation_per_window():
+    from tests.test_windows import panel
+
+    df, train = panel(28)
+    kw = {"actual": "y", "forecast": "f", "series": "id", "time": "t", "season_length": 7}
+    ev = pe.Evaluation("forecast", by="reg", train=train, every="1w", **kw)
+    ev.update(df.head(60)).update(df.tail(df.height - 60))
+    expected = df.eval.forecast("y", "f", series="id", time="t", train=train, season_length=7, by="reg", every="1w", period="2w")
+    same(ev.compute(period="2w"), expected)
+    back = pe.Evaluation.from_state(ev.state)
+    same(back.compute(period="2w"), expected)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from polars_eval._core.planner import Planned, plan_specs, report_undefined
 from polars_eval._core.spec import MetricSpec, State
@@ -440,6 +441,9 @@ def _dense(p: _Points) -> pl.DataFrame:
         bounds["__pe_lo"].to_numpy().astype(np.int64),
         bounds["__pe_hi"].to_numpy().astype(np.int64),
     )
+    counted = all(  # whole counts: the sums of unweighted rows
+        bool(np.all(v == np.floor(v))) and float(np.abs(v).sum()) < 2**31 for v in values
+    )
     group_of = df.get_column(WID).to_numpy()
     starts = np.flatnonzero(np.r_[True, group_of[1:] != group_of[:-1]])
     ends = np.r_[starts[1:], len(group_of)]
@@ -461,9 +465,15 @@ def _dense(p: _Points) -> pl.DataFrame:
             np.bincount(index, weights=v[rows], minlength=size).reshape(b - a + 1, n_keys)
             for v in values
         ]
-        # two fields (the positive and negative weights) as one complex array: one pass of
-        # each operation below for both
-        packed = [dense[0] + 1j * dense[1]] if len(dense) == 2 else dense
+        # two fields (the positive and negative weights) as one array: one pass of each
+        # operation below for both; counts (whole numbers below 2^31) as the two halves
+        # of one int64 (a difference or a sum of two such never carries across), else as
+        # one complex number
+        packed = dense
+        if len(dense) == 2 and counted:
+            packed = [(dense[0].astype(np.int64) << 32) | dense[1].astype(np.int64)]
+        elif len(dense) == 2:
+            packed = [dense[0] + 1j * dense[1]]
         running = [np.cumsum(d, axis=0) for d in packed]
         chosen = np.flatnonzero((lo_all >= a) & (lo_all < b))
         step = max(1, DENSE_CELLS // max(n_keys, 1))
@@ -475,21 +485,30 @@ def _dense(p: _Points) -> pl.DataFrame:
                 present |= c != 0.0
             iw, ik = np.nonzero(present)
             sums = [np.cumsum(c, axis=1)[iw, ik] for c in counts]
-            if len(dense) == 2:
+            if len(dense) == 2 and counted:
+                sums = [
+                    (sums[0] >> 32).astype(np.float64),
+                    (sums[0] & 0xFFFFFFFF).astype(np.float64),
+                ]
+            elif len(dense) == 2:
                 sums = [sums[0].real, sums[0].imag]
             parts.append((w[iw], key_of[ik], *sums))
+    # the windows come in order (blocks in step order, windows sorted by first step): a
+    # window's points are one slice of the arrays, and the lists are built from offsets
+    n_windows = bounds.height
     if parts:
         columns = [np.concatenate([p[i] for p in parts]) for i in range(2 + len(fields))]
     else:
         columns = [np.zeros(0, dtype=np.int64), np.zeros(0)] + [np.zeros(0) for _ in fields]
-    flat = pl.DataFrame(
-        {
-            "__pe_w": columns[0].astype(np.uint32),
-            key: columns[1],
-            **{f: columns[2 + i] for i, f in enumerate(fields)},
-        }
+    offsets = np.zeros(n_windows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(columns[0], minlength=n_windows), out=offsets[1:])
+    values = pa.StructArray.from_arrays(
+        [pa.array(columns[1]), *(pa.array(columns[2 + i]) for i in range(len(fields)))],
+        names=[key, *fields],
     )
-    return flat.group_by("__pe_w", maintain_order=True).agg(pl.struct(key, *fields).alias(column))
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets), values)
+    series = pl.Series(column, lists).cast(df.schema[column])  # the state's own dtype
+    return pl.DataFrame({"__pe_w": np.arange(n_windows, dtype=np.uint32)}).with_columns(series)
 
 
 def windows(
