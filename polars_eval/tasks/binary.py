@@ -202,20 +202,6 @@ class BinaryMethods:
         g = grouping
         if g is not None and baseline:
             raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
-        if bins is not None and g is None:
-            return _binned(
-                self._frame,
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                baseline=baseline,
-                bins=bins,
-                by=by,
-                metrics=metrics,
-            )
         infos = summary_infos(probability, metrics)
         specs = _summary_specs(
             infos,
@@ -255,7 +241,7 @@ class BinaryMethods:
             if validate
             else [],
         )
-        if bins is not None:
+        if bins is not None and g is None:
             return _binned(
                 self._frame,
                 execute(self._frame.lazy(), plan),
@@ -271,7 +257,7 @@ class BinaryMethods:
                 metrics=metrics,
             )
         result = execute(self._frame, plan)
-        if isinstance(self._frame, pl.LazyFrame) and validate:
+        if isinstance(self._frame, pl.LazyFrame) and validate and g is None:
             return _distinct_lazy(
                 self._frame,
                 result,
