@@ -52,7 +52,8 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
     ``age_band`` (the applicant's age band, ``18-29`` to ``60+``: a synthetic sensitive
     attribute for the fairness example, older on the broker channel, younger online;
     drawn from a generator of its own, so the other columns are those of the versions
-    without it). Scores are stored with 4 decimals, so tied scores occur as they do in
+    without it). ``application_date`` (180 days from 2024-01-01, brokers more often late).
+    Scores are stored with 4 decimals, so tied scores occur as they do in
     practice.
 
     Examples
@@ -60,7 +61,7 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
     >>> from polars_eval._demo import credit_scoring
     >>> df = credit_scoring(1_000)
     >>> df.columns
-    ['application_id', 'segment', 'channel', 'region', 'loan_amount', 'defaulted', 'pd_score', 'pd_challenger', 'age_band']
+    ['application_id', 'segment', 'channel', 'region', 'loan_amount', 'defaulted', 'pd_score', 'pd_challenger', 'age_band', 'application_date']
     >>> df.equals(credit_scoring(1_000))
     True
     """
@@ -102,8 +103,18 @@ def credit_scoring(n: int = 20_000, *, seed: int = SEED) -> pl.DataFrame:
             "pd_score": pd_score,
             "pd_challenger": pd_challenger,
             "age_band": np.array(_AGE_BANDS)[age],
+            "application_date": _application_dates(channels[ch] == "broker", seed),
         }
     )
+
+
+def _application_dates(broker: np.ndarray, seed: int) -> np.ndarray:
+    """The day of each application over 180 days from 2024-01-01 (a generator of its own:
+    the other columns keep their values). Broker applications come more often late in the
+    period, so the production model's AUC drifts down over time (monitoring, SPEC §13)."""
+    u = np.random.default_rng(seed + 100).random(broker.size)
+    day = np.floor(180.0 * np.where(broker, np.sqrt(u), u)).astype(np.int64)
+    return np.datetime64("2024-01-01", "D") + day
 
 
 def property_valuations(n: int = 5_000, *, seed: int = SEED) -> pl.DataFrame:

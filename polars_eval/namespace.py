@@ -18,6 +18,7 @@ import polars as pl
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import run_metric
 from polars_eval._core.registry import MetricInfo
+from polars_eval._core.windows import grouping
 from polars_eval.exceptions import InvalidParameterError
 
 
@@ -56,7 +57,12 @@ _NAMESPACE_PARAMS = """by : str or list of str, optional
 validate : bool, default True
     Check the rows first (SPEC §2): labels in the task's domain, probabilities in
     [0, 1], no NaN or ±inf, no negative weight; a clear ``pe.DataValidationError``
-    naming the column otherwise. ``False`` skips the checks."""
+    naming the column otherwise. ``False`` skips the checks.
+time, every, period, offset : optional
+    Windows (SPEC §13): one value per window of ``group_by_dynamic(time, every=,
+    period=, offset=, closed="left", label="left", start_by="window", group_by=by)``
+    that holds rows, as a table (the time column holds the window's start,
+    ``window_end`` its end), merged from one state per ``every`` step."""
 
 _CI_PARAMS = """ci : {{{methods}}}, optional
     Add a confidence interval: the result becomes ``pe.Interval(value, lower, upper)``
@@ -117,6 +123,10 @@ def _make_method(info: MetricInfo) -> Any:
         n_resamples: int | None = None,
         seed: int | None = None,
         method: str | None = None,
+        time: str | None = None,
+        every: str | int | None = None,
+        period: str | int | None = None,
+        offset: str | int | None = None,
         **kwargs: Any,
     ) -> Any:
         if own_method:
@@ -134,8 +144,15 @@ def _make_method(info: MetricInfo) -> Any:
                 f"the bootstrap options ({', '.join(f'{k}=' for k in boot)}) need "
                 f"ci='bootstrap'; got ci={ci!r}"
             )
+        windows = grouping(by, time=time, every=every, period=period, offset=offset)
+        if windows is not None and ci is not None:
+            raise InvalidParameterError(
+                f"ci={ci!r} is not available with time=/every= (an interval per window)"
+            )
         if ci is None:
-            return run_metric(self._frame, info, dict(bound.arguments), by=by, validate=validate)
+            return run_metric(
+                self._frame, info, dict(bound.arguments), by=by, validate=validate, grouping=windows
+            )
         if ci not in info.intervals:
             known = ", ".join(info.intervals) or "none"
             raise InvalidParameterError(
@@ -177,6 +194,13 @@ def _make_method(info: MetricInfo) -> Any:
             params.append(
                 inspect.Parameter("method", keyword, default=None, annotation="str | None")
             )
+    params += [  # windows (SPEC §13)
+        inspect.Parameter("time", keyword, default=None, annotation="str | None"),
+        *(
+            inspect.Parameter(name, keyword, default=None, annotation="str | int | None")
+            for name in ("every", "period", "offset")
+        ),
+    ]
     # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and
     # ci=, level=, with the bootstrap's n_resamples=, seed=, method=)
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]
@@ -192,11 +216,12 @@ def _mixins() -> tuple[type, ...]:
     from polars_eval._core.tasks import TASKS
     from polars_eval.fairness import FairnessMethods
     from polars_eval.report.methods import ReportMethods
+    from polars_eval.stability import StabilityMethods
     from polars_eval.stats.compare_methods import CompareMethods
     from polars_eval.stats.methods import StatsMethods
 
     tasks = (task.load("methods") for task in TASKS.values())
-    return (*tasks, StatsMethods, CompareMethods, FairnessMethods, ReportMethods)
+    return (*tasks, StatsMethods, CompareMethods, FairnessMethods, ReportMethods, StabilityMethods)
 
 
 def install() -> type:

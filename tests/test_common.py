@@ -401,7 +401,8 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
         expected_extra += ["query", "item", "weight", "per_query"]
         # intervals over queries (SPEC §14): the t interval and the bootstrap of queries
         expected_extra += ["ci", "level", "n_resamples", "seed"]
-    assert sorted(extra) == sorted(expected_extra)
+    expected_extra += ["time", "every", "period", "offset"]  # windows (SPEC §13)
+    assert sorted(set(extra)) == sorted(set(expected_extra))
     assert got.return_annotation != "pl.Expr"  # the method returns values, not expressions
     assert extra["by"].default is None and extra["by"].kind is inspect.Parameter.KEYWORD_ONLY
     assert extra["validate"].default is True

@@ -776,6 +776,7 @@ def test_namespace_signatures_are_the_function_plus_by_and_validate() -> None:
             extra += ["ci", "level", "n_resamples", "seed"]
             if "method" not in fn.parameters:  # else the metric's own method= keeps the name
                 extra.append("method")
+        extra += ["time", "every", "period", "offset"]  # windows (SPEC §13)
         assert [p.name for p in params[n + 1 :]] == extra, name
         doc = getattr(ns, name).__doc__ or ""
         assert "by : str or list of str" in doc and "validate : bool" in doc, name

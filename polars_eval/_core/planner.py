@@ -90,6 +90,17 @@ class Plan:
     # the engine that collects the query of a DataFrame (a LazyFrame is returned: its
     # caller chooses); "in-memory" where the default's streaming plan costs more
     engine: Literal["auto", "in-memory", "streaming"] = "auto"
+    # windows, grouping sets, min_rows (SPEC §13: ``_core/windows.Grouping``): the states
+    # ``exprs`` of the finest grouping and steps are merged by ``merges`` (upward) and
+    # ``last`` (the merge the ``finalize`` reads; ``windows.plan_merged``)
+    grouping: Any = None
+    merges: Sequence[pl.Expr] = ()
+    last: Sequence[pl.Expr] = ()
+    # with ``grouping``: a second stage over unit keys before the merges (``windows.Units``)
+    units: Any = None
+    # with ``grouping``: the ``list`` states of running sums, by column (merged as one long
+    # frame per window: ``windows.Windows.merge``)
+    cumulative: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _deferred(error: Exception) -> pl.LazyFrame:
@@ -122,7 +133,12 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
     for stage in plan.columns:
         rows = rows.with_columns(stage)
     group = [*plan.by, *plan.keys]
-    if not group:
+    # grouped: the check counts ride on every result row (with units: counted apart)
+    carried = plan.grouping is not None and plan.units is None
+    if plan.grouping is not None:
+        query, group = _grouped(rows, plan, schema, checks if carried else [])
+        inline = False
+    elif not group:
         query = rows.select(exprs)
     elif plan.slice_rows and isinstance(frame, pl.DataFrame) and frame.height > plan.slice_rows:
         query = _sliced(rows, group, exprs, -(-frame.height // plan.slice_rows))
@@ -133,19 +149,23 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
         query = query.join(points, how="cross")
     if plan.finalize:
         names = [e.meta.output_name() for e in plan.finalize]
-        kept = [pl.col("^__pe_bad_.*$")] if inline else []
+        kept = [pl.col("^__pe_bad_.*$")] if inline or (carried and checks) else []
+        if plan.grouping is not None:
+            kept.append(pl.col(f"^({_ROWS}|{_SPLIT})$"))
         query = query.with_columns(plan.finalize).select(*group, *names, *kept)
     if plan.then is not None:
         query = plan.then(query)
     out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
-    if checks and not inline:
-        query = query.join(lf.select(check_aggs(checks, examples=False)), how="cross")
+    if checks and not inline and not carried:
+        counts = lf.select(check_aggs(checks, examples=False))
+        query = query.join(counts, how="cross", maintain_order="left")
     by = list(plan.by if plan.out_by is None else plan.out_by)
-    if by:
+    if by and plan.grouping is None:
         query = query.sort(by, nulls_last=True)
+    grouped = bool(by) or plan.grouping is not None
     undefined = {k: v for k, v in plan.undefined.items() if k in out_schema}
     strict = plan.strict
-    no_rows_error = [] if by else [n for n in plan.no_rows_error if n in out_schema]
+    no_rows_error = [] if grouped else [n for n in plan.no_rows_error if n in out_schema]
 
     def no_rows() -> str | None:
         return no_rows_reason(lf, plan.args, plan.inputs)
@@ -155,7 +175,9 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
             raise_for_checks(df, checks, per_row=inline, source=lf)
         if checks:
             df = df.select(list(out_schema))
-        report_undefined(df, undefined, grouped=bool(by), strict=strict, no_rows=no_rows)
+        if plan.grouping is not None:
+            return _finish_grouped(df, plan.grouping, undefined)
+        report_undefined(df, undefined, grouped=grouped, strict=strict, no_rows=no_rows)
         for name in no_rows_error:  # the rows are counted only for a value that may be empty
             if df.height == 0 or _may_be_empty(df.get_column(name).to_list()[0]):
                 empty = no_rows()
@@ -163,7 +185,9 @@ def build(frame: Frame, plan: Plan) -> pl.LazyFrame:
                     raise UndefinedMetricError(f"no rows to evaluate for {name}: {empty}")
         return df
 
-    query = query.map_batches(finish, schema=out_schema)
+    hidden = (_ROWS, _SPLIT) if plan.grouping is not None else ()
+    result = {k: v for k, v in out_schema.items() if k not in hidden}
+    query = query.map_batches(finish, schema=result)
     for name in plan.curves:
         query = query.explode(name).unnest(name)
     for name in plan.structs:
@@ -179,6 +203,50 @@ def _may_be_empty(value: Any) -> bool:
     if isinstance(value, dict):
         return any(v is None for v in value.values()) or all(v == 0 for v in value.values())
     return not value or any(_may_be_empty(v) for v in value if isinstance(v, dict))
+
+
+_ROWS = "__pe_rows"  # the used rows of a slice (windows.ROWS)
+_SPLIT = "__pe_split"  # units split across every-steps (windows.SPLIT)
+
+
+def _grouped(
+    rows: pl.LazyFrame, plan: Plan, schema: Any, checks: list[Any]
+) -> tuple[pl.LazyFrame, list[str]]:
+    """The merged states of a grouped plan (windows, grouping sets, min_rows: SPEC §13),
+    with the validation counts over every row on each row, and the key columns of the
+    result."""
+    from polars_eval._core import windows
+
+    g = plan.grouping
+    aggs, merges, last = list(plan.exprs), list(plan.merges), list(plan.last)
+    if g.min_rows is not None:
+        counts = row_counts(plan.args, plan.inputs)
+        used = counts[2] if counts is not None else pl.len().cast(pl.Int64)
+        aggs.append(used.alias(_ROWS))
+        merges.append(pl.col(_ROWS).sum())
+        last.append(pl.col(_ROWS).sum())
+    side = check_aggs(checks, examples=False) if checks else []
+    out = windows.query(rows, g, schema, aggs, merges, last, side, plan.units, plan.cumulative)
+    return out, g.out
+
+
+def _finish_grouped(df: pl.DataFrame, g: Any, undefined: Mapping[str, str]) -> pl.DataFrame:
+    """Null metrics of the slices under ``min_rows`` (one warning), then the undefined
+    values of the others (one warning)."""
+    from polars_eval._core import windows
+
+    if _SPLIT in df.columns and df.height and df.get_column(_SPLIT).item(0):
+        n = df.get_column(_SPLIT).item(0)
+        raise DataValidationError(
+            f"{n} units (queries) have rows in more than one every-step of time= (e.g. two "
+            "days): each query's rows must fall in one step, so that a window holds whole "
+            "queries; give the rows of a query one time (e.g. the query's time)"
+        )
+    names = [c for c in df.columns if c in undefined]  # the metrics (not counts, keys)
+    df, small = windows.apply_min_rows(df, g, names)
+    counted = df if small is None else df.filter(~small)
+    report_undefined(counted, undefined, grouped=True, strict=False)
+    return df.drop(_ROWS, _SPLIT, strict=False)
 
 
 def _sliced(rows: pl.LazyFrame, group: list[str], exprs: list[pl.Expr], n: int) -> pl.LazyFrame:
@@ -452,7 +520,13 @@ def merge_states(
 
 
 def run_metric(
-    frame: Frame, info: MetricInfo, args: Mapping[str, Any], *, by: Any, validate: bool
+    frame: Frame,
+    info: MetricInfo,
+    args: Mapping[str, Any],
+    *,
+    by: Any,
+    validate: bool,
+    grouping: Any = None,
 ) -> Any:
     """Evaluate one registered metric for the namespace layer.
 
@@ -460,11 +534,14 @@ def run_metric(
     per class, a square confusion table) declares ``namespace=`` at ``@register``: a
     function of the arguments giving ``(expression, present)`` (or None for the plain
     form); the expression, a ``List[Struct]`` per group, is evaluated as a long table and
-    ``present(table, by)`` shapes it.
+    ``present(table, by)`` shapes it. ``grouping`` (windows: ``_core/windows.Grouping``)
+    evaluates the metric's spec per window, always as a table.
     """
     by_cols = normalize_by(by)
     form = info.extra.get("namespace")
     shaped = form(args) if form is not None else None
+    if grouping is not None:
+        return _run_grouped(frame, info, args, grouping, validate, shaped is not None)
     expr = info.fn(**args) if shaped is None else shaped[0].alias(info.name)
     kind = info.kind if shaped is None else "curve"
     plan = Plan(
@@ -491,3 +568,39 @@ def run_metric(
         value = result.item()
         return to_python(value) if to_python is not None else value
     return result
+
+
+def _run_grouped(
+    frame: Frame,
+    info: MetricInfo,
+    args: Mapping[str, Any],
+    grouping: Any,
+    validate: bool,
+    shaped: bool,
+) -> pl.DataFrame | pl.LazyFrame:
+    """One metric per window (SPEC §13): its spec's states per step, merged per window."""
+    from polars_eval._core.windows import plan_merged
+    from polars_eval.exceptions import InvalidParameterError
+
+    if shaped:
+        raise InvalidParameterError(
+            f"df.eval.{info.name} gives a table per group, not available with time=/every=: "
+            f"use df.eval.{info.task}(..., metrics=[...], time=..., every=...)"
+        )
+    assert info.spec is not None
+    merged = plan_merged({info.name: info.spec(**args)})
+    plan = Plan(
+        **merged.fields(grouping),
+        finalize=merged.finals(),
+        inputs=info.inputs,
+        args=args,
+        by=[],
+        validate=validate,
+        undefined={info.name: info.undefined or "no defined value"}
+        if info.kind == "scalar"
+        else {},
+        curves=[info.name] if info.kind == "curve" else [],
+        structs=[info.name] if info.kind == "struct" else [],
+        extra_checks=info.check(args) if info.check is not None else [],
+    )
+    return execute(frame, plan)

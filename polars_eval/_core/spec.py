@@ -61,6 +61,10 @@ class State:
     merge: Callable[[pl.Expr], pl.Expr] | None = None
     # moments: the row-level (weight or None, x, y) that ``value`` packs
     args: tuple[pl.Expr | None, ...] = ()
+    # a ``list`` of points sorted by a key field, descending, holding running sums of
+    # other fields (``("t", ("tp", "fp"))``: counts per distinct key, accumulated): then
+    # many parts also merge as one long frame (windows: ``_core/windows.py``)
+    cumulative: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def key(self) -> tuple[str, bytes]:

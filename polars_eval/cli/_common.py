@@ -20,6 +20,7 @@ import polars as pl
 import polars_eval as pe
 from polars_eval._core import registry as _registry
 from polars_eval._core.tasks import TASKS
+from polars_eval.cli import windows as _windows
 from polars_eval.exceptions import PolarsEvalError
 from polars_eval.io import files
 
@@ -140,6 +141,7 @@ def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -
     p.add_argument(
         "--report", metavar="FILE.html", help="also write an HTML report of the evaluation"
     )
+    _windows.add_options(p, task)
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -166,10 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for task in TASKS.values():
         task.load("cli")(sub)
-    from polars_eval.cli import demo, fuse, trec
+    from polars_eval.cli import demo, fuse, psi, trec
 
     trec.command(sub)
     fuse.command(sub)
+    psi.command(sub)
     demo.command(sub)
     return parser
 
@@ -1009,6 +1012,9 @@ def evaluate(
     by = _split(args.by)
     ci = getattr(args, "ci", None)
     report = getattr(args, "report", None)
+    grouped, keys, window_columns = _windows.options(args, task, by)
+    if grouped and (ci or report):
+        raise CliError("--every, --rollup and --min-rows work without --ci and --report")
     chosen = _split(args.metrics)
     check_metric_names(task, chosen)
     method = getattr(pe.EvalNamespace, task)
@@ -1020,13 +1026,13 @@ def evaluate(
         if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
     ][: len(inputs)]
     with reading(args.paths):
-        lf = scan(args.paths, args.input_format, _needed(*inputs, *extra_columns, by))
-        opts = options(lf)
+        needed = _needed(*inputs, *extra_columns, by, window_columns)
+        lf = scan(args.paths, args.input_format, needed)
+        opts = options(lf) | grouped
         if own_ci:
             opts["ci"], opts["level"] = own_ci, args.level
             if own_ci == "bootstrap":
                 opts["n_resamples"], opts["seed"] = args.resamples, args.seed
-        needed = _needed(*inputs, *extra_columns, by)
         schema = lf.collect_schema()
         missing = [c for c in needed if c not in schema]
         # the rows are counted only when every column the evaluation reads is known
@@ -1076,13 +1082,13 @@ def evaluate(
                     validate=args.validate,
                     **opts,
                 )
-            table = _select_metrics(collect(result), by, chosen)
+            table = _select_metrics(collect(result), keys, chosen)
         if ci and not own_ci:
             with progress(f"computing the intervals ({ci})"):
                 metrics = [c for c in table.columns if c not in by]
                 bounds = _intervals(frame, task, inputs, opts, by, metrics, args)
                 table = _with_intervals(table, bounds, by)
-    write_output(table, by, args.format, args.output)
+    write_output(table, keys, args.format, args.output)
     if report:
         report_by = by
         if task == "forecast" and "lead" in by and "lead" not in frame.collect_schema():

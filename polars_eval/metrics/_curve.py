@@ -419,7 +419,10 @@ def thresholds(
 ) -> State:
     """:func:`threshold_state` as a mergeable state of the metric model."""
     return State(
-        threshold_state(label, score, weight, pos_label, bins), "list", merge_threshold_states
+        threshold_state(label, score, weight, pos_label, bins),
+        "list",
+        merge_threshold_states,
+        cumulative=("t", ("tp", "fp")),
     )
 
 

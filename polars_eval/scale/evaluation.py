@@ -59,6 +59,7 @@ import polars as pl
 import pyarrow as pa
 
 from polars_eval._core import registry as _registry
+from polars_eval._core import windows as _windows
 from polars_eval._core.planner import no_rows_text, plan_specs, report_undefined, row_counts
 from polars_eval._core.registry import Role
 from polars_eval._core.spec import MetricSpec, State
@@ -168,6 +169,7 @@ class _Definition:
     metrics: tuple[str, ...] | None
     weight: str | None
     bins: int | None
+    windows: Mapping[str, Any] | None = None  # time, every, offset (SPEC §13)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -180,6 +182,7 @@ class _Definition:
                 "metrics": None if self.metrics is None else list(self.metrics),
                 "weight": self.weight,
                 "bins": self.bins,
+                "windows": None if self.windows is None else dict(self.windows),
             },
             sort_keys=True,
         )
@@ -207,6 +210,7 @@ class _Definition:
             metrics=None if raw["metrics"] is None else tuple(raw["metrics"]),
             weight=raw["weight"],
             bins=raw["bins"],
+            windows=raw.get("windows"),
         )
 
     def differences(self, other: _Definition) -> list[str]:
@@ -305,14 +309,24 @@ def _regression_table(d: _Definition) -> _Table | None:
 
 def _binary_table(d: _Definition) -> _Table | None:
     o = d.options
-    if o["baseline"] or d.bins is not None:
+    binned = d.bins is not None and d.windows is not None  # per step: lists of <= bins points
+    if o["baseline"] or (d.bins is not None and not binned):
         return None
     label, score = d.columns["label"], d.columns["score"]
     infos = _binary_task.summary_infos(o["probability"], d.metrics)
     specs = _binary_task._summary_specs(
-        infos, label, score, d.weight, o["pos_label"], o["threshold"], ""
+        infos,
+        label,
+        score,
+        d.weight,
+        o["pos_label"],
+        o["threshold"],
+        "",
+        None,
+        d.bins,
+        o["probability"],
     )
-    if not _bounded(specs):
+    if not _bounded(specs) and not binned:
         return None
     states, values = _layout(specs)
     return _Table(
@@ -381,7 +395,7 @@ def _table(d: _Definition) -> _Table | None:
     """The task table of ``d`` as the specs' states, or None where the rows are kept."""
     build = _TABLES.get(d.task)
     table = build(d) if build is not None else None
-    if table is None or d.by:
+    if table is None or (d.by and d.windows is None):
         return table
     counts = row_counts(table.args, table.inputs)
     assert counts is not None
@@ -501,10 +515,14 @@ class Evaluation:
         train: pl.DataFrame | pl.LazyFrame | None = None,
         spill: str | os.PathLike[str] | None = None,
         spill_buckets: int | None = None,
+        every: str | int | None = None,
+        offset: str | int | None = None,
         **columns: Any,
     ) -> None:
         if task not in TASKS:
             raise InvalidParameterError(f"task must be one of {list(TASKS)}; got {task!r}")
+        time = columns.get("time") if task == "forecast" else columns.pop("time", None)
+        windows = _windows.evaluation_windows(task, time, every, offset, _names(by))
         if bins is not None:
             if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
                 raise InvalidParameterError(f"bins must be an integer >= 2; got {bins!r}")
@@ -549,10 +567,11 @@ class Evaluation:
             task=task,
             columns={key: columns.get(key) for key in _COLUMNS[task]},
             options=options,
-            by=tuple(_names(by)),
+            by=tuple(_windows.state_keys(task, _names(by), windows)),
             metrics=None if metrics is None else tuple(metrics),
             weight=weight,
             bins=bins,
+            windows=windows,
         )
         self._train: pl.DataFrame | None = train  # type: ignore[assignment]
         self._rows: pl.DataFrame | None = None
@@ -591,7 +610,7 @@ class Evaluation:
         if "_forecast_cache" not in self.__dict__:
             d = self._def
             state = None
-            if d.task == "forecast":
+            if d.task == "forecast" and d.windows is None:  # windowed: its rows are kept
                 state = ForecastState(
                     d.columns,
                     d.options,
@@ -702,6 +721,7 @@ class Evaluation:
     def _batch_rows(self, lf: pl.LazyFrame) -> pl.LazyFrame:
         """The state rows of one batch, as a lazy query."""
         d = self._def
+        lf = _windows.steps_of(lf, d.task, d.windows)  # the time column as its every-step
         table = self._table
         if table is not None:
             for stage in table.stages:
@@ -907,11 +927,18 @@ class Evaluation:
         level: float = 0.95,
         n_resamples: int | None = None,
         seed: int | None = None,
+        period: str | int | None = None,
+        grouping_sets: Sequence[Sequence[str]] | None = None,
+        rollup: Sequence[str] | None = None,
+        min_rows: int | None = None,
     ) -> pl.DataFrame:
         """The task method's table (one row per group) on every row seen so far.
 
         Raises ``ValueError`` when nothing was seen and there is no ``by``, as the task
-        method does on an empty frame.
+        method does on an empty frame. With ``time=`` and ``every=`` (SPEC §13), one row per
+        (group, window) of ``period`` (default: ``every``: one window per step), merged from
+        the states of the steps; ``grouping_sets=`` / ``rollup=`` (keys among ``by``) and
+        ``min_rows=`` as on the task methods.
 
         ``ci="t"`` (ranking and forecasting, SPEC §14) adds ``<metric>_lower`` and
         ``<metric>_upper`` to each mean over queries or series, as the task method's
@@ -923,6 +950,9 @@ class Evaluation:
         """
         from polars_eval.stats import units
 
+        g = _windows.evaluation_grouping(self._def, period, grouping_sets, rollup, min_rows)
+        if g is not None:
+            return self._compute_grouped(g)
         d = self._def
         interval = units.unit_ci(ci, level, n_resamples, seed)
         if interval is not None and d.task not in ("ranking", "forecast"):
@@ -943,16 +973,47 @@ class Evaluation:
                 else self._finalize(rows, chosen, interval)
             )
         _rewarn(caught, d.metrics if chosen is None else None)
+        return self._chosen(out, list(d.by), chosen, interval)
+
+    def _chosen(
+        self, out: pl.DataFrame, keys: list[str], chosen: list[str] | None, interval: Any = None
+    ) -> pl.DataFrame:
+        """The columns ``metrics=`` names (when they are not the task method's own)."""
+        d = self._def
         if d.metrics is not None and chosen is None:
             missing = [m for m in d.metrics if m not in out.columns]
             if missing:
                 raise InvalidParameterError(
                     f"metrics {missing} are not columns of the {d.task} task; "
-                    f"available: {[c for c in out.columns if c not in d.by]}"
+                    f"available: {[c for c in out.columns if c not in keys]}"
                 )
+            from polars_eval.stats import units
+
             kept = units.ordered(d.metrics, d.metrics, interval)  # with their intervals
-            out = out.select([*d.by, *(c for c in kept if c in out.columns)])
+            out = out.select([*keys, *(c for c in kept if c in out.columns)])
         return out
+
+    def _compute_grouped(self, g: _windows.Grouping) -> pl.DataFrame:
+        """:meth:`compute` per window and grouping (SPEC §13)."""
+        d = self._def
+        if self._spill is not None or self._forecast is not None or (d.bins and not self._table):
+            raise InvalidParameterError(
+                "windows and grouping sets need pe.Evaluation(..., time=, every=) or a state "
+                "of the specs or of the rows (not spill=, the forecast series state or bins= "
+                "without time=)"
+            )
+        rows = self._rows if self._rows is not None else self._empty_rows()
+        chosen = self._method_metrics()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if self._table is not None:
+                out = _windows.finalize_table(rows, self._table, g, d.by, d.windows)
+            else:
+                out = self._finalize(rows, chosen, grouped=_windows.method_options(g, d))
+        small = [w for w in caught if "min_rows=" in str(w.message)]  # about every metric
+        _rewarn(small, None)
+        _rewarn([w for w in caught if w not in small], d.metrics if chosen is None else None)
+        return self._chosen(out, g.out, chosen)
 
     def _method_metrics(self) -> list[str] | None:
         """The task method's ``metrics=``: for multiclass, the names when every one is a
@@ -966,18 +1027,25 @@ class Evaluation:
         return list(d.metrics) if set(d.metrics) <= registered else None
 
     def _finalize(
-        self, rows: pl.DataFrame, metrics: list[str] | None = None, ci: Any = None
+        self,
+        rows: pl.DataFrame,
+        metrics: list[str] | None = None,
+        ci: Any = None,
+        grouped: Mapping[str, Any] | None = None,
     ) -> pl.DataFrame:
         """The task method on the state rows, the summed weight as the weight; or the
         task table's finalizers over the merged states. ``ci``: the interval over units
-        (``units.UnitCI``, ranking and forecasting)."""
+        (``units.UnitCI``, ranking and forecasting); ``grouped``: the task method's
+        options of windows and grouping sets (``by`` among them)."""
         d = self._def
         if self._table is not None:
             return self._finalize_states(rows)
         if self._forecast is not None:
             return self._forecast.finalize(rows, self._train, ci)
         by = list(d.by) or None
-        opts = {k: v for k, v in d.options.items()}
+        extra = dict(grouped or {})
+        by = extra.pop("by", by)
+        opts = {k: v for k, v in d.options.items()} | extra
         cols = dict(d.columns)
         if d.task == "binary" and d.bins is not None:
             out = self._compute_binned(rows, by)
@@ -1012,7 +1080,9 @@ class Evaluation:
             if not self._keyed:
                 values = [c for c in rows.columns if c != N]
                 rows = rows.with_columns(pl.col(values).repeat_by(N)).explode(values)
-            out = rows.eval.ranking(**_spill.table_request(d), **_ci_arguments(ci))
+            out = rows.eval.ranking(
+                **_spill.table_request(d) | {"by": by} | extra, **_ci_arguments(ci)
+            )
         return out
 
     def _finalize_states(self, rows: pl.DataFrame) -> pl.DataFrame:

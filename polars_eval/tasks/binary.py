@@ -11,12 +11,31 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
+from polars_eval._core.windows import (
+    BASELINE_NOT_MERGEABLE,
+    Grouping,
+    grouped_method,
+    plan_merged,
+)
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import DataValidationError, InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as b
+from polars_eval.metrics._curve import score_bin
 
 BASELINE = "_baseline"
+EXACT_WHEN_BINNED = frozenset([*b.THRESHOLD_FORMULAS, "logloss", "brier"])
+"""The metrics that ``bins=`` leaves exact (sums); the others run over the bins."""
+
+
+def binned_representative(score: pl.Expr, bins: int, *, probability: bool) -> pl.Expr:
+    """The score of a row's bin in binned mode (``pe.Evaluation(..., bins=N)``): the
+    bin's centre (b + ½)/N for probabilities, the bin's number for other scores (the
+    order is all that counts)."""
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+        raise InvalidParameterError(f"bins must be an integer >= 2; got {bins!r}")
+    binned = score_bin(score, bins, probability=probability).cast(pl.Float64)
+    return (binned + 0.5) / bins if probability else binned
 
 
 def constant_predictor(
@@ -71,9 +90,18 @@ def _summary_specs(
     threshold: float,
     suffix: str,
     pred: pl.Expr | None = None,
+    bins: int | None = None,
+    probability: bool = True,
 ) -> dict[str, MetricSpec]:
     """The spec of each summary metric (name + suffix); with ``pred`` (the baseline's hard
-    prediction) the threshold metrics read it instead of ``score >= threshold``."""
+    prediction) the threshold metrics read it instead of ``score >= threshold``; with
+    ``bins`` the sort-based ones read the score's bin (:func:`binned_representative`, as
+    ``pe.Evaluation(..., bins=N)``), the sums stay exact."""
+    binned = (
+        score
+        if bins is None
+        else binned_representative(to_float(score), bins, probability=probability)
+    )
     out: dict[str, MetricSpec] = {}
     for info in infos:
         name = info.name
@@ -86,9 +114,10 @@ def _summary_specs(
             spec = b.counts_spec(states, b.THRESHOLD_FORMULAS["accuracy"])
         else:
             takes_pred = pred is not None and "pred" in info.signature.parameters
+            exact = name in EXACT_WHEN_BINNED
             available = {
                 "label": label,
-                "score": None if takes_pred else score,
+                "score": None if takes_pred else (score if exact else binned),
                 "pred": pred if takes_pred else None,
                 "threshold": threshold,
                 "weight": weight,
@@ -104,6 +133,7 @@ class BinaryMethods:
 
     _frame: pl.DataFrame | pl.LazyFrame
 
+    @grouped_method
     def binary(
         self,
         label: IntoExpr,
@@ -118,6 +148,7 @@ class BinaryMethods:
         metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
+        grouping: Grouping | None = None,
     ) -> Any:
         """All binary summary metrics of the registry, one wide row per group.
 
@@ -145,6 +176,11 @@ class BinaryMethods:
         threshold metrics exact; on a LazyFrame the bins are counted with the streaming
         engine at ``collect()``.
 
+        ``time=``, ``every=`` (``period=``, ``offset=``) evaluate per time window, and
+        ``grouping_sets=`` / ``rollup=`` (``min_rows=``) per slice, from states merged
+        (SPEC §13; see :mod:`polars_eval._core.windows`); ``baseline=True`` is not
+        available with them (the constant predictor is a function of each group's rows).
+
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
         Examples
@@ -163,19 +199,38 @@ class BinaryMethods:
         │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
         └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
+        g = grouping
+        if g is not None and baseline:
+            raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
         infos = summary_infos(probability, metrics)
-        specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
+        specs = _summary_specs(
+            infos,
+            label,
+            score,
+            weight,
+            pos_label,
+            threshold,
+            "",
+            bins=bins,
+            probability=probability,
+        )
         if baseline:
             constant, majority = constant_predictor(label, score, weight, pos_label)
             specs |= _summary_specs(
                 infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
             )
         by_cols = normalize_by(by)
-        planned = plan_specs(specs, one_group=not by_cols)
+        if g is None:
+            planned = plan_specs(specs, one_group=not by_cols)
+            fields: dict[str, Any] = {"exprs": planned.aggs}
+            finals, points = planned.finals, planned.point_finals
+        else:
+            merged = plan_merged(specs)
+            fields, finals, points = merged.fields(g), merged.finals(), {}
         plan = Plan(
-            exprs=planned.aggs,
-            finalize=planned.finals,
-            point_finalize=planned.point_finals,
+            **fields,
+            finalize=finals,
+            point_finalize=points,
             inputs=b.PROBA_INPUTS if probability else b.ORDER_INPUTS,
             args={"label": label, "score": score, "weight": weight, "pos_label": pos_label},
             by=by_cols,
@@ -186,7 +241,7 @@ class BinaryMethods:
             if validate
             else [],
         )
-        if bins is not None:
+        if bins is not None and g is None:
             return _binned(
                 self._frame,
                 execute(self._frame.lazy(), plan),
@@ -202,7 +257,7 @@ class BinaryMethods:
                 metrics=metrics,
             )
         result = execute(self._frame, plan)
-        if isinstance(self._frame, pl.LazyFrame) and validate:
+        if isinstance(self._frame, pl.LazyFrame) and validate and g is None:
             return _distinct_lazy(
                 self._frame,
                 result,

@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval._core import windows as _windows
 from polars_eval._core.planner import (
     Plan,
     Planned,
@@ -403,6 +404,31 @@ def series_table(
     return units.with_bootstrap(table, q, names, by_cols, keys, ci)
 
 
+def _grouped_table(
+    q: pl.LazyFrame,
+    g: _windows.Grouping,
+    schema: Mapping[str, Any],
+    sp: SeriesPlan,
+    keys: list[str],
+    per_series: bool,
+) -> pl.LazyFrame:
+    """The forecast table per window and grouping (SPEC §13) from the states per (finest
+    ``by`` keys, series[, step]): each series' states merged per (grouping, window), then
+    the table of :func:`series_table` per grouping and window."""
+    if g.windows is not None:
+        q = q.filter(pl.col(_windows.STEP).is_not_null())  # a row of null time is ignored
+    states = sp.states
+    scales = [c for c in q.collect_schema() if c in set(TRAIN_SCALED.values())]
+    merges = [state.merged(pl.col(c)).alias(c) for c, state in states.items()]
+    merges += [pl.col(c).first() for c in scales]  # one scale per series
+
+    def finish(level: pl.LazyFrame, group: list[str]) -> pl.LazyFrame:
+        table = series_table(level, sp, group, keys, per_series)
+        return table.sort(keys, nulls_last=True) if per_series else table
+
+    return _windows.unit_levels(q, g, schema, keys, merges, finish)
+
+
 def table_undefined(names: Sequence[str], per_series: bool) -> dict[str, str]:
     """Why each metric column of the forecast table may be null."""
     undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
@@ -416,6 +442,7 @@ class ForecastMethods:
 
     _frame: pl.DataFrame | pl.LazyFrame
 
+    @_windows.grouped_method
     def forecast(
         self,
         actual: str,
@@ -439,6 +466,7 @@ class ForecastMethods:
         level: float = 0.95,
         n_resamples: int | None = None,
         seed: int | None = None,
+        grouping: _windows.Grouping | None = None,
     ) -> Any:
         """Forecast accuracy of a long frame (series id, time, actual, forecast).
 
@@ -482,6 +510,11 @@ class ForecastMethods:
         §14; ``pe.Evaluation("forecast", ...).compute(ci="t")`` gives it too);
         ``ci="bootstrap"`` resamples the series (``n_resamples=``, ``seed=``). The pooled
         columns get none (they are not means over series).
+        ``every=`` (``period=``, ``offset=``) evaluates per window of the target times
+        ``time=`` (SPEC §13): each series' states per ``every`` step, merged per window of
+        its ``by`` group, then per series and across series as above. ``grouping_sets=`` /
+        ``rollup=`` stack the table of each grouping of the ``by`` keys (merged from the
+        finest one's states), ``min_rows=`` nulls the metrics of a row of fewer rows.
 
         Rows may come in any order. A DataFrame (and ``train``) sorted by (series, time)
         is the fast case: one cheap pass finds it sorted, which rules out duplicate keys and
@@ -536,7 +569,8 @@ class ForecastMethods:
             raise InvalidParameterError(
                 f"train must be a polars DataFrame or LazyFrame; got {type(train).__name__}"
             )
-        by_cols = normalize_by(by)
+        g = grouping
+        by_cols = normalize_by(by) if g is None else g.finest
         unit_ci = units.unit_ci(ci, level, n_resamples, seed)
         units.check_no_per_unit(unit_ci, per_series, "per_series")
         tschema = train.lazy().collect_schema() if train is not None else None
@@ -554,7 +588,7 @@ class ForecastMethods:
                 weight, zero_actuals, quantiles, interval, per_series, validate,
                 _point_metrics(metrics, train is not None, per_series, (actual, forecast)),
                 SERIES_HINT if series is None else "",
-                unit_ci,
+                unit_ci, g,
             )  # fmt: skip
             return out.drop(ONE_SERIES, strict=False) if per_series else out
         except DataValidationError as error:
@@ -582,6 +616,7 @@ class ForecastMethods:
         point: Sequence[str],
         hint: str,
         ci: units.UnitCI | None = None,
+        g: _windows.Grouping | None = None,
     ) -> Any:
         lf = self._frame.lazy()
         schema = lf.collect_schema()
@@ -610,6 +645,10 @@ class ForecastMethods:
         keyed = lf  # the rows whose keys must be unique
         extra = [k for k in keys if k not in by_cols]  # the series keys besides by
         groups = [*by_cols, *extra]
+        win = g.windows if g is not None else None
+        if win is not None:  # the every-step of each row's time (SPEC §13)
+            dtype = win.check(schema)
+            lf = lf.with_columns(win.step(dtype))
         # an eager frame already sorted by its one group column: flag it, so that the
         # group_by takes the slices of each group instead of hashing every row
         sorted_key = _sorted_group(self._frame, groups)
@@ -653,8 +692,10 @@ class ForecastMethods:
         # group there; the row checks are counted over the input apart (second stage).
         first = list(sp.aggs)
         checks = row_checks(schema, args, inputs) if validate else []
-        if flag:
-            first.append((count_true(pl.col(DUP)) - 1).alias(DUP))
+        if flag:  # per series (with windows: summed over its steps in ``second``)
+            first.append((count_true(pl.col(DUP)) - (0 if win else 1)).alias(DUP))
+        if win is not None:
+            first.append(pl.col(time).min().alias(_windows.FIRST))
         lf = lf.with_columns(sp.rows)
         checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
 
@@ -693,9 +734,15 @@ class ForecastMethods:
             if scale is not None and wanted:
                 q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
             if validate:
+                if win is not None and flag:
+                    q = q.with_columns(pl.col(DUP).sum().over(groups, order_by=None) - 1)
                 schema = q.collect_schema()
                 kept = {k: v for k, v in schema.items() if k not in checked}
                 q = q.map_batches(check_rows, schema=pl.Schema(kept))
+            if g is not None:  # windows, grouping sets: the series' states merged first
+                return _grouped_table(
+                    q, g, self._frame.lazy().collect_schema(), sp, extra, per_series
+                )
             q = series_table(q, sp, by_cols, extra, per_series, ci)
             if per_series:
                 return q
@@ -705,19 +752,33 @@ class ForecastMethods:
         undefined = table_undefined(names, per_series)
         # without by (one summary row) an input with no row to evaluate is an error, as
         # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
-        single = not by_cols and not per_series
+        single = not by_cols and not per_series and g is None
         plan = Plan(
             exprs=first,
             inputs=inputs,
             args=args,
-            by=groups,
+            by=[*groups, *([_windows.STEP] if win is not None else [])],
+            out_by=[] if g is not None else None,
             validate=False,  # the checks are counted and raised in ``second`` (check_rows)
             undefined={} if single else undefined,
             strict=False,
             then=second,
         )
+        if g is not None:  # reported per window and grouping (the result is always a table)
+            plan.undefined = {}
         query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
-        if not per_series:
+        if g is not None:
+            schema_out = query.collect_schema()
+
+            def report_grouped(df: pl.DataFrame) -> pl.DataFrame:
+                metrics = [c for c in df.columns if c in undefined]
+                df, small = _windows.apply_min_rows(df, g, metrics, rows="n")
+                counted = df if small is None else df.filter(~small)
+                report_undefined(counted, undefined, grouped=True, strict=False)
+                return df
+
+            query = query.map_batches(report_grouped, schema=schema_out)
+        elif not per_series:
             query = query.drop(extra)
         if single:
             row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
@@ -928,7 +989,14 @@ def keyed_method(info: MetricInfo) -> Any:
             return _over_series(method, info, self, args, kwargs, by, validate, keys)
         train = kwargs.pop("train", None) if scaled else None
         season_length = kwargs.pop("season_length", 1) if scaled else 1
-        if series is None and time is None and cutoff is None and lead is None:
+        if kwargs.get("every") is not None:  # windows over time= (SPEC §13)
+            kwargs["time"] = time
+        if (
+            series is None
+            and (time is None or "time" in kwargs)
+            and cutoff is None
+            and lead is None
+        ):
             if train is not None:
                 raise InvalidParameterError("train= needs time= (the column of target times)")
             if scaled and season_length != 1:
@@ -977,7 +1045,7 @@ def keyed_method(info: MetricInfo) -> Any:
 
     functools.update_wrapper(method, base)
     keyword = inspect.Parameter.KEYWORD_ONLY
-    params = list(base_sig.parameters.values())
+    params = [p for p in base_sig.parameters.values() if p.name != "time"]
     if scaled:
         params = [p.replace(default=None) if p.name == "scale" else p for p in params]
         params += [

@@ -24,6 +24,7 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
+from polars_eval._core.windows import Grouping, grouped_method, plan_merged
 from polars_eval._exprs import F64
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
@@ -300,6 +301,7 @@ class MulticlassMethods:
 
     _frame: pl.DataFrame | pl.LazyFrame
 
+    @grouped_method
     def multiclass(
         self,
         label: IntoExpr,
@@ -316,6 +318,7 @@ class MulticlassMethods:
         metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
+        grouping: Grouping | None = None,
     ) -> Any:
         """Every multiclass summary metric of the registry, one wide row per group.
 
@@ -357,6 +360,10 @@ class MulticlassMethods:
         classes are then learnt from each group's data). Returns a one-row DataFrame
         without ``by`` (a LazyFrame on a LazyFrame).
 
+        ``time=``, ``every=`` (``period=``, ``offset=``) evaluate per time window, and
+        ``grouping_sets=`` / ``rollup=`` (``min_rows=``) per slice, from merged states (SPEC
+        §13, :mod:`polars_eval._core.windows`; the baseline too: it reads the class vector).
+
         Examples
         --------
         >>> import polars as pl
@@ -396,19 +403,26 @@ class MulticlassMethods:
         options = {"k": k, "multi_class": multi_class, "weights": weights, "adjusted": adjusted}
         args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
         stages, table = table_specs(args, options, metrics, baseline)
-        planned = plan_specs(table.specs, columns_first=True)
-        # each spec's value over the state columns (the rows specs: their column)
-        final = {
-            name: pl.col(name)
-            if spec.has_rows
-            else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
-            for name, spec in table.specs.items()
-        }
+        g = grouping
+        if g is None:
+            planned = plan_specs(table.specs, columns_first=True)
+            # each spec's value over the state columns (the rows specs: their column)
+            final = {
+                name: pl.col(name)
+                if spec.has_rows
+                else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
+                for name, spec in table.specs.items()
+            }
+            fields: dict[str, Any] = {"exprs": planned.aggs}
+            row_columns = planned.row_columns
+        else:
+            merged = plan_merged(table.specs, columns_first=True)
+            final, fields, row_columns = merged.values, merged.fields(g), merged.row_columns
         finals = table_columns(table, final, baseline)
         plan = Plan(
-            exprs=planned.aggs,
+            **fields,
             finalize=finals,
-            columns=[*stages, planned.row_columns],
+            columns=[*stages, row_columns],
             inputs=m.PRED_INPUTS,
             args=args,
             by=normalize_by(by),

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval._core import windows as _windows
 from polars_eval._core.planner import (
     Plan,
     _deferred,
@@ -31,6 +32,7 @@ from polars_eval._core.planner import (
     normalize_by,
     report_undefined,
 )
+from polars_eval._core.windows import Grouping, Units
 from polars_eval._exprs import column_name, count_true, to_expr, to_float
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import Check
@@ -104,6 +106,7 @@ def run_ranking(
     unjudged: str = "ignore",
     partial: bool = False,
     ci: units.UnitCI | None = None,
+    grouping: Grouping | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
 
@@ -161,6 +164,7 @@ def run_ranking(
             reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
             partial=partial,
             ci=ci,
+            grouping=grouping,
         )
     except DataValidationError as error:
         if isinstance(frame, pl.LazyFrame):
@@ -285,20 +289,28 @@ def _build(
     reasons: Mapping[str, str] | None = None,
     partial: bool = False,
     ci: units.UnitCI | None = None,
+    grouping: Grouping | None = None,
 ) -> pl.LazyFrame:
     """The plan of the ranking metrics: the engine per query (``by`` + ``query`` groups),
     then the second stage: one row per query, or the (query-weighted) mean per ``by``
     group with the number of queries and of those left out for having no relevant item."""
     keys = by + query
 
+    if grouping is not None:
+        by = grouping.finest
+        keys = by + query
+    by_arg = "grouping_sets" if grouping is not None and grouping.stacked else "by"
+
     def key_checks(schema: Mapping[str, Any]) -> list[Check]:
-        missing = [(arg, c) for arg, cols in (("query", query), ("by", by)) for c in cols]
+        missing = [(arg, c) for arg, cols in (("query", query), (by_arg, by)) for c in cols]
         for arg, col in missing:
             if col not in schema:
                 raise DataValidationError(f'column "{col}" (argument {arg}=) not found')
         overlap = [c for c in by if c in query]
         if overlap:
-            raise DataValidationError(f'column "{overlap[0]}" is given both as query= and by=')
+            raise DataValidationError(
+                f'column "{overlap[0]}" is given both as query= and {by_arg}='
+            )
         checks = []
         if item is not None:
             checks.append(duplicate_check(keys, item))
@@ -319,6 +331,35 @@ def _build(
             return per_key.group_by(by).agg(aggs) if by else per_key.select(aggs)
         return _second_stage(per_key, names, by=by, query=query, ci=ci, **options)
 
+    undefined = {name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names}
+    if grouping is not None:  # per (group, step, query), summed per (group, step), merged
+        if per_query:
+            raise InvalidParameterError(
+                "per_query=True is not available with time=/every= or grouping sets"
+            )
+        sums = _partial_sums(names, weighted=weighted, counts=counts, zero_counts=zero_counts)
+        merged = [pl.col(e.meta.output_name()).sum() for e in sums]
+
+        def reduce(per_key: pl.LazyFrame, group: list[str], extra: list[pl.Expr]) -> pl.LazyFrame:
+            per_key = middle(per_key)
+            aggs = [*sums, *extra]
+            return per_key.group_by(group).agg(aggs) if group else per_key.select(aggs)
+
+        grouped = Plan(
+            exprs=first,
+            inputs=INPUTS,
+            args=args,
+            by=[],
+            validate=validate,
+            undefined=undefined,
+            extra_checks=[key_checks],
+            grouping=grouping,
+            units=Units(query, reduce),
+            merges=merged,
+            last=merged,
+            finalize=_means(names, counts or zero_counts),
+        )
+        return build(frame, grouped)
     plan = Plan(
         exprs=first,
         inputs=INPUTS,
@@ -328,10 +369,7 @@ def _build(
         out_by=keys if per_query else by,
         validate=validate,
         strict=strict,
-        # a partial result is reported once combined (combine_partials)
-        undefined={}
-        if partial
-        else {n: (reasons or {}).get(n, rk.NO_RELEVANT_ITEM) for n in names},
+        undefined={} if partial else undefined,
         then=second_stage,
         extra_checks=[key_checks],
         slice_rows=PARTITION_ROWS,
@@ -375,6 +413,10 @@ _EXTRA_PARAMS = [
     inspect.Parameter("level", inspect.Parameter.KEYWORD_ONLY, default=0.95),
     inspect.Parameter("n_resamples", inspect.Parameter.KEYWORD_ONLY, default=None),
     inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY, default=None),
+    *(
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+        for name in ("time", "every", "period", "offset")
+    ),
 ]
 
 _METHOD_PARAMS = """query : str or list of str
@@ -398,7 +440,11 @@ ci : {"t", "bootstrap"}, optional
 level : float, default 0.95
     The interval's confidence level.
 n_resamples, seed : int, optional
-    With ``ci="bootstrap"``: the number of resamples (1000) and the seed (0)."""
+    With ``ci="bootstrap"``: the number of resamples (1000) and the seed (0).
+time, every, period, offset : optional
+    Windows (SPEC §13): the mean over the queries of each window of ``group_by_dynamic(time,
+    every=, period=, offset=, closed="left", label="left", start_by="window",
+    group_by=by)``, as a table; a query's rows must fall in one ``every`` step."""
 
 _METHOD_RETURNS = """float
     Without ``by`` (and ``per_query``) on a DataFrame: the mean over the queries that have
@@ -451,6 +497,10 @@ def _make_method(
         level: float = 0.95,
         n_resamples: int | None = None,
         seed: int | None = None,
+        time: str | None = None,
+        every: str | int | None = None,
+        period: str | int | None = None,
+        offset: str | int | None = None,
         **kwargs: Any,
     ) -> Any:
         bound = sig.bind(*args, **kwargs)
@@ -459,6 +509,7 @@ def _make_method(
         info.fn(**arguments)  # checks every option, raising InvalidParameterError
         by_cols = _keys(by, "by")
         interval = units.unit_ci(ci, level, n_resamples, seed)
+        windows = _windows.grouping(by, time=time, every=every, period=period, offset=offset)
         result = run_ranking(
             self._frame,
             relevance=arguments["relevance"],
@@ -476,8 +527,9 @@ def _make_method(
             validate=validate,
             unjudged=arguments.get("unjudged", "ignore"),
             ci=interval,
+            grouping=windows,
         )
-        if isinstance(result, pl.LazyFrame) or by_cols or per_query:
+        if isinstance(result, pl.LazyFrame) or by_cols or per_query or windows is not None:
             return result
         if interval is not None:
             return Interval(*result.row(0))
@@ -605,6 +657,13 @@ def _ranking(
     level: float = 0.95,
     n_resamples: int | None = None,
     seed: int | None = None,
+    time: str | None = None,
+    every: str | int | None = None,
+    period: str | int | None = None,
+    offset: str | int | None = None,
+    grouping_sets: Sequence[Sequence[str]] | None = None,
+    rollup: Sequence[str] | None = None,
+    min_rows: int | None = None,
 ) -> Any:
     """Every ranking metric at every cutoff, one wide row per group (mean over queries).
 
@@ -641,6 +700,12 @@ def _ranking(
     ``per_query=True`` one row per query (without the counts). Without ``by``, an input
     with no row to evaluate (empty, every row null or of query weight 0) raises
     ``UndefinedMetricError`` "no rows to evaluate" (BAD_INPUTS rows 5, 37, 49).
+
+    ``time=``, ``every=`` (``period=``, ``offset=``) give the means over the queries of
+    each time window, and ``grouping_sets=`` / ``rollup=`` (``min_rows=``: rows) of each
+    slice (SPEC §13): the queries are evaluated once per (group, step), their sums merged
+    per window and slice. A query's rows must fall in one ``every`` step (else an error
+    says how many queries do not).
 
     Examples
     --------
@@ -734,6 +799,16 @@ def table_arguments(**arguments: Any) -> dict[str, Any]:
         "counts": not per_query,
         "unjudged": unjudged,
         "ci": ci,
+        "grouping": _windows.grouping(
+            a["by"],
+            grouping_sets=a["grouping_sets"],
+            rollup=a["rollup"],
+            time=a["time"],
+            every=a["every"],
+            period=a["period"],
+            offset=a["offset"],
+            min_rows=a["min_rows"],
+        ),
     }
 
 

@@ -14,6 +14,12 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.windows import (
+    BASELINE_NOT_MERGEABLE,
+    Grouping,
+    grouped_method,
+    plan_merged,
+)
 from polars_eval._exprs import to_float, weight_expr
 from polars_eval._params import check_choice
 from polars_eval._typing import IntoExpr, ZeroActuals
@@ -60,6 +66,7 @@ class RegressionMethods:
 
     _frame: pl.DataFrame | pl.LazyFrame
 
+    @grouped_method
     def regression(
         self,
         actual: IntoExpr,
@@ -71,6 +78,7 @@ class RegressionMethods:
         metrics: str | Sequence[str] | None = None,
         by: str | list[str] | None = None,
         validate: bool = True,
+        grouping: Grouping | None = None,
     ) -> Any:
         """Every regression summary metric of the registry, one wide row per group.
 
@@ -86,6 +94,9 @@ class RegressionMethods:
         ``metrics=`` chooses the metric columns instead: any registered regression metric of
         one value, in the order given (``["rmse", "mean_poisson_deviance", "d2_tweedie"]``;
         options a metric needs beyond the table's are an error that says so).
+        ``time=``, ``every=`` (``period=``, ``offset=``) evaluate per time window, and
+        ``grouping_sets=`` / ``rollup=`` (``min_rows=``) per slice, from merged states (SPEC
+        §13, :mod:`polars_eval._core.windows`; not with ``baseline=True``).
 
         Returns a one-row DataFrame without ``by`` (a LazyFrame on a LazyFrame).
 
@@ -110,6 +121,9 @@ class RegressionMethods:
         check_choice("zero_actuals", zero_actuals, r.ZERO_ACTUAL_OPTIONS)
         if not isinstance(baseline, bool):
             raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
+        g = grouping
+        if g is not None and baseline:
+            raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
         infos = _registry.select(
             "regression", metrics, lambda info: info.summary and info.kind == "scalar"
         )
@@ -135,12 +149,18 @@ class RegressionMethods:
             )
         else:
             baseline_specs = {}
-        planned = plan_specs({**specs, **baseline_specs})
         count = r.zero_actual_count(actual, pred, weight=weight)
-        finals = list(planned.finals)
-        finals.insert(len(specs), pl.col(count.meta.output_name()))
+        if g is None:
+            planned = plan_specs({**specs, **baseline_specs})
+            fields: dict[str, Any] = {"exprs": [*planned.aggs, count]}
+            finals = list(planned.finals)
+            finals.insert(len(specs), pl.col(count.meta.output_name()))
+        else:
+            merged = plan_merged(specs)
+            finals = [*merged.finals(), merged.add_sum(count)]
+            fields = merged.fields(g)
         plan = Plan(
-            exprs=[*planned.aggs, count],
+            **fields,
             finalize=finals,
             inputs=NUMERIC_INPUTS,
             args={"actual": actual, "pred": pred, "weight": weight},
