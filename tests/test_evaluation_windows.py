@@ -216,7 +216,17 @@ def test_forecast_evaluation_per_window():
     kw = {"actual": "y", "forecast": "f", "series": "id", "time": "t", "season_length": 7}
     ev = pe.Evaluation("forecast", by="reg", train=train, every="1w", **kw)
     ev.update(df.head(60)).update(df.tail(df.height - 60))
-    expected = df.eval.forecast("y", "f", series="id", time="t", train=train, season_length=7, by="reg", every="1w", period="2w")
+    expected = df.eval.forecast(
+        "y",
+        "f",
+        series="id",
+        time="t",
+        train=train,
+        season_length=7,
+        by="reg",
+        every="1w",
+        period="2w",
+    )
     same(ev.compute(period="2w"), expected)
     back = pe.Evaluation.from_state(ev.state)
     same(back.compute(period="2w"), expected)
