@@ -39,8 +39,10 @@ def frame(n: int, *, seed: int = 0, days: int = 40, kind: str = "datetime") -> p
     }
     df = pl.DataFrame(data).with_columns(f=pl.col("a") * np.exp(rng.normal(size=n) * 0.3))
     start = dt.datetime(2024, 1, 1)
-    if kind == "datetime":
+    if kind in ("datetime", "tz"):
         ts = pl.Series([start + dt.timedelta(seconds=int(s)) for s in seconds])
+        if kind == "tz":  # across the change to summer time (2024-03-31)
+            ts = ts.dt.offset_by("60d").dt.replace_time_zone("Europe/Paris", non_existent="null")
     elif kind == "date":
         ts = pl.Series([(start + dt.timedelta(seconds=int(s))).date() for s in seconds])
     else:
@@ -85,13 +87,16 @@ CASES = [
     ("date", {"every": "1mo", "period": "2mo"}),
     ("int", {"every": 24, "period": 72, "offset": 5}),
     ("int", {"every": 10}),
+    ("tz", {"every": "1d", "period": "3d"}),
+    ("tz", {"every": "1d", "offset": "3h"}),
+    ("tz", {"every": "1w", "period": "2w"}),
 ]
 
 
 @pytest.mark.parametrize(("kind", "opts"), CASES)
 @pytest.mark.parametrize("by", [[], ["seg"]])
 def test_windows_are_group_by_dynamic_windows(kind, opts, by):
-    df = frame(600, seed=len(str(opts)), kind=kind)
+    df = frame(600, seed=len(str(opts)), kind=kind).drop_nulls("ts")
     expected = dynamic_windows(df, by, **opts)
     out = df.eval.binary(
         "y", "p", metrics=["accuracy", "logloss"], by=by or None, time="ts", **opts
@@ -301,10 +306,13 @@ def test_rows_of_null_time_are_ignored():
         ({"every": "1d", "offset": "soon"}, "offset='soon' is not a duration"),
         ({"every": 3}, "give every as a duration"),
         ({"every": "12h", "time": "day"}, "not a whole number of days"),
+        ({"every": "6h", "time": "paris"}, "time-zone-aware column"),
     ],
 )
 def test_bad_window_parameters(opts, match):
-    df = frame(30).with_columns(day=pl.col("ts").dt.date())
+    df = frame(30).with_columns(
+        day=pl.col("ts").dt.date(), paris=pl.col("ts").dt.replace_time_zone("Europe/Paris")
+    )
     opts = {"time": "ts", **opts}
     with pytest.raises(InvalidParameterError, match=match):
         df.eval.binary("y", "p", **opts)

@@ -199,6 +199,14 @@ class Windows:
                         f"{name}={d.text!r} counts integer steps, but the time column "
                         f'"{self.time}" holds {dtype}: give {name} as a duration such as "1d"'
                     )
+                zoned = isinstance(dtype, pl.Datetime) and dtype.time_zone is not None
+                if zoned and name == "every" and d.nanos % (86400 * 10**9):
+                    raise InvalidParameterError(
+                        f"every={d.text!r} is not a whole number of days on the time-zone-aware "
+                        f'column "{self.time}": group_by_dynamic\'s windows of hours follow '
+                        "the wall clock across daylight-saving changes from the first row's; "
+                        'convert the column with .dt.convert_time_zone("UTC"), or use whole days'
+                    )
                 if dtype == pl.Date and d.nanos % (86400 * 10**9):
                     raise InvalidParameterError(
                         f"{name}={d.text!r} is not a whole number of days, but the time column "
@@ -219,9 +227,15 @@ class Windows:
             e, o = self.every.ints, self.offset.ints
             t64 = t.cast(pl.Int64)
             return ((t64 - o) // e * e + o).alias(STEP)
+        zone = dtype.time_zone if isinstance(dtype, pl.Datetime) else None
+        if zone is not None:  # the grid of group_by_dynamic is one of wall-clock times
+            t = t.dt.replace_time_zone(None)
         shifted = t if self.offset.zero else t.dt.offset_by(self.offset.negated())
         start = shifted.dt.truncate(self.every.text)
-        return (start if self.offset.zero else start.dt.offset_by(self.offset.text)).alias(STEP)
+        start = start if self.offset.zero else start.dt.offset_by(self.offset.text)
+        if zone is not None:
+            start = start.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null")
+        return start.alias(STEP)
 
     def merge(
         self,

@@ -475,6 +475,14 @@ class Evaluation:
     inputs, summed weight), and its memory grows with them (exact sort-based binary
     metrics: with the distinct scores).
 
+    Windows (SPEC §13): ``time=`` (a Date, Datetime or integer column; the forecast's own
+    ``time=``) with ``every=`` (and ``offset=``) keeps one state per (group, ``every``
+    step), the time column holding the step; rows of a step seen again merge into its
+    state, so appending a day costs that day's rows. ``compute(period="30d")`` merges the
+    steps of each window of ``group_by_dynamic`` (``compute()``: one window per step);
+    ``compute(grouping_sets=, rollup=, min_rows=)`` stacks groupings of the ``by`` keys.
+    An evaluation of another ``every=`` does not merge (another definition).
+
     Not supported (refused when asked): ``cutoff=``/``lead=`` for forecasting (a lead is
     a rank within a cutoff, not a sum) and ``ties="first"`` for ranking (input order does
     not survive a merge).
