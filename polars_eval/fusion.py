@@ -272,7 +272,8 @@ def fuse(
         The runs, each with the columns ``query``, ``doc`` and ``score`` (as
         :func:`polars_eval.read_trec_run` reads them; other columns are ignored), at least
         two (a mapping names them in messages); or one frame with a ``system`` column
-        naming the run of each row. A row with a null query, doc or score is ignored.
+        naming the run of each row. A row with a null query, doc, score (or system) is
+        ignored.
     method : {"rrf", "sum", "mnz", "max", "min", "med", "anz", "wsum"}, default "rrf"
         How the runs' (normalized) scores of a document combine; see the module.
     norm : {None, "min-max", "max", "sum", "zmuv", "rank", "borda"}, default None
