@@ -364,8 +364,10 @@ def test_namespace_method_matches_the_function(info: MetricInfo) -> None:
         expected_extra += ["series", "time", "cutoff", "lead"]
     if scaled:
         expected_extra += ["train", "season_length"]
-    if info.task == "ranking":  # per query, then the mean over queries (SPEC §7)
-        expected_extra += ["query", "item", "weight", "per_query"]
+    if info.task == "ranking":  # per query, then the mean over queries (SPEC §7), with its
+        # interval over queries (SPEC §14)
+        expected_extra += ["query", "item", "weight", "per_query", "ci", "level"]
+        expected_extra += ["n_resamples", "seed"]
     assert sorted(extra) == sorted(expected_extra)
     assert got.return_annotation != "pl.Expr"  # the method returns values, not expressions
     assert extra["by"].default is None and extra["by"].kind is inspect.Parameter.KEYWORD_ONLY
