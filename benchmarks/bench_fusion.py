@@ -59,30 +59,36 @@ def make_runs(n_queries: int, docs: int, n_runs: int, seed: int = 0) -> list[pl.
     return runs
 
 
+VARIANTS = [("rrf", None), ("sum", "min-max")]
+
 CHILD = """
 import json, resource, sys, time, statistics
 sys.path.insert(0, {root!r})
 import polars as pl
-paths, method, norm, repeat = {paths!r}, {method!r}, {norm!r}, {repeat}
+paths, variants, repeat = {paths!r}, {variants!r}, {repeat}
 start = time.perf_counter()
 {body}
-times = []
-for _ in range(repeat):
-    t = time.perf_counter()
-    fused()
-    times.append(time.perf_counter() - t)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print("RESULT", json.dumps({{"seconds": statistics.median(times), "first": first,
-                             "peak_mib": peak, "setup": setup}}))
+out = {{"setup": setup}}
+for method, norm in variants:
+    t = time.perf_counter(); fused(method, norm); first = time.perf_counter() - t
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        fused(method, norm)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    out[f"{{method}},{{norm}}"] = {{"wall": statistics.median(walls), "cpu": statistics.median(cpus),
+                                   "first": first}}
+out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("RESULT", json.dumps(out))
 """
 
 OURS = """
 import polars_eval as pe
 runs = [pl.read_parquet(p) for p in paths]
 setup = time.perf_counter() - start
-def fused():
+def fused(method, norm):
     return pe.fuse(runs, method=method, norm=norm)
-t = time.perf_counter(); fused(); first = time.perf_counter() - t
 """
 
 RANX = """
@@ -96,22 +102,20 @@ for p in paths:
     frame["doc"] = frame["doc"].astype(object)
     runs.append(Run.from_df(frame, q_id_col="query", doc_id_col="doc", score_col="score"))
 setup = time.perf_counter() - start
-def fused():
+def fused(method, norm):
     return fuse(runs, norm=norm, method=method)
-t = time.perf_counter(); fused(); first = time.perf_counter() - t
 """
 
 FLOOR = """
 runs = [pl.read_parquet(p) for p in paths]
 setup = time.perf_counter() - start
-def fused():
+def fused(method, norm):  # the runs stacked, one group_by: no rank, no normalization, no sort
     return pl.concat(runs).lazy().group_by("query", "doc").agg(pl.col("score").sum()).collect()
-t = time.perf_counter(); fused(); first = time.perf_counter() - t
 """
 
 
-def child(body: str, paths: list[str], method: str, norm: str | None, repeat: int) -> dict:
-    code = CHILD.format(root=ROOT, paths=paths, method=method, norm=norm, repeat=repeat, body=body)
+def child(body: str, paths: list[str], repeat: int) -> dict:
+    code = CHILD.format(root=ROOT, paths=paths, variants=VARIANTS, repeat=repeat, body=body)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
@@ -132,23 +136,26 @@ def bench_fusion(args: argparse.Namespace) -> None:
         for i, run in enumerate(runs):
             paths.append(str(Path(tmp) / f"run{i}.parquet"))
             run.write_parquet(paths[-1])
-        print("| method, norm | ours (s) | ranx warm (s) | ranx / ours | floor (s) | "
-              "ours peak MiB | ranx peak MiB | ours / ranx memory |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|")
-        for method, norm in [("rrf", None), ("sum", "min-max")]:
-            ours = child(OURS, paths, method, norm, args.repeat)
-            floor = child(FLOOR, paths, method, norm, args.repeat)
-            ranx = child(RANX, paths, method, norm, args.repeat) if not args.skip_ranx else None
-            r_time = f"{ranx['seconds']:.2f}" if ranx else "-"
-            r_ratio = f"{ranx['seconds'] / ours['seconds']:.2f}x" if ranx else "-"
-            r_peak = f"{ranx['peak_mib']:.0f}" if ranx else "-"
-            r_mem = f"{ours['peak_mib'] / ranx['peak_mib']:.2f}" if ranx else "-"
-            print(f"| {method}, {norm} | {ours['seconds']:.2f} | {r_time} | {r_ratio} | "
-                  f"{floor['seconds']:.2f} | {ours['peak_mib']:.0f} | {r_peak} | {r_mem} |",
-                  flush=True)  # fmt: skip
-            if ranx:
-                print(f"  (ranx: building its Runs {ranx['setup']:.1f} s, first call "
-                      f"{ranx['first']:.1f} s; ours: first call {ours['first']:.2f} s)")  # fmt: skip
+        ours = child(OURS, paths, args.repeat)
+        floor = child(FLOOR, paths, args.repeat)
+        ranx = None if args.skip_ranx else child(RANX, paths, args.repeat)
+    print("| method, norm | ours wall / CPU s | ranx warm wall / CPU s | ranx / ours (wall, CPU) "
+          "| floor wall / CPU s |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for method, norm in VARIANTS:
+        key = f"{method},{norm}"
+        o, f = ours[key], floor[key]
+        r = ranx[key] if ranx else None
+        r_cell = f"{r['wall']:.2f} / {r['cpu']:.2f}" if r else "-"
+        ratio = f"{r['wall'] / o['wall']:.2f}x, {r['cpu'] / o['cpu']:.2f}x" if r else "-"
+        print(f"| {method}, {norm} | {o['wall']:.2f} / {o['cpu']:.2f} | {r_cell} | {ratio} | "
+              f"{f['wall']:.2f} / {f['cpu']:.2f} |")  # fmt: skip
+    memory = f"ours {ours['peak_mib']:.0f} MiB, floor {floor['peak_mib']:.0f} MiB"
+    if ranx:
+        memory += (f", ranx {ranx['peak_mib']:.0f} MiB (ours / ranx = "
+                   f"{ours['peak_mib'] / ranx['peak_mib']:.2f}); ranx built its Runs in "
+                   f"{ranx['setup']:.0f} s")  # fmt: skip
+    print(f"\nPeak RSS of each child (data read, every variant run): {memory}")
 
 
 def query_log(rows: int, items: int = 100, seed: int = 0) -> pl.DataFrame:

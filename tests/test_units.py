@@ -421,3 +421,21 @@ def test_cli_ci_on_ranking_forecast_and_trec(tmp_path, capsys):
     code, _, err = _cli(capsys, "trec", tmp_path / "run.txt", tmp_path / "qrels.txt",
                         "--ci", "t", "-q")  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "per_query" in err
+
+
+def test_evaluation_takes_the_interval_in_its_definition_too():
+    df = search_log(seed=14)
+    kw = {"relevance": "rel", "score": "s", "query": "q", "k": [5], "by": "mkt"}
+    ev = pe.Evaluation("ranking", ci="t", level=0.9, **kw).update(df)
+    want = df.eval.ranking("rel", "s", query="q", k=[5], by="mkt", ci="t", level=0.9)
+    assert_close(pe.Evaluation.from_state(ev.state).compute(), want)
+    assert_close(
+        ev.compute(ci="bootstrap"),
+        df.eval.ranking("rel", "s", query="q", k=[5], by="mkt", ci="bootstrap"),
+    )
+    plain = pe.Evaluation("ranking", **kw).update(df)
+    assert "ci" not in plain.state.row(0, named=True)["__pe_def"]  # other definitions as before
+    with pytest.raises(pe.InvalidParameterError, match="no units"):
+        pe.Evaluation("regression", actual="a", pred="p", ci="t")
+    with pytest.raises(pe.InvalidParameterError, match="ci must be one of"):
+        pe.Evaluation("ranking", ci="z", **kw)

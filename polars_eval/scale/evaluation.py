@@ -87,6 +87,7 @@ from polars_eval.scale import chunked as _chunked
 from polars_eval.scale import spill as _spill
 from polars_eval.scale.binned import binned_rows
 from polars_eval.scale.forecast_state import ForecastState
+from polars_eval.stats import units
 from polars_eval.tasks import binary as _binary_task
 from polars_eval.tasks import multiclass as _multiclass_task
 from polars_eval.tasks import regression as _regression_task
@@ -539,6 +540,16 @@ class Evaluation:
                     f"bins= is available for the binary task; the {task} task keeps exact "
                     "states (distinct values)"
                 )
+        # the default interval of compute() (ranking, forecast): kept in the definition only
+        # when given, so that other definitions read (and merge) as before
+        interval = {k: columns.pop(k) for k in units.OPTIONS if k in columns}
+        if interval:
+            units.unit_ci(**{"level": 0.95, **interval})
+            if task not in ("ranking", "forecast"):
+                raise InvalidParameterError(
+                    f"ci= is an interval over queries or series (the ranking and forecast "
+                    f"tasks); the {task} task has no units"
+                )
         unknown = [k for k in columns if k not in _COLUMNS[task] and k not in _OPTIONS[task]]
         if "cutoff" in columns or "lead" in columns:
             raise InvalidParameterError(
@@ -571,6 +582,7 @@ class Evaluation:
         elif train is not None:
             raise InvalidParameterError(f"train= is for the forecast task, not {task}")
         options = {key: columns.get(key, default) for key, default in _OPTIONS[task].items()}
+        options.update(interval)
         self._def = _Definition(
             task=task,
             columns={key: columns.get(key) for key in _COLUMNS[task]},
@@ -954,14 +966,16 @@ class Evaluation:
         bucket). ``ci="bootstrap"`` resamples the queries or series (``n_resamples=``,
         ``seed=``; a spilled evaluation then holds one row per query in memory). The
         interval is chosen here, not in the definition: evaluations merge whatever
-        interval is asked of them later.
+        interval is asked of them later. ``pe.Evaluation(..., ci="t")`` (with ``level=``,
+        ``n_resamples=``, ``seed=``) sets the interval of ``compute()`` without one.
         """
-        from polars_eval.stats import units
-
         g = _windows.evaluation_grouping(self._def, period, grouping_sets, rollup, min_rows)
         if g is not None:
             return self._compute_grouped(g)
         d = self._def
+        if ci is None and d.options.get("ci") is not None:  # the definition's interval
+            ci, level = d.options["ci"], d.options.get("level", 0.95)
+            n_resamples, seed = d.options.get("n_resamples"), d.options.get("seed")
         interval = units.unit_ci(ci, level, n_resamples, seed)
         if interval is not None and d.task not in ("ranking", "forecast"):
             raise InvalidParameterError(
@@ -1053,7 +1067,7 @@ class Evaluation:
         by = list(d.by) or None
         extra = dict(grouped or {})
         by = extra.pop("by", by)
-        opts = {k: v for k, v in d.options.items()} | extra
+        opts = {k: v for k, v in d.options.items() if k not in units.OPTIONS} | extra
         cols = dict(d.columns)
         if d.task == "binary" and d.bins is not None:
             out = self._compute_binned(rows, by)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.stats import units
 from polars_eval.tasks.ranking import COUNTS, combine_partials, run_ranking, table_arguments
 
 if TYPE_CHECKING:
@@ -312,7 +313,7 @@ def table_request(d: _Definition) -> dict[str, Any]:
         "item": cols.get("item"),
         "weight": d.weight,
         "by": list(d.by) or None,
-        **d.options,
+        **{k: v for k, v in d.options.items() if k not in units.OPTIONS},
     }
     table_arguments(**request)  # the options checked as the task method checks them
     if d.metrics is None:

@@ -46,6 +46,8 @@ from polars_eval.exceptions import InvalidParameterError
 
 METHODS = ("t", "bootstrap")
 """The ``ci=`` methods over units."""
+OPTIONS = ("ci", "level", "n_resamples", "seed")
+"""The arguments of an interval over units, in :func:`unit_ci`'s order."""
 NUM, DEN, SQ = "__pe_num_", "__pe_den_", "__pe_sq_"
 """Prefixes of the per-group sums: Σ(w·)x, the (weight of the) defined units, Σ(w·)x²."""
 BOOTSTRAP_CELLS = 1 << 20
