@@ -358,7 +358,7 @@ def main() -> None:
                 base = base or result["seconds"]
                 print(
                     f"  {name:22s} {result['seconds']:8.2f} s  peak {result['peak_mib']:8.0f} MiB"
-                    f"  ({result['seconds'] / base:.2f}× the first)"
+                    f"  ({result['seconds'] / base:.2f}× the first; CPU {result['cpu_s']:.1f} s)"
                 )
 
 
@@ -375,8 +375,9 @@ def mixed(args: argparse.Namespace) -> None:
             result = run_child(runs[name].replace("{lake}", str(lake)), timeout=6 * 3600)
             base = base or result
             print(
-                f"  {name:36s} {result['seconds']:8.2f} s  peak {result['peak_mib']:6.0f} MiB"
-                f"  ({result['seconds'] / base['seconds']:.2f}× the first's time, "
+                f"  {name:36s} {result['seconds']:8.2f} s  CPU {result['cpu_s']:7.1f} s  "
+                f"peak {result['peak_mib']:6.0f} MiB  ({result['seconds'] / base['seconds']:.2f}× "
+                f"the first's time, {result['cpu_s'] / base['cpu_s']:.2f}× its CPU, "
                 f"{result['peak_mib'] / base['peak_mib']:.2f}× its peak)",
                 flush=True,
             )

@@ -85,7 +85,7 @@ from polars_eval.metrics import regression as _regression
 from polars_eval.metrics._curve import score_bin  # noqa: F401 - re-exported (pe.scale.score_bin)
 from polars_eval.scale import chunked as _chunked
 from polars_eval.scale import spill as _spill
-from polars_eval.scale.binned import binned_rows
+from polars_eval.scale.binned import Binned
 from polars_eval.scale.forecast_state import ForecastState
 from polars_eval.stats import units
 from polars_eval.tasks import binary as _binary_task
@@ -762,23 +762,28 @@ class Evaluation:
         if d.bins is None:
             total = w.sum() if d.weight is not None else pl.len().cast(pl.Float64)
             return lf.group_by(keys).agg(total.alias(W))
-        # binned binary: the weight per (group, label, bin, score >= threshold), the log
-        # loss and squared error terms per group (see polars_eval.scale.binned)
+        # binned binary: (group, label, bin, score >= threshold) with exact sums
+        return self._binned(lf.collect_schema()).state_rows(lf)
+
+    def _binned(self, schema: pl.Schema) -> Binned:
+        """The binned state over frames of ``schema`` (:mod:`polars_eval.scale.binned`)."""
         from polars_eval.metrics.binary import LOGLOSS_EPS
 
+        d = self._def
+        assert d.bins is not None
+        w = pl.col(d.weight).cast(pl.Float64) if d.weight is not None else pl.lit(1.0)
         label, score = d.columns["label"], d.columns["score"]
         y = binary_label(pl.col(label), d.options["pos_label"])
         s = to_float(score)
         p = s.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
         ll = -(y * p.log() + (1.0 - y) * (1.0 - p).log())
-        valid = y.is_not_null() & s.is_not_null() & w.is_not_null()
-        return binned_rows(
-            lf,
+        return Binned(
+            schema,
             d.by,
             y,
             s,
             w,
-            valid,
+            y.is_not_null() & s.is_not_null() & w.is_not_null(),
             ll,
             bins=d.bins,
             probability=d.options["probability"],
@@ -806,9 +811,10 @@ class Evaluation:
         The states of a bounded size per group (sums, extrema, Polars' own co-moments)
         are one streaming query, with the row checks counted beside it, so a LazyFrame
         over a lake is read once and never held (``tests/test_streaming.py`` checks the
-        plans). A LazyFrame whose state is a hash aggregation of many keys (the distinct
-        rows: bins or scores) or not a streaming aggregation (the forecast state) is
-        taken in bounded chunks whose states are merged as they come
+        plans), unless its first rows hold many groups. A LazyFrame whose state is a
+        hash aggregation of many keys (the distinct rows: bins or scores), or many
+        groups, or not a streaming aggregation (the forecast state) is taken in bounded
+        chunks whose states are merged as they come
         (:func:`polars_eval.scale.chunked.streamed_states`): Polars' streaming
         ``group_by`` keeps the rows of keys it does not find hot until the end of the
         input, which a lake whose files mix the groups makes most of them.
@@ -819,6 +825,9 @@ class Evaluation:
             return _chunked.streamed_states(self, lf, checks, _CHUNK_ROWS, _MERGE_EVERY)
         if isinstance(data, pl.LazyFrame) and not (self._states or self._keyed):
             return _chunked.streamed_states(self, lf, checks)
+        many = self._table is not None and isinstance(data, pl.LazyFrame)
+        if many and not _chunked.few_groups(self, lf):
+            return _chunked.streamed_states(self, lf, checks)  # many groups: chunks too
         rows_q = self._batch_rows(lf)
         if checks:
             rows, bad = pl.collect_all([rows_q, lf.select(checks)], engine="streaming")
