@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from polars_eval._core.planner import Planned, plan_specs, report_undefined
 from polars_eval._core.spec import MetricSpec, State
+from polars_eval._exprs import count_true
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -826,7 +827,7 @@ def query(
         if win is not None:  # a unit split across steps has no value of its own per window
             unit = pl.struct([*finest, *units.keys, pl.col(STEP).is_null().alias("__pe_n")])
             split = unit.is_duplicated() & unit.is_first_distinct() & pl.col(STEP).is_not_null()
-            first = first.with_columns(split.sum().cast(pl.Int64).alias(SPLIT))
+            first = first.with_columns(count_true(split).alias(SPLIT))
             totals.append(SPLIT)
         extra = [pl.col(n).first() for n in totals]
         if win is not None:
