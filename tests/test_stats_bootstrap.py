@@ -150,16 +150,17 @@ def test_count_generator_is_seeded_per_resample() -> None:
 
 
 def test_to_multinomial_removes_a_uniform_subset_and_adds_uniform_draws() -> None:
-    # counts (255, 255) cut to 2 draws: the 2 kept of the 510 are a uniform subset, so the
-    # first unit keeps a hypergeometric number of them
+    # counts (40, 40) cut to 2 draws: the 2 kept of the 80 are a uniform subset, so the
+    # first unit keeps a hypergeometric number of them (removing nearly all draws is the
+    # slow extreme of the rejection sampler: 40 keeps the test at seconds, 255 took minutes)
     rng = np.random.default_rng(0)
     kept = Counter()
     for _ in range(3000):
-        counts = np.array([255, 255], dtype=np.uint8)
+        counts = np.array([40, 40], dtype=np.uint8)
         out = B.to_multinomial(rng, counts, np.array([0]), np.array([2]))
         assert out.sum() == 2
         kept[(int(out[0]),)] += 1
-    hyper = stats.hypergeom(510, 255, 2)
+    hyper = stats.hypergeom(80, 40, 2)
     assert chi2_pvalue(kept, {(k,): hyper.pmf(k) for k in range(3)}) > 0.001
     # two strata at once: one too many draws (remove 7), one too few (add 2)
     counts = np.array([5, 4, 0, 0, 1], dtype=np.uint8)
