@@ -280,13 +280,17 @@ def test_weight_note_and_without_the_plot_extra(
 
 
 def test_page_in_headless_chromium(report: pe.Report, tmp_path: Path) -> None:
-    from tests.test_report import _chromium, _open
+    """Offline, no console message, both charts drawn in the section, and at 1280 pixels
+    the section widens nothing (the measurements of the report tests)."""
+    import json
+
+    from tests.test_report import MEASURE, _chromium, _open
 
     browser = _chromium()
     if browser is None:
         pytest.skip("chromium is not installed: the browser test of the section did not run")
     html = tmp_path / "compare.html"
-    report.to_html(html)
+    html.write_text(report.html().replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     dom, console, requests = _open(browser, html, tmp_path)
     assert requests == [] and console == []
     section = re.search(r'<section id="pe-compare">(.*?)</section>', dom, re.S)
@@ -296,6 +300,15 @@ def test_page_in_headless_chromium(report: pe.Report, tmp_path: Path) -> None:
             rf'<figure[^>]*data-chart="{name}"[^>]*>(.*?)</figure>', section.group(1), re.S
         )
         assert figure is not None and "<path" in figure.group(1), name
+    found = re.search(r'<pre id="pe-measure">(.*?)</pre>', dom, re.S)
+    assert found is not None
+    m = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert m["page"] <= 1280
+    assert [c["name"] for c in m["charts"]] == list(report.charts)
+    for c in m["charts"]:
+        assert c["marks"] > 0 and abs(c["svg"] - c["inner"]) <= 2, c
+    for t in m["tables"]:
+        assert t["left"] >= 0 and t["right"] <= 1280, t
 
 
 # ---------------------------------------------------------------------------------------

@@ -409,8 +409,8 @@ def compare_html(report: Report) -> str:
     others = table.get_column("system").unique(maintain_order=True).to_list()
     meta = (
         f"{len(others)} system{'s' if len(others) != 1 else ''} against the baseline "
-        f"<code>{_e(info['baseline'])}</code> on the same {_e(info['units'])} (every unit; "
-        f"the segments are not split): {_e(TESTS.get(info['test'], info['test']))}, "
+        f"<code>{_e(info['baseline'])}</code> on the same {_e(info['units'])}, every one "
+        f"of them: {_e(TESTS.get(info['test'], info['test']))}, "
         f"{adjusted}; the grey range is the difference's {level:g} % interval. "
         f"<b>Significant</b>: adjusted p below {1 - float(info['level']):.3g}, in the "
         "metric's direction. Wins, ties, losses: the units where the system does better "
