@@ -4,12 +4,16 @@
 ``df.eval.compare("ranking", ..., score=["bm25", "dense", "hybrid"])`` (the ``--score``
 column is the baseline); ``polars-eval trec RUN QRELS --compare RUN2 RUN3`` compares
 trec_eval's per-query measures of the runs (RUN the baseline). ``--gate`` then exits 1
-when a system is significantly worse than the baseline on some metric.
+when a system is significantly worse than the baseline on some metric. ``--report
+FILE.html`` writes the baseline's report with the comparison section
+(:mod:`polars_eval.report.compare`); its table is the one printed (without ``--by``: the
+same computation).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +24,9 @@ import polars as pl
 from polars_eval.cli._common import (
     PROG,
     CliError,
+    _materialize,
     _needed,
+    _say,
     _split,
     collect,
     progress,
@@ -32,7 +38,7 @@ from polars_eval.stats import compare_tasks, systems
 
 EXIT_GATE = 1
 """The exit status of a failed ``--gate``."""
-NOT_WITH_COMPARE = ("ci", "report", "per_query", "baseline", "weight", "bins")
+NOT_WITH_COMPARE = ("ci", "per_query", "baseline", "weight", "bins")
 """Options of a task command that do not apply to its compare table."""
 
 
@@ -174,21 +180,56 @@ def run_task(
         if task == "ranking" and opts.get("k") is None:
             opts.pop("k", None)
         data = [systems_ if i == system else value for i, value in enumerate(inputs)]
-        with progress("comparing"):
-            table = collect(
-                lf.eval.compare(
-                    task,
-                    *data,
-                    by=by or None,
-                    metrics=chosen or None,
-                    unit=unit or None,
-                    validate=args.validate,
-                    **_settings(args),
-                    **opts,
+        source: pl.DataFrame | pl.LazyFrame = lf
+        report = None
+        if args.report:  # the report's passes and the table's: the columns read once
+            source = _materialize(lf, _needed(*columns))
+            with progress("comparing and reporting"):
+                report = source.eval.report(
+                    task, **dict(zip(_arg_names(task), data, strict=False)), by=by or None,
+                    metrics=chosen or None, unit=unit or None, validate=args.validate,
+                    **_settings(args), **opts,
                 )  # fmt: skip
-            )
+        if report is not None and not by:
+            table = report.tables["compare"]  # the same call: df.eval.compare over every unit
+        else:
+            with progress("comparing"):
+                table = collect(
+                    source.eval.compare(
+                        task,
+                        *data,
+                        by=by or None,
+                        metrics=chosen or None,
+                        unit=unit or None,
+                        validate=args.validate,
+                        **_settings(args),
+                        **opts,
+                    )  # fmt: skip
+                )
     write_output(table, by, args.format, args.output)
+    if report is not None:
+        save_report(report, args.report)
     return gate(table, args.level, task, by) if args.gate else 0
+
+
+def _arg_names(task: str) -> list[str]:
+    """The names of ``df.eval.<task>``'s column arguments, in order (those the report takes
+    by name)."""
+    import polars_eval as pe
+
+    method = getattr(pe.EvalNamespace, task)
+    return [
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
+    ]
+
+
+def save_report(report: Any, path: str) -> None:
+    """Write the report to ``path`` and say where."""
+    with progress("writing the report"):
+        report.to_html(path)
+    _say(f"report written to {Path(path).resolve()}")
 
 
 def run_trec(args: argparse.Namespace, measures: list[str], flags: dict[str, Any]) -> int:
@@ -212,9 +253,58 @@ def run_trec(args: argparse.Namespace, measures: list[str], flags: dict[str, Any
     per_query = pl.concat(parts, how="vertical_relaxed")
     metrics = [c for c in per_query.columns if c not in ("query", "system", *INFO_MEASURES)]
     directions = {m: None if m in COUNT_MEASURES else True for m in metrics}
-    table = compare_tasks.compare_values(
+    settings = _settings(args)
+    table, units = compare_tasks.values_units(
         per_query, system="system", units=["query"], metrics=metrics, directions=directions,
-        unit_name="queries", **_settings(args),
+        unit_name="queries", differences=bool(args.report), **settings,
     )  # fmt: skip
     write_output(table, [], args.format, args.output)
+    if args.report:
+        from polars_eval.report.compare import attach
+
+        with progress("reporting"):
+            report = trec_report(args, flags)
+            attach(
+                report, table, units, systems=paths, baseline=args.run, directions=directions,
+                test=settings["test"], correction=settings["correction"], level=args.level,
+                unit_name="queries",
+                notes=["The comparison's measures are trec_eval's (as printed); the rest of "
+                       f"the report is the ranking report of {args.run} joined to "
+                       f"{args.qrels} (tied scores averaged, exponential gains)."],
+            )  # fmt: skip
+        save_report(report, args.report)
     return gate(table, args.level, "trec") if args.gate else 0
+
+
+REPORT_FLAGS = ("max_docs", "complete_queries", "collection_size", "zscores")
+"""trec_eval options that the ranking report of a run (``trec --report``) does not take."""
+
+
+def check_trec_report(flags: dict[str, Any]) -> None:
+    """The trec_eval options that ``--report`` cannot honour: a one-line error before any
+    work."""
+    if flags.get("rel_format", "qrels") != "qrels":
+        raise CliError("--report reads qrels (-R qrels): the ranking report needs graded judgments")
+    unused = [f for f in REPORT_FLAGS if flags.get(f) is not None]
+    if unused:
+        raise CliError(f"--report works without --{unused[0].replace('_', '-')}")
+
+
+def trec_report(args: argparse.Namespace, flags: dict[str, Any]) -> Any:
+    """``polars-eval trec RUN QRELS --report FILE``: the ranking report of RUN joined to
+    QRELS (a document not judged has relevance 0, a negative grade counts as 0, as
+    trec_eval reads them; ``-J`` keeps the judged documents only; ``-l`` sets the lowest
+    relevant grade)."""
+    import polars_eval as pe
+
+    check_trec_report(flags)
+    run = pe.read_trec_run(args.run).select("query", "doc", "score")
+    qrels = pe.read_trec_qrels(args.qrels).select("query", "doc", "relevance")
+    how = "inner" if flags.get("judged_only") else "left"
+    judged = run.join(qrels, on=["query", "doc"], how=how).with_columns(
+        pl.col("relevance").fill_null(0).clip(lower_bound=0)
+    )
+    options = {"min_relevance": flags["min_relevance"]} if "min_relevance" in flags else {}
+    return judged.collect().eval.report(
+        "ranking", relevance="relevance", score="score", query="query", item="doc", **options
+    )

@@ -30,6 +30,8 @@ examples:
   polars-eval ranking log.csv --query qid --relevance rel --score s -k 10 --per-query -o q.csv
   polars-eval ranking runs.parquet --query qid --relevance rel --score bm25 --compare dense,hybrid \
       --metrics ndcg@10,map --test randomization --gate
+  polars-eval ranking runs.parquet --query qid --relevance rel --score bm25 --compare dense \
+      --metrics ndcg@10,map --report compare.html
 """
 
 

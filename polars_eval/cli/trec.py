@@ -117,6 +117,13 @@ def command(sub: Any) -> None:
     p.add_argument("--seed", type=int, help="seed of --ci bootstrap (default 0)")
     compare.add_options(p, trec=True)
     _add_output(p)
+    p.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write an HTML report: the ranking report of RUN joined to QRELS and, with "
+        "--compare, the comparison section (the compare table of trec_eval's measures, the "
+        "per-query differences sorted, wins, ties and losses)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -138,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         "zscores": args.zscores,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
+    if args.report:
+        compare.check_trec_report(flags)
     if args.compare:
         return compare.run_trec(args, measures, flags)
     flags |= {"ci": args.ci, "n_resamples": args.resamples, "seed": args.seed}
@@ -152,4 +161,8 @@ def run(args: argparse.Namespace) -> int:
             **flags,
         )
     write_output(table, [], args.format, args.output)
+    if args.report:
+        with _common.progress("reporting"):
+            report = compare.trec_report(args, flags)
+        compare.save_report(report, args.report)
     return 0

@@ -11,6 +11,7 @@ import polars as pl
 
 from polars_eval._params import check_count
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.report import compare as _compare
 from polars_eval.report import tables as _tables
 
 DEFAULT_CI: Any = object()
@@ -40,6 +41,9 @@ class Report:
     captions
         One sentence under each chart (filled when the charts are built): what it shows,
         which segments, how many of a curve's points are drawn.
+    sections
+        The settings of the optional sections by name (``"compare"``: the baseline, the
+        test, the correction, the level and each metric's direction).
 
     Methods: ``to_html(path)`` writes one self-contained HTML file (charts inlined as SVG,
     no script and no network fetch when it is opened), ``html()`` returns it as a string,
@@ -90,6 +94,7 @@ class Report:
         self._charts: dict[str, Any] | None = None
         self.captions: dict[str, str] = {}
         self._svgs: dict[str, str] | None = None
+        self.sections: dict[str, Any] = built.sections
 
     def curve_table(self, name: str, labels: list[str] | None = None) -> pl.DataFrame:
         """The data of curve ``name`` for a chart, thinned inside Polars where it is long.
@@ -182,12 +187,16 @@ def make_report(
             f"report(task={task!r}) needs the columns {', '.join(spec.data_args)}; "
             f"missing: {', '.join(missing)}"
         )
-    data = [arguments[name] for name in spec.data_args]
     options = dict(options)
     # intervals are on by default where the task has closed forms (binary, regression)
     ci = options.pop("ci", DEFAULT_CI)
     level = options.pop("level", 0.95)
     sensitive = options.pop("sensitive", None)
+    whole = frame
+    arguments = dict(arguments)
+    # several systems (SPEC §14): the baseline's report and a comparison section
+    frame, comparison = _compare.split(frame, task, arguments, options)
+    data = [arguments[name] for name in spec.data_args]
     if ci is True:
         ci = "closed"
     built = spec.load("report")(
@@ -218,6 +227,10 @@ def make_report(
             validate=validate,
             ci=ci,
             level=level,
+        )
+    if comparison is not None:
+        _compare.add_compare(
+            whole, built, comparison, weight=weight, validate=validate, level=level
         )
     return Report(
         task, built, by=by_cols, title=title, max_points=max_points, max_segments=max_segments

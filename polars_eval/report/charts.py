@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval.report.compare import compare_chart, wtl_chart
 from polars_eval.report.fairness import fairness_chart
 from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
 
@@ -41,7 +42,7 @@ WIDTH = 560
 WIDE = 1160
 """Width of a chart that spans the page (the per-segment chart, the series sample)."""
 HEIGHT = 380
-WIDE_CHARTS = ("segments", "series", "fairness")
+WIDE_CHARTS = ("segments", "series", "fairness", "compare")
 """The charts drawn across the page (``WIDE`` pixels), not in a card of the grid."""
 INK = "#222222"
 REFERENCE = "#9a9a9a"
@@ -1201,6 +1202,12 @@ def per_class_chart(report: Report) -> tuple[Any, str] | None:
 SAMPLE_FIXED = ("time", "cutoff", "actual", "forecast", "lower", "upper", "part")
 """The columns of ``series_sample`` that are not series keys."""
 
+COMPARE_CHARTS = [
+    ChartSpec("compare", "Per-unit differences", compare_chart),
+    ChartSpec("compare_wtl", "Wins, ties and losses", wtl_chart),
+]
+"""The comparison section's charts (with several systems), last in every task's list."""
+
 CHARTS: dict[str, list[ChartSpec]] = {
     "binary": [
         ChartSpec("roc", "ROC curve", roc_chart),
@@ -1213,6 +1220,7 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("threshold", "Threshold", threshold_chart),
         ChartSpec("segments", "By segment", segments_chart),
         ChartSpec("fairness", "Fairness", fairness_chart),
+        *COMPARE_CHARTS,
     ],
     "regression": [
         ChartSpec("residual_hist", "Residuals", residual_hist_chart),
@@ -1220,22 +1228,26 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("conditional_actual", "Conditional on the actual", conditional_actual_chart),
         ChartSpec("conditional_pred", "Conditional on the prediction", conditional_pred_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        *COMPARE_CHARTS,
     ],
     "multiclass": [
         ChartSpec("confusion", "Confusion matrix", confusion_chart),
         ChartSpec("per_class", "Per class", per_class_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        *COMPARE_CHARTS,
     ],
     "ranking": [
         ChartSpec("at_k", "Ranking metrics by cutoff", at_k_chart),
         ChartSpec("per_query", "Per query", per_query_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        *COMPARE_CHARTS,
     ],
     "forecast": [
         ChartSpec("series", "Actual and forecast", series_chart),
         ChartSpec("lead", "Error by lead time", lead_chart),
         ChartSpec("coverage", "Interval coverage", coverage_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        *COMPARE_CHARTS,
     ],
 }
 """The charts of each task, in the order the report shows them."""

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval.report.compare import CHARTS as SECTION_CHARTS
+from polars_eval.report.compare import compare_html
 from polars_eval.report.fairness import fairness_html
 
 if TYPE_CHECKING:
@@ -309,8 +311,20 @@ def scope_svg(svg: str, prefix: str) -> str:
     return svg
 
 
+def figure_html(report: Report, name: str, svg: str) -> str:
+    """One chart as a figure of the page, with its caption."""
+    from polars_eval.report.charts import WIDE_CHARTS
+
+    wide = " pe-wide" if name in WIDE_CHARTS else ""
+    caption = report.captions.get(name, "")
+    return (
+        f'<figure class="pe-chart{wide}" id="pe-chart-{_e(name)}" data-chart="{_e(name)}">'
+        f"{scope_svg(svg, f'pe-{name}')}<figcaption>{_e(caption)}</figcaption></figure>"
+    )
+
+
 def _charts_html(report: Report) -> str:
-    from polars_eval.report.charts import WIDE_CHARTS, PlotExtraMissing
+    from polars_eval.report.charts import PlotExtraMissing
 
     try:
         svgs = report.svgs()
@@ -322,14 +336,9 @@ def _charts_html(report: Report) -> str:
         )
     if not svgs:
         return ""
-    figures = []
-    for name, svg in svgs.items():
-        wide = " pe-wide" if name in WIDE_CHARTS else ""
-        caption = report.captions.get(name, "")
-        figures.append(
-            f'<figure class="pe-chart{wide}" id="pe-chart-{_e(name)}" data-chart="{_e(name)}">'
-            f"{scope_svg(svg, f'pe-{name}')}<figcaption>{_e(caption)}</figcaption></figure>"
-        )
+    figures = [figure_html(report, n, svg) for n, svg in svgs.items() if n not in SECTION_CHARTS]
+    if not figures:
+        return ""
     return (
         '<section id="pe-charts"><h2>Charts</h2>'
         f'<div class="pe-grid">{"".join(figures)}</div></section>'
@@ -569,7 +578,7 @@ def body(report: Report) -> str:
         f'<div class="pe-report"><style>{CSS}</style>'
         f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
         f"{_summary_html(report)}{_charts_html(report)}{calibration_html(report)}"
-        f"{_segments_html(report)}{fairness_html(report)}"
+        f"{_segments_html(report)}{fairness_html(report)}{compare_html(report)}"
         f"{_tables_html(report)}{_notes_html(report)}"
         f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "
         "chart comes from the tables of the metric layer.</footer></div>"

@@ -84,6 +84,25 @@ class ReportMethods:
             over the data; ``ci=None`` leaves them out; ``ci="bootstrap"`` also
             bootstraps the primary metric when it has no closed form.
 
+            Several systems (SPEC §14): the task's system argument a list of columns, one
+            per system (``score=["bm25", "dense"]`` for ranking and binary, ``forecast=``,
+            ``pred=`` for regression and multiclass: the wide form of
+            ``df.eval.compare``), or ``system=`` a column naming each row's system (the
+            long form). The report is then the baseline's (the first system, or
+            ``baseline=`` naming one; a bool ``baseline=`` keeps its meaning above) with a
+            comparison section: table ``compare``, exactly ``df.eval.compare`` with the
+            same columns and task options over every unit (``by`` segments are not split,
+            ``weight=`` is not used by it: a note says so), and table ``compare_units``,
+            the per-unit differences its tests read (one row per metric, system and
+            unit, sorted); a chart of those differences sorted (one line per system, a
+            panel for each of up to 4 metrics, the primary first) and one of the wins,
+            ties and losses. ``test=``, ``correction=``, ``n_resamples=``, ``seed=``,
+            ``missing=``, ``unit=`` and ``metrics=`` go to ``df.eval.compare``, as does
+            ``level=``. One system in the list, or a ``system=`` column with one value,
+            is an error (as in ``df.eval.compare``), as is a comparison option without
+            several systems, or a ``baseline=`` that is none of them
+            (``InvalidParameterError`` naming it).
+
         Returns
         -------
         Report
@@ -99,6 +118,13 @@ class ReportMethods:
         0.75
         >>> report.counts["rows_used"]
         4
+
+        Two systems: the report of the first, with the comparison section.
+
+        >>> df = df.with_columns(q=pl.Series([0.3, 0.2, 0.6, 0.7]))
+        >>> both = df.eval.report("binary", label="y", score=["p", "q"], metrics=["brier"])
+        >>> both.inputs["score"], both.tables["compare"].select("system", "wins", "losses").row(0)
+        ('p', ('q', 2, 2))
         """
         from polars_eval.report._report import make_report
         from polars_eval.report.tables import task_spec

@@ -83,6 +83,8 @@ class Built:
     metric_notes: list[str] = field(default_factory=list)
     # adds the intervals itself (from what the tables were computed with), given ci, level
     intervals: Callable[[str, float], None] | None = None
+    # the settings of the optional sections (the comparison of systems), by name
+    sections: dict[str, Any] = field(default_factory=dict)
 
 
 def _name(value: IntoExpr | None) -> str:

@@ -593,6 +593,29 @@ def _data_args(task: str, args: Sequence[Any], options: dict[str, Any]) -> dict[
 
 
 def compare(
+    frame: Frame, task: str, args: Sequence[Any], **kwargs: Any
+) -> pl.DataFrame | pl.LazyFrame:
+    """See ``df.eval.compare`` (``kwargs``: those of :func:`_prepare`)."""
+    compute, schema = _prepare(frame, task, args, **kwargs)
+    if isinstance(frame, pl.LazyFrame):
+        return pl.defer(lambda: compute(None), schema=schema)
+    return compute(None)
+
+
+def compare_units(
+    frame: Frame, task: str, args: Sequence[Any], **kwargs: Any
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """:func:`compare` (eager) and the per-unit differences its tests read
+    (:func:`systems.unit_differences`; the row index of rows as units is the column
+    ``row``), or None when no metric compared is a mean over units (AUC by the bootstrap
+    of rows, DeLong's test)."""
+    compute, _ = _prepare(frame, task, args, **kwargs)
+    differences: list[pl.DataFrame] = []
+    table = compute(differences)
+    return table, pl.concat(differences, how="vertical_relaxed") if differences else None
+
+
+def _prepare(
     frame: Frame,
     task: str,
     args: Sequence[Any],
@@ -603,9 +626,11 @@ def compare(
     by: Any,
     options: dict[str, Any],
     **settings: Any,
-) -> pl.DataFrame | pl.LazyFrame:
-    """See ``df.eval.compare`` (``settings``: test, correction, level, n_resamples, seed,
-    metrics, missing, validate)."""
+) -> tuple[Any, dict[str, Any]]:
+    """The checks of :func:`compare` (before anything runs) and the function computing the
+    table (given a list, it appends the per-unit differences there), with its schema
+    (``settings``: test, correction, level, n_resamples, seed, metrics, missing,
+    validate)."""
     check_choice("task", task, tuple(TASKS))
     st.check_options(
         settings["test"], settings["correction"], settings["level"], settings["n_resamples"],
@@ -632,7 +657,7 @@ def compare(
         raise InvalidParameterError(f"by= column {clash[0]!r} is a column of the compare table")
     by_schema = {c: schema[c] for c in by_cols}
 
-    def compute() -> pl.DataFrame:
+    def compute(differences: list[pl.DataFrame] | None) -> pl.DataFrame:
         sys = resolve_systems(frame, task, {**options, **data}, system, baseline)
         rest = dict(options)
         if sys.wide:
@@ -640,17 +665,50 @@ def compare(
             rest.pop(sys.arg, None)
         req = Request(task, data, rest, by_cols, unit_cols, **settings)
         return st.finish(
-            _rows(frame, sys, req), by=by_cols, by_schema=by_schema, system=sys.column,
-            systems=sys.names, baseline=sys.baseline, correction=req.correction,
+            _rows(frame, sys, req, differences), by=by_cols, by_schema=by_schema,
+            system=sys.column, systems=sys.names, baseline=sys.baseline,
+            correction=req.correction,
         )  # fmt: skip
 
-    if isinstance(frame, pl.LazyFrame):
-        return pl.defer(compute, schema={**by_schema, **st.SCHEMA})
-    return compute()
+    return compute, {**by_schema, **st.SCHEMA}
 
 
-def _rows(frame: Frame, sys: Systems, req: Request) -> list[pl.DataFrame]:
-    """The compare rows of every metric (before :func:`systems.finish`)."""
+def _keep_differences(
+    differences: list[pl.DataFrame] | None,
+    per_unit: pl.DataFrame,
+    sys: Systems,
+    by: list[str],
+    units: list[str],
+    metrics: Sequence[str],
+) -> None:
+    """Append the per-unit differences of ``metrics`` to ``differences`` (when a list)."""
+    if differences is None or not metrics:
+        return
+    differences.append(st.unit_differences(
+        per_unit, by=by, system=sys.column, units=units, systems=sys.names,
+        baseline=sys.baseline, metrics=metrics, unit_names=unit_names(units, metrics),
+    ))  # fmt: skip
+
+
+def unit_names(units: Sequence[str], metrics: Sequence[str]) -> dict[str, str]:
+    """The unit keys' names in a table of per-unit differences: the row index is ``row``;
+    a key named like a column of that table gets ``_unit`` appended."""
+    taken = {*st.UNIT_COLUMNS, *metrics}
+    out = {}
+    for key in units:
+        name = "row" if key == ROW else key
+        while name in taken:
+            name += "_unit"
+        out[key] = name
+        taken.add(name)
+    return out
+
+
+def _rows(
+    frame: Frame, sys: Systems, req: Request, differences: list[pl.DataFrame] | None = None
+) -> list[pl.DataFrame]:
+    """The compare rows of every metric (before :func:`systems.finish`); with a list
+    ``differences``, the per-unit differences are appended to it."""
     if req.task in UNIT_ARGS or req.unit:
         units_of = {"ranking": ranking_units, "forecast": forecast_units}.get(req.task, group_units)
         per_unit, names, directions, units = units_of(frame, sys, req)
@@ -658,6 +716,7 @@ def _rows(frame: Frame, sys: Systems, req: Request) -> list[pl.DataFrame]:
             per_unit, by=req.by, system=sys.column, units=units.keys, systems=sys.names,
             metrics=names, missing=req.missing, unit_name=units.name,
         )  # fmt: skip
+        _keep_differences(differences, per_unit, sys, req.by, units.keys, names)
         return [st.unit_table(
             per_unit, by=req.by, system=sys.column, units=units.keys, baseline=sys.baseline,
             metrics=list(enumerate(names)), directions=directions, **req.test_options,
@@ -675,6 +734,9 @@ def _rows(frame: Frame, sys: Systems, req: Request) -> list[pl.DataFrame]:
     parts = []
     if means:
         per_unit = row_units(frame, sys, req, [m for _, m in means])
+        _keep_differences(
+            differences, per_unit, sys, req.by, [ROW], [m.info.name for _, m in means]
+        )
         parts.append(st.unit_table(
             per_unit, by=req.by, system=sys.column, units=[ROW], baseline=sys.baseline,
             metrics=[(p, m.info.name) for p, m in means],
@@ -692,7 +754,15 @@ def metric_directions(task: str, table: pl.DataFrame) -> dict[str, bool | None]:
     return {m: direction(task, m) for m in table.get_column("metric").unique().to_list()}
 
 
-def compare_values(
+def compare_values(per_unit: pl.DataFrame, **kwargs: Any) -> pl.DataFrame:
+    """The compare table of per-unit values computed elsewhere (e.g. trec_eval's per-query
+    measures of several runs): ``per_unit`` holds ``by``, ``system``, ``units`` and the
+    ``metrics`` columns; the systems in their order of first appearance, the baseline the
+    first unless named (``kwargs``: those of :func:`values_units`)."""
+    return values_units(per_unit, **kwargs, differences=False)[0]
+
+
+def values_units(
     per_unit: pl.DataFrame,
     *,
     system: str,
@@ -708,11 +778,10 @@ def compare_values(
     n_resamples: int = 10_000,
     seed: int = 0,
     missing: str | None = None,
-) -> pl.DataFrame:
-    """The compare table of per-unit values computed elsewhere (e.g. trec_eval's per-query
-    measures of several runs): ``per_unit`` holds ``by``, ``system``, ``units`` and the
-    ``metrics`` columns; the systems in their order of first appearance, the baseline the
-    first unless named."""
+    differences: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """:func:`compare_values` and the per-unit differences its tests read
+    (:func:`systems.unit_differences`; None with ``differences=False``)."""
     st.check_options(test, correction, level, n_resamples, seed, missing)
     by_cols = list(by)
     names = per_unit.get_column(system).unique(maintain_order=True).to_list()
@@ -728,7 +797,14 @@ def compare_values(
         metrics=list(enumerate(metrics)), directions=directions, test=test, level=level,
         n_resamples=n_resamples, seed=seed,
     )  # fmt: skip
-    return st.finish(
+    table = st.finish(
         [rows], by=by_cols, by_schema={c: per_unit.schema[c] for c in by_cols}, system=system,
         systems=names, baseline=base, correction=correction,
     )  # fmt: skip
+    if not differences:
+        return table, None
+    diffs = st.unit_differences(
+        aligned, by=by_cols, system=system, units=units, systems=names, baseline=base,
+        metrics=metrics, unit_names=unit_names(units, metrics),
+    )  # fmt: skip
+    return table, diffs

@@ -329,6 +329,88 @@ def _direction_counts(hib: bool | None) -> list[pl.Expr]:
     ]
 
 
+def paired_differences(
+    per_unit: pl.DataFrame,
+    *,
+    by: list[str],
+    system: str,
+    units: list[str],
+    baseline: Any,
+    metric: str,
+) -> pl.DataFrame:
+    """The paired per-unit values of one metric: each system but the baseline against the
+    baseline, unit by unit (``by``, ``system``, ``units``, the value, the baseline's value
+    and their difference d, 0 within :data:`TIE_TOLERANCE`); units where either value is
+    undefined (null or NaN) are left out. What every test and count of :func:`unit_table`
+    reads, and what a report draws."""
+    keys = [*by, *units]
+    base = per_unit.filter(pl.col(system) == baseline).select(*keys, pl.col(metric).alias(BASE))
+    rows = per_unit.filter(pl.col(system) != baseline).select(
+        *by, system, *units, pl.col(metric).alias(VALUE)
+    )
+    pairs = rows.join(base, on=keys, how="inner", nulls_equal=True).filter(
+        pl.col(VALUE).is_not_null()
+        & pl.col(BASE).is_not_null()
+        & pl.col(VALUE).is_not_nan()
+        & pl.col(BASE).is_not_nan()
+    )
+    raw = pl.col(VALUE) - pl.col(BASE)
+    scale = pl.max_horizontal(pl.col(VALUE).abs(), pl.col(BASE).abs())
+    tie = raw.abs() <= TIE_TOLERANCE * scale
+    return pairs.with_columns(pl.when(tie).then(0.0).otherwise(raw).alias(DIFF))
+
+
+UNIT_COLUMNS = ("metric", "system", "value", "baseline_value", "difference")
+"""The columns of :func:`unit_differences` besides the ``by`` and unit keys."""
+
+
+def unit_differences(
+    per_unit: pl.DataFrame,
+    *,
+    by: list[str],
+    system: str,
+    units: list[str],
+    systems: Sequence[Any],
+    baseline: Any,
+    metrics: Sequence[str],
+    unit_names: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """The per-unit differences the compare table was computed from, one row per (``by``
+    group, metric, system other than the baseline, unit): ``by``, ``metric``, ``system``
+    (a string), the unit keys (renamed by ``unit_names``), ``value``, ``baseline_value``
+    and ``difference`` (as :func:`paired_differences`), sorted by metric (in ``metrics``'
+    order), system (in ``systems``' order) and difference."""
+    names = dict(unit_names or {})
+    parts = []
+    for position, metric in enumerate(metrics):
+        pairs = paired_differences(
+            per_unit, by=by, system=system, units=units, baseline=baseline, metric=metric
+        )
+        parts.append(
+            pairs.select(
+                *by,
+                pl.lit(metric, pl.String).alias("metric"),
+                pl.lit(position, I64).alias(POSITION),
+                pl.col(system).cast(pl.String).alias("__pe_system"),
+                *[pl.col(u).alias(names.get(u, u)) for u in units],
+                pl.col(VALUE).cast(F64).alias("value"),
+                pl.col(BASE).cast(F64).alias("baseline_value"),
+                pl.col(DIFF).cast(F64).alias("difference"),
+            )
+        )
+    order = pl.DataFrame(
+        {"__pe_system": [str(s) for s in systems], ORDER: list(range(len(systems)))},
+        schema={"__pe_system": pl.String, ORDER: I64},
+    )
+    out = pl.concat(parts, how="vertical_relaxed").join(order, on="__pe_system", how="left")
+    return (
+        out.sort([*by, POSITION, ORDER, "difference"], nulls_last=True)
+        .rename({"__pe_system": "system"})
+        .select(*by, "metric", "system", *[names.get(u, u) for u in units],
+                "value", "baseline_value", "difference")
+    )  # fmt: skip
+
+
 def unit_table(
     per_unit: pl.DataFrame,
     *,
@@ -351,24 +433,12 @@ def unit_table(
     counts the units that remain, and ``value`` / ``baseline_value`` are the means over
     them (so ``difference`` is mean(d)). Every system but the baseline gets a row per
     metric and ``by`` group, null where no unit remains."""
-    keys = [*by, *units]
     others = per_unit.filter(pl.col(system) != baseline).select([*by, system]).unique()
     frames = []
     for position, metric in metrics:
-        base = per_unit.filter(pl.col(system) == baseline).select(*keys, pl.col(metric).alias(BASE))
-        rows = per_unit.filter(pl.col(system) != baseline).select(
-            *by, system, *units, pl.col(metric).alias(VALUE)
+        pairs = paired_differences(
+            per_unit, by=by, system=system, units=units, baseline=baseline, metric=metric
         )
-        pairs = rows.join(base, on=keys, how="inner", nulls_equal=True).filter(
-            pl.col(VALUE).is_not_null()
-            & pl.col(BASE).is_not_null()
-            & pl.col(VALUE).is_not_nan()
-            & pl.col(BASE).is_not_nan()
-        )
-        raw = pl.col(VALUE) - pl.col(BASE)
-        scale = pl.max_horizontal(pl.col(VALUE).abs(), pl.col(BASE).abs())
-        tie = raw.abs() <= TIE_TOLERANCE * scale
-        pairs = pairs.with_columns(pl.when(tie).then(0.0).otherwise(raw).alias(DIFF))
         aggs = [
             pl.len().cast(I64).alias("n_units"),
             pl.col(VALUE).mean().alias("value"),
