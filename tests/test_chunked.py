@@ -351,3 +351,24 @@ def test_cli_on_a_mixed_lake_equals_the_api(
     want = df.eval.binary("y", "p", weight="w", by="seg", bins=bins)
     assert_same(pl.DataFrame(json.loads(out)).select(want.columns).cast(want.schema), want)
     assert small_chunks
+
+
+@pytest.mark.parametrize("bins", [None, 20])
+def test_chunked_windows_equal_one_query(tmp_path: Path, small_chunks: list[int], bins) -> None:
+    # binned windows on a lake taken in chunks: the chunks' states are the table's per
+    # step (not the binned distinct rows of a state without time=), merged into windows
+    df = frame(2).with_columns(
+        ts=pl.date(2025, 1, 1) + pl.duration(days=pl.int_range(pl.len()) % 11)
+    )
+    kwargs = dict(label="y", score="p", weight="w", by="q", time="ts", every="1d", bins=bins)
+    kwargs["metrics"] = ["auc", "logloss", "ks"]
+    whole = pe.Evaluation("binary", **kwargs).update(df)
+    chunks = pe.Evaluation("binary", **kwargs).update(mixed_lake(tmp_path, df))
+    assert small_chunks, "the lake was not taken in chunks"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = chunks.compute(period="3d"), whole.compute(period="3d")
+        assert got.height == want.height > 60
+        assert_same(got, want)
+        # and each window equals the task method on the same rows
+        assert_same(got, df.eval.binary(**{k: v for k, v in kwargs.items()}, period="3d"))

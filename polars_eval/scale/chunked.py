@@ -133,8 +133,9 @@ def _reduction(ev: Evaluation, schema: pl.Schema) -> Reduction:
     before a merge. The binned state is reduced and merged on its packed key
     (:class:`polars_eval.scale.binned.Binned`), unpacked once, each chunk merged as it
     comes (a merge of two dense states is a ``bincount``: nothing is saved by waiting);
-    any other state is the chunk's state rows, merged by its rule."""
-    if ev._def.task == "binary" and ev._def.bins is not None:
+    any other state is the chunk's state rows, merged by its rule (binned with ``time=``
+    and ``every=`` too: its states are then the table's, per step)."""
+    if ev._def.task == "binary" and ev._def.bins is not None and ev._table is None:
         binned = ev._binned(schema)
 
         def reduced(chunk: pl.DataFrame) -> pl.DataFrame:
