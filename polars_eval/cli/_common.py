@@ -1013,8 +1013,9 @@ def evaluate(
     ci = getattr(args, "ci", None)
     report = getattr(args, "report", None)
     grouped, keys, window_columns = _windows.options(args, task, by)
-    if grouped and (ci or report):
-        raise CliError("--every, --rollup and --min-rows work without --ci and --report")
+    if grouped and ci:
+        raise CliError("--every, --rollup and --min-rows work without --ci")
+    _windows.check_report(args, grouped)
     chosen = _split(args.metrics)
     check_metric_names(task, chosen)
     method = getattr(pe.EvalNamespace, task)
@@ -1052,6 +1053,7 @@ def evaluate(
             **opts,
             **(_report_intervals(args) if ci else {}),
             **(report_options or {}),
+            **_windows.report_reference(args),
         }
         # --metrics naming metrics outside the default table: the task method's metrics=
         # (ranking's names its columns at its cutoffs, map@10: without -k, the whole list)
@@ -1067,7 +1069,9 @@ def evaluate(
                 opts["k"] = [None]
         early = None  # the report, when it computes the metric table on its way
         with progress("evaluating", total) as meter:
-            if report and "metrics" not in opts and _report_shares_metrics(task, frame):
+            # (not with windows: the table printed is the windowed one)
+            shares = not grouped and _report_shares_metrics(task, frame)
+            if report and "metrics" not in opts and shares:
                 early = build_report(frame, by=by or None, validate=args.validate, **report_args)
             if early is not None and early.metrics is not None:
                 for note in early.metric_notes:  # the metric layer's warnings, as without

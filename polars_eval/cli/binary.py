@@ -40,6 +40,8 @@ examples:
   polars-eval binary scores.parquet --label y --score old --compare new --metrics logloss,accuracy
   polars-eval binary scores.parquet --label y --score old --compare new --metrics auc --test bootstrap
   polars-eval binary scores.parquet --label y --score p --sensitive sex,age_band
+  polars-eval binary scores.parquet --label y --score p --by region --time day --every 1d \
+      --period 30d --report trend.html --reference train.parquet
 
 --sensitive adds two tables (SPEC §15): the metrics of every group of those columns
 (selection rate, true and false positive rates, accuracy; df.eval.fairness) and their

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import io
 import sys
 from pathlib import Path
@@ -206,7 +207,19 @@ def _demo_reports(data: dict[str, pl.DataFrame]) -> dict[str, tuple[str, dict[st
     from polars_eval import _demo
 
     return {
-        "binary": ("credit_scoring", {"label": "defaulted", "score": "pd_score", "by": "segment"}),
+        "binary": (
+            "credit_scoring",
+            {
+                "label": "defaulted",
+                "score": "pd_score",
+                "by": "segment",
+                # the trend section: 4-week windows every week, the PSI against January
+                "time": "application_date",
+                "every": "1w",
+                "period": "4w",
+                "reference": _january(data.get("credit_scoring")),
+            },
+        ),
         "regression": (
             "property_valuations",
             {"actual": "sale_price", "pred": "predicted_price", "by": "region"},
@@ -239,6 +252,13 @@ def _demo_reports(data: dict[str, pl.DataFrame]) -> dict[str, tuple[str, dict[st
             {"relevance": "relevance", "score": "score", "query": "query_id", "by": "market"},
         ),
     }
+
+
+def _january(credit: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The applications of January 2024: the demo's reference sample for the PSI."""
+    if credit is None:
+        return None
+    return credit.filter(pl.col("application_date") < dt.date(2024, 2, 1))
 
 
 def _demo_data() -> dict[str, pl.DataFrame]:

@@ -1,5 +1,6 @@
 """The options of windows and slices on every task command (SPEC §13): ``--time``,
-``--every``, ``--period``, ``--offset``, ``--rollup`` and ``--min-rows``."""
+``--every``, ``--period``, ``--offset``, ``--rollup`` and ``--min-rows``; with
+``--report``, ``--every`` adds the report's trend section and ``--reference`` its PSI."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def add_options(p: argparse.ArgumentParser, task: str) -> None:
     p.add_argument(
         "--min-rows", type=int, metavar="N", help="null metrics for a slice of fewer than N rows"
     )
+    p.add_argument(
+        "--reference",
+        action="append",
+        metavar="PATH",
+        help="with --report and --every: the PSI of the score per window against these rows "
+        "(files, globs or directories; repeat for several)",
+    )
 
 
 def _duration(value: str | None) -> str | int | None:
@@ -77,3 +85,27 @@ def options(
         keys += [time, WINDOW_END]
     columns = [*rollup, *([time] if time is not None else [])]
     return opts, keys, columns
+
+
+def check_report(args: argparse.Namespace, grouped: dict[str, Any]) -> None:
+    """``--report`` takes the windows (its trend section), not the slices; ``--reference``
+    needs ``--report`` and ``--every``."""
+    from polars_eval.cli._common import CliError  # (_common imports this module)
+
+    report = getattr(args, "report", None)
+    if report and ("rollup" in grouped or "min_rows" in grouped):
+        raise CliError(
+            "--rollup and --min-rows work without --report (--every adds the report's trend "
+            "section)"
+        )
+    if args.reference and not (report and args.every is not None):
+        raise CliError("--reference adds the PSI per window to --report: give --report and --every")
+
+
+def report_reference(args: argparse.Namespace) -> dict[str, Any]:
+    """The report's ``reference=`` of ``--reference`` (scanned lazily), if given."""
+    from polars_eval.cli._common import scan
+
+    if not args.reference:
+        return {}
+    return {"reference": scan(args.reference, args.input_format)}

@@ -175,8 +175,13 @@ def make_report(
     max_points: int,
     max_segments: int,
     options: dict[str, Any],
+    window: dict[str, Any] | None = None,
 ) -> Report:
-    """Compute the tables of ``task`` and wrap them in a :class:`Report`."""
+    """Compute the tables of ``task`` and wrap them in a :class:`Report`.
+
+    ``window``: ``time``, ``every``, ``period``, ``offset``, ``reference`` of the trend
+    section (SPEC §13; :mod:`polars_eval.report.trend`).
+    """
     spec = _tables.task_spec(task)
     check_count("max_points", max_points, 2)
     check_count("max_segments", max_segments, 1)
@@ -199,6 +204,10 @@ def make_report(
     data = [arguments[name] for name in spec.data_args]
     if ci is True:
         ci = "closed"
+    from polars_eval.report import trend as _trend
+
+    trend = _trend.take_options(frame, task, window or {}, options, by_cols)
+    task_options = dict(options)  # the builder may take some out
     built = spec.load("report")(
         frame,
         *data,
@@ -225,6 +234,18 @@ def make_report(
             sensitive=sensitive,
             weight=weight,
             validate=validate,
+            ci=ci,
+            level=level,
+        )
+    if trend is not None:  # the trend section (SPEC §13)
+        _trend.add_trend(
+            frame,
+            built,
+            task,
+            arguments,
+            trend,
+            options=task_options,
+            weight=weight,
             ci=ci,
             level=level,
         )

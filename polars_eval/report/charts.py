@@ -28,6 +28,7 @@ from polars_eval._core import registry as _registry
 from polars_eval.report.compare import compare_chart, wtl_chart
 from polars_eval.report.fairness import fairness_chart
 from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
+from polars_eval.report.trend import trend_chart
 
 if TYPE_CHECKING:
     import altair as alt
@@ -42,7 +43,7 @@ WIDTH = 560
 WIDE = 1160
 """Width of a chart that spans the page (the per-segment chart, the series sample)."""
 HEIGHT = 380
-WIDE_CHARTS = ("segments", "series", "fairness", "compare")
+WIDE_CHARTS = ("segments", "series", "fairness", "trend", "compare")
 """The charts drawn across the page (``WIDE`` pixels), not in a card of the grid."""
 INK = "#222222"
 REFERENCE = "#9a9a9a"
@@ -1219,6 +1220,7 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("calibration", "Calibration", calibration_chart),
         ChartSpec("threshold", "Threshold", threshold_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("trend", "Over time", trend_chart),
         ChartSpec("fairness", "Fairness", fairness_chart),
         *COMPARE_CHARTS,
     ],
@@ -1228,18 +1230,21 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("conditional_actual", "Conditional on the actual", conditional_actual_chart),
         ChartSpec("conditional_pred", "Conditional on the prediction", conditional_pred_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("trend", "Over time", trend_chart),
         *COMPARE_CHARTS,
     ],
     "multiclass": [
         ChartSpec("confusion", "Confusion matrix", confusion_chart),
         ChartSpec("per_class", "Per class", per_class_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("trend", "Over time", trend_chart),
         *COMPARE_CHARTS,
     ],
     "ranking": [
         ChartSpec("at_k", "Ranking metrics by cutoff", at_k_chart),
         ChartSpec("per_query", "Per query", per_query_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("trend", "Over time", trend_chart),
         *COMPARE_CHARTS,
     ],
     "forecast": [
@@ -1247,6 +1252,7 @@ CHARTS: dict[str, list[ChartSpec]] = {
         ChartSpec("lead", "Error by lead time", lead_chart),
         ChartSpec("coverage", "Interval coverage", coverage_chart),
         ChartSpec("segments", "By segment", segments_chart),
+        ChartSpec("trend", "Over time", trend_chart),
         *COMPARE_CHARTS,
     ],
 }

@@ -20,6 +20,7 @@ from polars_eval._core import registry as _registry
 from polars_eval.report.compare import CHARTS as SECTION_CHARTS
 from polars_eval.report.compare import compare_html
 from polars_eval.report.fairness import fairness_html
+from polars_eval.report.trend import trend_html
 
 if TYPE_CHECKING:
     from polars_eval.report._report import Report
@@ -578,7 +579,8 @@ def body(report: Report) -> str:
         f'<div class="pe-report"><style>{CSS}</style>'
         f"<header><h1>{_e(report.title)}</h1>{_meta(report)}{_cards(report)}</header>"
         f"{_summary_html(report)}{_charts_html(report)}{calibration_html(report)}"
-        f"{_segments_html(report)}{fairness_html(report)}{compare_html(report)}"
+        f"{_segments_html(report)}{fairness_html(report)}{trend_html(report)}"
+        f"{compare_html(report)}"
         f"{_tables_html(report)}{_notes_html(report)}"
         f"<footer>polars_eval {_e(__version__)} · {_e(report.created)} · every number and "
         "chart comes from the tables of the metric layer.</footer></div>"

@@ -27,6 +27,11 @@ class ReportMethods:
         max_points: int = 500,
         max_segments: int = 10,
         validate: bool = True,
+        time: str | None = None,
+        every: str | int | None = None,
+        period: str | int | None = None,
+        offset: str | int | None = None,
+        reference: pl.DataFrame | pl.LazyFrame | None = None,
         **options: Any,
     ) -> Any:
         """An evaluation report: tables (DataFrames), charts (Altair) and ``.to_html(path)``.
@@ -61,9 +66,24 @@ class ReportMethods:
         max_points
             Most points drawn per curve (at least 2).
         max_segments
-            Most segments overlaid in the ROC and PR charts.
+            Most segments overlaid in the ROC and PR charts and the trend chart.
         validate
             Check the data as the metric methods do (``validate=False`` to skip).
+        time, every, period, offset
+            Add the trend section (SPEC §13): the windows of ``group_by_dynamic(time,
+            every=, period=, offset=)`` as every task method takes them (``time``: a Date,
+            Datetime or integer column; a forecast's windows follow its own ``time=``). Table
+            ``trend``: the task's key metrics per window for all rows and each ``by``
+            segment, exactly what ``df.eval.<task>(..., time=, every=, period=, offset=,
+            grouping_sets=[[], by])`` returns, with ``<metric>_lower`` / ``_upper`` per
+            window when the report has intervals (the metrics with a closed form: AUC,
+            PR AUC, RMSE); a chart of each metric per window, one line for all rows and
+            one for each of the ``max_segments`` largest segments, the intervals as bands.
+        reference
+            With ``every``: a reference sample (DataFrame or LazyFrame holding the score
+            column) for the population stability index of the score per window (table
+            ``psi``: ``df.eval.psi(score, reference=, time=, every=, ...)`` of all rows, 10
+            bins), drawn beside the metrics.
         **options
             Options of the task: binary ``pos_label``, ``threshold`` (0.5),
             ``probability`` (True; False leaves out logloss, Brier and calibration),
@@ -144,6 +164,8 @@ class ReportMethods:
                     f"give the column of {name!r} once (as {name}= or as the generic argument)"
                 )
             arguments[name] = own if own is not None else generic
+        if task == "forecast" and time is not None:
+            options["time"] = time  # the forecast's own time column (its windows follow it)
         return make_report(
             self._frame,
             task,
@@ -155,4 +177,11 @@ class ReportMethods:
             max_points=max_points,
             max_segments=max_segments,
             options=options,
+            window={
+                "time": time,
+                "every": every,
+                "period": period,
+                "offset": offset,
+                "reference": reference,
+            },
         )
