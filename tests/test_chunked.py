@@ -372,3 +372,22 @@ def test_chunked_windows_equal_one_query(tmp_path: Path, small_chunks: list[int]
         assert_same(got, want)
         # and each window equals the task method on the same rows
         assert_same(got, df.eval.binary(**{k: v for k, v in kwargs.items()}, period="3d"))
+
+
+@pytest.mark.parametrize("bins", [None, 20])
+def test_lazy_namespace_windows_on_a_lake_in_chunks(tmp_path: Path, small_chunks, bins) -> None:
+    # lf.eval.binary(..., time=, every=) keeps the step states of pe.Evaluation taken in
+    # chunks (bounded by groups x steps x state), not the plain query's rows per key
+    df = frame(3).with_columns(
+        ts=pl.date(2025, 1, 1) + pl.duration(days=pl.int_range(pl.len()) % 9)
+    )
+    opts = dict(by="q", time="ts", every="1d", period="2d", bins=bins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager = df.eval.binary("y", "p", weight="w", **opts)
+        lazy = mixed_lake(tmp_path, df).eval.binary("y", "p", weight="w", **opts)
+        assert isinstance(lazy, pl.LazyFrame)
+        got = lazy.collect(engine="streaming")
+    assert small_chunks, "the lake was not taken in chunks"
+    assert got.schema == eager.schema
+    assert_same(got, eager)

@@ -257,6 +257,22 @@ class BinaryMethods:
                 metrics=metrics,
             )
         result = execute(self._frame, plan)
+        windowed = g is not None and g.windows is not None
+        if isinstance(self._frame, pl.LazyFrame) and validate and windowed:
+            return _windows_lazy(
+                self._frame,
+                result,
+                specs,
+                g,
+                label=label,
+                score=score,
+                weight=weight,
+                pos_label=pos_label,
+                threshold=threshold,
+                probability=probability,
+                bins=bins,
+                metrics=metrics,
+            )
         if isinstance(self._frame, pl.LazyFrame) and validate and g is None:
             return _distinct_lazy(
                 self._frame,
@@ -317,6 +333,54 @@ def _distinct_lazy(
         except UndefinedMetricError:
             planned.collect()  # no row to evaluate: the error with the input's row counts
             raise
+
+    return _deferred(run, schema)
+
+
+def _windows_lazy(
+    frame: pl.LazyFrame,
+    planned: pl.LazyFrame,
+    specs: dict[str, MetricSpec],
+    g: Grouping,
+    **kwargs: Any,
+) -> pl.LazyFrame:
+    """``lf.eval.binary(..., time=, every=)`` on a LazyFrame whose table keeps sorted
+    scores or bins (AUC, KS ...): a LazyFrame whose collect runs ``pe.Evaluation(...,
+    time=, every=)`` over ``frame`` and computes the windows (SPEC §13 "Lakes": memory
+    bounded by groups x steps x state). Polars' streaming ``group_by`` keeps the rows of
+    the keys it does not find hot until the input ends, and a list state per (group,
+    step) is never pre-aggregated: the plain query's memory grew with the rows (2.2 GB
+    at 2e7 rows against 0.8 GB at 2e6); the evaluation takes the lake in bounded chunks
+    (:mod:`polars_eval.scale.chunked`). ``planned`` (the plain query) gives the schema,
+    and runs as it is where the table is all sums or an argument is an expression."""
+    from polars_eval.scale.evaluation import Evaluation
+
+    states = [state for spec in specs.values() for state in spec.states.values()]
+    weight, metrics = kwargs["weight"], kwargs["metrics"]
+    names = [kwargs["label"], kwargs["score"], *g.finest, g.windows.time, weight or ""]
+    # min_rows counts rows; pe.Evaluation's exact state holds distinct (label, score) rows
+    # and counts those (noted in issue 21's table layer): the plain query there
+    if (
+        all(st.kind not in ("rows", "list") for st in states)
+        or not all(isinstance(n, str) for n in names)
+        or g.min_rows is not None
+    ):
+        return planned
+    try:
+        schema = planned.collect_schema()
+    except DataValidationError:
+        return planned
+    win = g.windows
+    options = dict(kwargs)
+    if metrics is not None:
+        options["metrics"] = [metrics] if isinstance(metrics, str) else list(metrics)
+    definition = dict(by=g.finest or None, time=win.time, every=win.every.text)
+    definition["offset"] = win.offset.text
+
+    def run() -> pl.DataFrame:
+        ev = Evaluation("binary", **options, **definition).update(frame)
+        sets = [list(keys) for keys in g.sets] if g.stacked else None
+        return ev.compute(period=win.period.text, grouping_sets=sets, min_rows=g.min_rows)
 
     return _deferred(run, schema)
 
