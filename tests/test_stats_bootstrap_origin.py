@@ -56,7 +56,7 @@ def test_look_alikes_and_derived_expressions_are_not_mistaken() -> None:
     assert found(pl.col("y").mean().alias("auc")) is None
     assert found(pe.auc("y", "score") * 1.0) is None  # a metric inside a larger expression
     assert found(pe.auc("y", "score").round(3)) is None
-    # other columns, never built: the record is of the structure, columns included
+    # a recorded call is found again, aliased or not; other columns were never built
     assert found(pe.auc("y", "score").meta.undo_aliases().alias("auc")) is not None
     assert found(pe.auc("y", "fw")) is not None
     rebuilt = pl.Expr.deserialize(
@@ -72,13 +72,31 @@ def test_expression_arguments_are_not_recorded() -> None:
     assert found(pe.mse("y", pl.col("score") * 2)) is None
 
 
-def test_forgotten_expression_takes_the_expression_path(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def small_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record of 1 recent call and 2 digests, on copies (the module's own is kept)."""
+    monkeypatch.setattr(origin, "_PENDING", origin._PENDING.copy())
+    monkeypatch.setattr(origin, "_DIGESTS", origin._DIGESTS.copy())
+    monkeypatch.setattr(origin, "PENDING_SIZE", 1)
+    monkeypatch.setattr(origin, "RECORD_SIZE", 2)
+
+
+@pytest.mark.usefixtures("small_record")
+def test_older_calls_are_known_by_their_digest() -> None:
+    auc = pe.auc("y", "score", weight="w").alias("model_a")
+    pe.mse("y", "score")  # auc leaves the recent calls: kept as a digest
+    assert found(auc) == ("auc", {"label": "y", "score": "score", "weight": "w"})
+    assert found(pe.auc("y", "score", weight="w") * 1.0) is None
+    assert found((pl.col("y") - pl.col("score")).pow(2).mean().alias("mse")) is None
+
+
+@pytest.mark.usefixtures("small_record")
+def test_forgotten_expression_takes_the_expression_path() -> None:
     df = data(200, seed=4)
     args = {"n_resamples": 40, "seed": 5}
     known = df.eval.bootstrap([pe.auc("y", "score"), pe.brier("y", "score")], **args)
-    monkeypatch.setattr(origin, "RECORD_SIZE", 2)
     exprs = [pe.auc("y", "score"), pe.brier("y", "score")]
-    for _ in range(3):  # three other structures push both out of the record
+    for _ in range(3):  # three other calls push both out of the record
         pe.mse("y", "score"), pe.mae("y", "score"), pe.mape("y", "score")
     assert [found(e) for e in exprs] == [None, None]
     forgotten = df.eval.bootstrap(exprs, **args)

@@ -3,16 +3,23 @@
 The bootstrap evaluates a registered metric by a numpy kernel when it knows which metric an
 expression is and with which arguments it was built (``stats/bootstrap.py``). Rather than
 guessing that from the expression, every call of a registered metric function (the
-``@register`` wrapper, :func:`recording`) records its expression's structure — the
-serialized plan with every alias undone, so ``pe.auc("y", "p").alias("model_a")`` is still
-``auc`` — together with the metric's name and the arguments of the call bound to their
-parameter names (keyword arguments in any order, positional ones named). :func:`origin`
-looks an expression up. An expression that no registered call built (your own
-``pl.col("y").mean()``, a hand-written look-alike of a metric) is not found.
+``@register`` wrapper, :func:`recording`) records the expression it built together with
+the metric's name and the arguments of the call bound to their parameter names (keyword
+arguments in any order, positional ones named). :func:`origin` looks an expression up:
+among the recorded expressions over the same columns, one structurally equal to it
+(``Expr.meta.eq``) once every alias is undone, so ``pe.auc("y", "p").alias("model_a")``
+is still ``auc``. An expression that no registered call built (your own
+``pl.col("y").mean()``, a metric inside a larger expression) is not found.
 
-The record is bounded (:data:`RECORD_SIZE` expressions, the least recently built or looked
-up dropped first): an expression built long before it is bootstrapped, after many others,
-is no longer known and takes the bootstrap's expression path (slower, the same values).
+Building costs only the look-up of the expression's columns: the last
+:data:`PENDING_SIZE` calls keep their expression (the same metric built again with the
+same arguments counts once), and :func:`origin` compares those over the same columns,
+the ones named like the expression first. An older call is kept as a digest of its
+serialized plan with the aliases undone (computed once, when it leaves the recent calls;
+:data:`RECORD_SIZE` of them, the least recently built or found dropped first), which
+:func:`origin` then matches by the digest of the expression. An expression built long
+before it is bootstrapped, after many thousand others, is no longer known and takes the
+bootstrap's expression path (slower, the same values).
 """
 
 from __future__ import annotations
@@ -23,25 +30,44 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+PENDING_SIZE = 256
+"""How many recent calls keep their expression (about 6 MB for 256 ROC AUCs)."""
 RECORD_SIZE = 4096
-"""How many built expressions the record remembers."""
+"""How many older calls the record remembers by the digest of their expression."""
 
-_RECORD: OrderedDict[bytes, dict[str, dict[str, Any]]] = OrderedDict()
+
+@dataclass
+class _Built:
+    """One recorded call: the metric, its arguments, the expression and its columns."""
+
+    name: str
+    args: dict[str, Any]
+    expr: pl.Expr
+    roots: frozenset[str]
+    base: pl.Expr | None = None  # the expression with its aliases undone, on first need
+
+    def unaliased(self) -> pl.Expr:
+        if self.base is None:
+            self.base = self.expr.meta.undo_aliases()
+        return self.base
+
+
+_PENDING: OrderedDict[tuple[str, str], _Built] = OrderedDict()
+_DIGESTS: OrderedDict[bytes, dict[str, dict[str, Any]]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def structure(expr: pl.Expr) -> bytes | None:
-    """A digest of an expression's structure with its aliases undone (None: not serializable,
-    such as an expression over a Python function)."""
+def _roots(expr: pl.Expr) -> frozenset[str] | None:
+    """The columns an expression reads (None: not a single expression)."""
     try:
-        plan = expr.meta.undo_aliases().meta.serialize(format="binary")
-    except Exception:  # noqa: BLE001 - an expression Polars cannot serialize is not recorded
+        return frozenset(expr.meta.root_names())
+    except Exception:  # noqa: BLE001 - an expression Polars cannot inspect is not recorded
         return None
-    return hashlib.blake2b(plan, digest_size=16).digest()
 
 
 def _column_name(value: Any) -> Any:
@@ -58,40 +84,75 @@ def _is_column(value: Any) -> bool:
     return isinstance(value, str)
 
 
+def _digest(expr: pl.Expr) -> bytes | None:
+    """A digest of an expression's plan with its aliases undone (None: not serializable,
+    such as an expression over a Python function Polars cannot pickle)."""
+    try:
+        plan = expr.meta.undo_aliases().meta.serialize(format="binary")
+    except Exception:  # noqa: BLE001 - such an expression is known while it is recent only
+        return None
+    return hashlib.blake2b(plan, digest_size=16).digest()
+
+
+def _call_key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
+    return name, repr(sorted(args.items()))
+
+
 def remember(name: str, expr: pl.Expr, args: Mapping[str, Any]) -> None:
     """Record that ``expr`` is the metric ``name`` built with ``args``."""
-    key = structure(expr)
-    if key is None:
+    roots = _roots(expr)
+    if roots is None:
         return
+    key = _call_key(name, args)
+    older = []
     with _LOCK:
-        entry = _RECORD.setdefault(key, {})
-        entry[name] = dict(args)
-        _RECORD.move_to_end(key)
-        while len(_RECORD) > RECORD_SIZE:
-            _RECORD.popitem(last=False)
+        _PENDING[key] = _Built(name, dict(args), expr, roots)
+        _PENDING.move_to_end(key)
+        while len(_PENDING) > PENDING_SIZE:
+            older.append(_PENDING.popitem(last=False)[1])
+    for built in older:  # outside the lock: a serialization can take milliseconds
+        digest = _digest(built.expr)
+        if digest is None:
+            continue
+        with _LOCK:
+            _DIGESTS.setdefault(digest, {})[built.name] = built.args
+            _DIGESTS.move_to_end(digest)
+            while len(_DIGESTS) > RECORD_SIZE:
+                _DIGESTS.popitem(last=False)
 
 
 def origin(expr: pl.Expr) -> tuple[str, dict[str, Any]] | None:
-    """The registered metric and the arguments ``expr`` was built with, or None.
-
-    Two metrics built into the same structure (aliases of one formula) are told apart by
-    the expression's output name when it is one of them; otherwise the last built wins.
-    """
-    key = structure(expr)
-    if key is None:
+    """The registered metric and the arguments ``expr`` was built with, or None."""
+    roots = _roots(expr)
+    if roots is None:
+        return None
+    try:
+        name: str | None = expr.meta.output_name()
+    except Exception:  # noqa: BLE001 - no single output name
+        name = None
+    with _LOCK:  # the newest first; then those named like the expression first
+        candidates = [b for b in reversed(_PENDING.values()) if b.roots == roots]
+    candidates.sort(key=lambda b: b.name != name)
+    found = next((b for b in candidates if expr.meta.eq(b.expr)), None)
+    if found is None and candidates:
+        base = expr.meta.undo_aliases()
+        found = next((b for b in candidates if base.meta.eq(b.unaliased())), None)
+    if found is not None:
+        with _LOCK:
+            key = _call_key(found.name, found.args)
+            if key in _PENDING:
+                _PENDING.move_to_end(key)
+        return found.name, dict(found.args)
+    digest = _digest(expr)
+    if digest is None:
         return None
     with _LOCK:
-        entry = _RECORD.get(key)
+        entry = _DIGESTS.get(digest)
         if entry is None:
             return None
-        _RECORD.move_to_end(key)
-        try:
-            name = expr.meta.output_name()
-        except Exception:  # noqa: BLE001 - no single output name: any entry fits
-            name = None
-        if name not in entry:
-            name = next(reversed(entry))
-        return name, dict(entry[name])
+        _DIGESTS.move_to_end(digest)
+        known = name if name in entry else next(reversed(entry))
+        return known, dict(entry[known])
 
 
 def recording(fn: Callable[..., pl.Expr], name: str, inputs: Mapping[str, Any]) -> Any:
