@@ -13,6 +13,4 @@ IntoExpr = str | pl.Expr
 Proba = IntoExpr | Sequence[IntoExpr]
 """Class probabilities: one List/Array column, or one column per class."""
 
-Ties = Literal["average", "first"]
 ZeroActuals = Literal["skip", "inf"]
-Average = Literal["micro", "macro", "weighted"]

@@ -834,7 +834,7 @@ class FairnessMethods:
         by: str | list[str] | None = None,
         pos_label: Any = None,
         validate: bool = True,
-    ) -> Any:
+    ) -> pl.DataFrame | pl.LazyFrame:
         """Metrics per sensitive group, one row each (fairlearn's ``MetricFrame.by_group``).
 
         Columns: ``by``, the sensitive column(s), ``n`` (the rows evaluated: no null
@@ -898,7 +898,7 @@ class FairnessMethods:
         by: str | list[str] | None = None,
         pos_label: Any = None,
         validate: bool = True,
-    ) -> Any:
+    ) -> dict[str, Any] | pl.DataFrame | pl.LazyFrame:
         """How far apart the groups are: ``<metric>_difference`` and ``<metric>_ratio``.
 
         One row (per ``by`` group) with, for every metric of :meth:`fairness`, fairlearn's
@@ -979,7 +979,7 @@ def _measure_method(measure: str, kind: str) -> Callable[..., Any]:
         pos_label: Any = None,
         validate: bool = True,
         agg: Literal["worst_case", "mean"] | None = None,
-    ) -> Any:
+    ) -> float | Interval | pl.DataFrame | pl.LazyFrame:
         if agg is not None and len(rates) == 1:
             raise InvalidParameterError(f"agg= combines two rates: {name} has one")
         agg = "worst_case" if agg is None else agg

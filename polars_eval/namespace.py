@@ -106,6 +106,23 @@ def method_doc(
     )
 
 
+_NAMESPACE_TYPES = {
+    "by": "str | list[str] | None",
+    "validate": "bool",
+    "ci": "str | None",
+    "level": "float",
+    "n_resamples": "int | None",
+    "seed": "int | None",
+    "method": "str | None",
+    "time": "str | None",
+    "every": "str | int | None",
+    "period": "str | int | None",
+    "offset": "str | int | None",
+}
+"""The types of the arguments the namespace adds to a metric's own (by=, validate=, the
+intervals' and the windows')."""
+
+
 def _make_method(info: MetricInfo) -> Any:
     sig = info.signature
     # a metric with a method= of its own (multiclass_calibration_error) keeps it; its
@@ -171,36 +188,23 @@ def _make_method(info: MetricInfo) -> Any:
             **{"resampling" if k == "method" else k: v for k, v in boot.items()},
         )
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
+    def keyword(name: str, default: Any = None) -> inspect.Parameter:
+        kind = inspect.Parameter.KEYWORD_ONLY
+        return inspect.Parameter(name, kind, default=default, annotation=_NAMESPACE_TYPES[name])
+
     params = [
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         *sig.parameters.values(),
-    ]
-    params += [
-        inspect.Parameter("by", keyword, default=None, annotation="str | list[str] | None"),
-        inspect.Parameter("validate", keyword, default=True, annotation="bool"),
+        keyword("by"),
+        keyword("validate", True),
     ]
     if info.intervals:
-        params += [
-            inspect.Parameter("ci", keyword, default=None, annotation="str | None"),
-            inspect.Parameter("level", keyword, default=0.95, annotation="float"),
-        ]
+        params += [keyword("ci"), keyword("level", 0.95)]
     if "bootstrap" in info.intervals:  # ci="bootstrap" options (None: 1000, 0, "multinomial")
-        params += [
-            inspect.Parameter("n_resamples", keyword, default=None, annotation="int | None"),
-            inspect.Parameter("seed", keyword, default=None, annotation="int | None"),
-        ]
+        params += [keyword("n_resamples"), keyword("seed")]
         if not own_method:
-            params.append(
-                inspect.Parameter("method", keyword, default=None, annotation="str | None")
-            )
-    params += [  # windows (SPEC §13)
-        inspect.Parameter("time", keyword, default=None, annotation="str | None"),
-        *(
-            inspect.Parameter(name, keyword, default=None, annotation="str | int | None")
-            for name in ("every", "period", "offset")
-        ),
-    ]
+            params.append(keyword("method"))
+    params += [keyword(name) for name in ("time", "every", "period", "offset")]  # SPEC §13
     # inspect.signature stops unwrapping at __signature__: the method shows by=, validate= (and
     # ci=, level=, with the bootstrap's n_resamples=, seed=, method=)
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]
@@ -231,18 +235,43 @@ def install() -> type:
     namespace = type("EvalNamespace", (*_mixins(), EvalBase), {"__doc__": __doc__})
     # a task with keys makes the methods of its metrics (mean over queries, forecast keys)
     keyed = {
-        metric_task: task.load("metric_method")
+        metric_task: task
         for task in TASKS.values()
         if task.metric_method
         for metric_task in task.metric_tasks
     }
     for name, info in _registry.REGISTRY.items():
-        if not hasattr(namespace, name):
-            factory = keyed.get(info.task) if info.kind == "scalar" else None
-            setattr(namespace, name, (factory or _make_method)(info))
+        if hasattr(namespace, name):
+            continue
+        task = keyed.get(info.task) if info.kind == "scalar" else None
+        if task is None:
+            setattr(namespace, name, _make_method(info))
+            continue
+        method = task.load("metric_method")(info)
+        setattr(namespace, name, _typed(method, getattr(namespace, task.name)))
     pl.api.register_dataframe_namespace("eval")(namespace)
     pl.api.register_lazyframe_namespace("eval")(namespace)
     return namespace
+
+
+def _typed(method: Any, task_method: Any) -> Any:
+    """``method`` (a keyed metric method: ``query=``, ``series=`` ...) with the types of its
+    arguments that have none: the namespace's (:data:`_NAMESPACE_TYPES`), else those of
+    the same argument of its task's method (``df.eval.ranking``, ``df.eval.forecast``);
+    ``| None`` added where the default is None."""
+    task_params = inspect.signature(task_method).parameters
+    sig = inspect.signature(method)
+    params = []
+    for p in sig.parameters.values():
+        if p.annotation is p.empty and p.name != "self" and p.kind is p.KEYWORD_ONLY:
+            source = task_params.get(p.name)
+            ann = _NAMESPACE_TYPES.get(p.name, source.annotation if source else p.empty)
+            if isinstance(ann, str) and p.default is None and "None" not in ann.split(" | "):
+                ann += " | None"
+            p = p.replace(annotation=ann)
+        params.append(p)
+    method.__signature__ = sig.replace(parameters=params)
+    return method
 
 
 _STUB_HEADER = '''"""Type stub of the ``.eval`` namespace, generated from the registry.
@@ -252,11 +281,12 @@ Do not edit: ``python -c 'import polars_eval.namespace as n; n.write_stub()'`` w
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import polars as pl
 
 from polars_eval._typing import IntoExpr, Proba, ZeroActuals
+from polars_eval.stats.intervals import Interval
 
 class EvalBase:
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None: ...
@@ -271,12 +301,13 @@ def _stub_signature(name: str, sig: inspect.Signature) -> str:
     parts: list[str] = []
     star = False
     for p in sig.parameters.values():
+        var = isinstance(p.annotation, str) and p.annotation or "Any"
         if p.kind is p.VAR_POSITIONAL:
-            parts.append(f"*{p.name}: Any")
+            parts.append(f"*{p.name}: {var}")
             star = True
             continue
         if p.kind is p.VAR_KEYWORD:
-            parts.append(f"**{p.name}: Any")
+            parts.append(f"**{p.name}: {var}")
             continue
         if p.kind is p.KEYWORD_ONLY and not star:
             parts.append("*")
@@ -298,11 +329,16 @@ def render_stub() -> str:
     import polars_eval  # noqa: F401  (installs the namespace and imports every family)
 
     namespace = type(pl.DataFrame().eval)
-    lines = [
-        _stub_signature(name, inspect.signature(getattr(namespace, name)))
-        for name in sorted(dir(namespace))
-        if not name.startswith("_") and callable(getattr(namespace, name))
-    ]
+    lines = []
+    for name in sorted(dir(namespace)):
+        member = getattr(namespace, name)
+        if name.startswith("_") or not callable(member):
+            continue
+        # a method whose arguments depend on another (compare's on its task) gives overloads
+        overloads = getattr(member, "__stub_overloads__", None)
+        for sig in overloads(namespace) if overloads else [inspect.signature(member)]:
+            lines += ["    @overload"] if overloads else []
+            lines.append(_stub_signature(name, sig))
     return _STUB_HEADER + "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
+from polars_eval._core.origin import recording
 from polars_eval._core.spec import MetricSpec
 from polars_eval._core.tasks import TASKS
 from polars_eval.exceptions import InvalidParameterError
@@ -125,6 +126,7 @@ def register(
             public.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
                 return_annotation="pl.Expr"
             )
+        public = recording(public, key, inputs)  # the bootstrap knows what it built
         methods = tuple(intervals)
         if kind == "scalar" and TASKS[task].bootstrap:
             methods += ("bootstrap",)

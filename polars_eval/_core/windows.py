@@ -929,11 +929,6 @@ def unit_levels(
     return stack(levels, g, schema)
 
 
-def rows_count(used: pl.Expr) -> pl.Expr:
-    """The used rows of a slice (``min_rows=``), a summed state."""
-    return used.cast(pl.Int64).sum().alias(ROWS)
-
-
 def apply_min_rows(
     df: pl.DataFrame, g: Grouping, metrics: Sequence[str], rows: str = ROWS
 ) -> tuple[pl.DataFrame, pl.Series | None]:

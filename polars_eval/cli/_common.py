@@ -77,7 +77,7 @@ def _split(values: Sequence[str] | None) -> list[str]:
     return out
 
 
-def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -> None:
+def _add_common(p: argparse.ArgumentParser, task: str) -> None:
     """Options shared by every task command: input, grouping, output."""
     p.add_argument(
         "paths",
@@ -88,8 +88,7 @@ def _add_common(p: argparse.ArgumentParser, task: str, *, weight: bool = True) -
         "with the same types; numeric types may differ (Int32/Int64/Float32 ...: read as "
         "their common type)",
     )
-    if weight:
-        p.add_argument("--weight", metavar="COL", help="column of row weights (>= 0)")
+    p.add_argument("--weight", metavar="COL", help="column of row weights (>= 0)")
     p.add_argument(
         "--by",
         action="append",
@@ -503,7 +502,7 @@ def _materialize(lf: pl.LazyFrame, columns: list[str]) -> pl.DataFrame | pl.Lazy
 def _interval_methods(task: str) -> list[str]:
     """The ``--ci`` methods of a task: those of its table's own ``ci=`` (the intervals over
     queries or series of SPEC §14), else those its summary metrics register."""
-    if "ci" in _task_params(task):
+    if "ci" in inspect.signature(getattr(pe.EvalNamespace, task)).parameters:
         from polars_eval.stats.units import METHODS
 
         return list(METHODS)
@@ -1119,20 +1118,13 @@ def _default_columns(task: str) -> list[str]:
     ]
 
 
-def _task_params(task: str) -> set[str]:
-    """The parameter names of ``df.eval.<task>`` (empty when the task is not installed)."""
-    method = getattr(pe.EvalNamespace, task, None)
-    return set(inspect.signature(method).parameters) if method is not None else set()
-
-
-def _add_baseline(p: argparse.ArgumentParser, task: str) -> None:
-    if "baseline" in _task_params(task):
-        p.add_argument(
-            "--baseline",
-            action="store_true",
-            default=None,
-            help="add <metric>_baseline: the value of the best constant predictor",
-        )
+def _add_baseline(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        default=None,
+        help="add <metric>_baseline: the value of the best constant predictor",
+    )
 
 
 def _typed_like(lf: pl.LazyFrame, column: str, values: list[str], option: str) -> list[Any]:

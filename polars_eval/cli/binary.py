@@ -93,7 +93,7 @@ def command(sub: Any) -> None:
         metavar="COL[,COL]",
         help="add the fairness and disparity tables of the groups of these columns",
     )
-    _add_baseline(p, "binary")
+    _add_baseline(p)
     _add_common(p, "binary")
     compare.add_options(p, unit=True)
     p.set_defaults(handler=run)
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             "pos_label": _coerce_pos_label(lf, args.label, args.pos_label),
             "threshold": args.threshold,
             "probability": args.probability,
-            "baseline": getattr(args, "baseline", None),
+            "baseline": args.baseline,
             "bins": args.bins,
         }
 

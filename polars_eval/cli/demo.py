@@ -11,7 +11,6 @@ from typing import Any
 
 import polars as pl
 
-import polars_eval as pe
 from polars_eval.cli._common import (
     TABLE_WIDTH,
     _formatter,
@@ -26,7 +25,7 @@ EPILOG = """\
 The main example is a synthetic credit-scoring validation set (20,000 loan applications,
 generated in code from a fixed seed): product segment, sales channel, region, loan
 amount, the observed default flag and two models' probabilities of default. Smaller
-examples cover the other installed tasks (property valuations, company ratings, branch
+examples cover the other tasks (property valuations, company ratings, branch
 demand forecasts, a search log). Each task's report is written next to the first one:
 polars_eval_demo_report.html, polars_eval_demo_report_<task>.html.
 
@@ -262,19 +261,18 @@ def _january(credit: pl.DataFrame | None) -> pl.DataFrame | None:
 
 
 def _demo_data() -> dict[str, pl.DataFrame]:
-    """The example data sets of the installed tasks, by file name."""
+    """The example data sets of the tasks, by file name."""
     from polars_eval import _demo
 
-    data = {"credit_scoring": _demo.credit_scoring()}
-    if hasattr(pe.EvalNamespace, "regression"):
-        data["property_valuations"] = _demo.property_valuations()
-    if hasattr(pe.EvalNamespace, "multiclass"):
-        data["rating_grades"] = _demo.rating_grades()
-    if hasattr(pe.EvalNamespace, "forecast"):
-        data["branch_history"], data["branch_forecasts"] = _demo.branch_demand()
-    if hasattr(pe.EvalNamespace, "ranking"):
-        data["search_log"] = _demo.search_log()
-    return data
+    history, forecasts = _demo.branch_demand()
+    return {
+        "credit_scoring": _demo.credit_scoring(),
+        "property_valuations": _demo.property_valuations(),
+        "rating_grades": _demo.rating_grades(),
+        "branch_history": history,
+        "branch_forecasts": forecasts,
+        "search_log": _demo.search_log(),
+    }
 
 
 def _wrap_prose(text: str) -> str:
@@ -295,14 +293,10 @@ def _wrap_prose(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     out = io.StringIO()
     sections = [
-        (task, section)
-        for task, section in (
-            ("regression", _demo_regression),
-            ("multiclass", _demo_multiclass),
-            ("forecast", _demo_forecast),
-            ("ranking", _demo_ranking),
-        )
-        if hasattr(pe.EvalNamespace, task)
+        ("regression", _demo_regression),
+        ("multiclass", _demo_multiclass),
+        ("forecast", _demo_forecast),
+        ("ranking", _demo_ranking),
     ]
     with progress("evaluating the examples", 1 + len(sections), "examples") as meter:
         data = _demo_data()

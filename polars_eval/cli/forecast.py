@@ -14,7 +14,6 @@ from polars_eval.cli._common import (
     _add_common,
     _formatter,
     _split,
-    _task_params,
     evaluate,
     scan,
 )
@@ -53,7 +52,6 @@ def _quantiles(values: Sequence[str] | None) -> dict[float, str] | None:
 
 
 def command(sub: Any) -> None:
-    params = _task_params("forecast")
     p = sub.add_parser(
         "forecast",
         help="forecasting: MASE, RMSSE, MAPE, pinball loss ... per series",
@@ -92,9 +90,8 @@ def command(sub: Any) -> None:
         help="a quantile forecast column, e.g. 0.9=q90 (repeat): pinball loss",
     )
     p.add_argument("--interval", metavar="LO,HI", help="columns of a prediction interval: coverage")
-    if "per_series" in params:
-        p.add_argument("--per-series", action="store_true", default=None, help="one row per series")
-    _add_common(p, "forecast", weight="weight" in params)
+    p.add_argument("--per-series", action="store_true", default=None, help="one row per series")
+    _add_common(p, "forecast")
     compare.add_options(p)
     p.set_defaults(handler=run)
 
@@ -117,15 +114,15 @@ def run(args: argparse.Namespace) -> int:
             "season_length": args.season_length,
             "cutoff": args.cutoff,
             "lead": args.lead,
-            "weight": getattr(args, "weight", None),
+            "weight": args.weight,
             "zero_actuals": args.zero_actuals,
             "quantiles": _quantiles(args.quantile),
             "interval": tuple(interval) if interval else None,
-            "per_series": getattr(args, "per_series", None),
+            "per_series": args.per_series,
         }
 
     quantile_cols = list((_quantiles(args.quantile) or {}).values())
-    extra = [*series, args.time, args.cutoff, getattr(args, "weight", None), quantile_cols]
+    extra = [*series, args.time, args.cutoff, args.weight, quantile_cols]
     extra += [interval or []]
     if args.compare:
         return compare.run_task(args, "forecast", (args.actual, args.forecast), 1, options, extra)

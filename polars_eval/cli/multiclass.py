@@ -13,7 +13,6 @@ from polars_eval.cli._common import (
     _add_common,
     _formatter,
     _split,
-    _task_params,
     _typed_like,
     evaluate,
 )
@@ -61,28 +60,24 @@ def command(sub: Any) -> None:
         "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
     )
     p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
-    params = _task_params("multiclass")
-    if "multi_class" in params:
-        p.add_argument(
-            "--multi-class",
-            choices=("ovr", "ovo"),
-            help="the AUC: one-vs-rest (default) or one-vs-one (Hand & Till; macro and weighted)",
-        )
-    if "weights" in params:
-        p.add_argument(
-            "--kappa-weights",
-            choices=("linear", "quadratic"),
-            help="Cohen's kappa weighted by the distance between the positions of the classes "
-            "in --classes (default: unweighted)",
-        )
-    if "adjusted" in params:
-        p.add_argument(
-            "--adjusted",
-            action="store_true",
-            default=None,
-            help="multiclass_balanced_accuracy adjusted for chance (chance scores 0)",
-        )
-    _add_baseline(p, "multiclass")
+    p.add_argument(
+        "--multi-class",
+        choices=("ovr", "ovo"),
+        help="the AUC: one-vs-rest (default) or one-vs-one (Hand & Till; macro and weighted)",
+    )
+    p.add_argument(
+        "--kappa-weights",
+        choices=("linear", "quadratic"),
+        help="Cohen's kappa weighted by the distance between the positions of the classes "
+        "in --classes (default: unweighted)",
+    )
+    p.add_argument(
+        "--adjusted",
+        action="store_true",
+        default=None,
+        help="multiclass_balanced_accuracy adjusted for chance (chance scores 0)",
+    )
+    _add_baseline(p)
     _add_common(p, "multiclass")
     p.set_defaults(handler=run)
 
@@ -103,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
             "classes": _typed_like(lf, args.label, classes, "--classes") if classes else None,
             "weight": args.weight,
             "k": args.k,
-            "multi_class": getattr(args, "multi_class", None),
-            "weights": getattr(args, "kappa_weights", None),
-            "adjusted": getattr(args, "adjusted", None),
-            "baseline": getattr(args, "baseline", None),
+            "multi_class": args.multi_class,
+            "weights": args.kappa_weights,
+            "adjusted": args.adjusted,
+            "baseline": args.baseline,
         }
 
     extra = [args.pred, proba_cols, args.weight]

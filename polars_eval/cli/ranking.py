@@ -15,7 +15,6 @@ from polars_eval.cli._common import (
     _add_common,
     _formatter,
     _split,
-    _task_params,
     evaluate,
 )
 
@@ -51,7 +50,6 @@ def _cutoffs(values: Sequence[str] | None) -> list[int | None] | None:
 
 
 def command(sub: Any) -> None:
-    params = _task_params("ranking")
     p = sub.add_parser(
         "ranking",
         help="ranking: NDCG, MAP, MRR, precision@k ... over query logs",
@@ -70,32 +68,24 @@ def command(sub: Any) -> None:
         metavar="K[,K]",
         help="cutoffs, e.g. -k 1,5,10 ('all' = the whole list; default 1,5,10)",
     )
-    if "ties" in params:
-        p.add_argument(
-            "--ties",
-            choices=("average", "first"),
-            help="tied scores: expected value over their orders (default) or input order",
-        )
-    if "gain" in params:
-        p.add_argument("--gain", choices=("exp2", "linear"), help="DCG gain (default exp2)")
-    if "min_relevance" in params:
-        p.add_argument(
-            "--min-relevance", type=float, help="relevance >= this is relevant (default 1)"
-        )
-    if "no_relevant" in params:
-        p.add_argument(
-            "--no-relevant-zero",
-            dest="no_relevant",
-            action="store_const",
-            const="zero",
-            help="count queries with no relevant item as 0 (default: leave them out)",
-        )
-    if "item" in params:
-        p.add_argument("--item", metavar="COL", help="item id column (checks for duplicated items)")
-    if "per_query" in params:
-        p.add_argument("--per-query", action="store_true", default=None, help="one row per query")
-    _add_baseline(p, "ranking")
-    _add_common(p, "ranking", weight="weight" in params)
+    p.add_argument(
+        "--ties",
+        choices=("average", "first"),
+        help="tied scores: expected value over their orders (default) or input order",
+    )
+    p.add_argument("--gain", choices=("exp2", "linear"), help="DCG gain (default exp2)")
+    p.add_argument("--min-relevance", type=float, help="relevance >= this is relevant (default 1)")
+    p.add_argument(
+        "--no-relevant-zero",
+        dest="no_relevant",
+        action="store_const",
+        const="zero",
+        help="count queries with no relevant item as 0 (default: leave them out)",
+    )
+    p.add_argument("--item", metavar="COL", help="item id column (checks for duplicated items)")
+    p.add_argument("--per-query", action="store_true", default=None, help="one row per query")
+    _add_baseline(p)
+    _add_common(p, "ranking")
     compare.add_options(p)
     p.set_defaults(handler=run)
 
@@ -107,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
         return {
             "query": query[0] if len(query) == 1 else query,
             "k": _cutoffs(args.k),
-            "weight": getattr(args, "weight", None),
+            "weight": args.weight,
             **{
-                name: getattr(args, name, None)
+                name: getattr(args, name)
                 for name in (
                     "ties",
                     "gain",
@@ -122,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             },
         }
 
-    extra = [*query, getattr(args, "item", None), getattr(args, "weight", None)]
+    extra = [*query, args.item, args.weight]
     if args.compare:
         return compare.run_task(args, "ranking", (args.relevance, args.score), 1, options, extra)
     return evaluate(args, "ranking", (args.relevance, args.score), options, extra)

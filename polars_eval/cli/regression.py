@@ -12,7 +12,6 @@ from polars_eval.cli._common import (
     _add_baseline,
     _add_common,
     _formatter,
-    _task_params,
     evaluate,
 )
 
@@ -39,13 +38,12 @@ def command(sub: Any) -> None:
     )
     p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
     p.add_argument("--pred", required=True, metavar="COL", help="column of predictions")
-    if "zero_actuals" in _task_params("regression"):
-        p.add_argument(
-            "--zero-actuals",
-            choices=("skip", "inf"),
-            help="percentage errors on rows whose actual is 0: skip them (default) or inf",
-        )
-    _add_baseline(p, "regression")
+    p.add_argument(
+        "--zero-actuals",
+        choices=("skip", "inf"),
+        help="percentage errors on rows whose actual is 0: skip them (default) or inf",
+    )
+    _add_baseline(p)
     _add_common(p, "regression")
     compare.add_options(p, unit=True)
     p.set_defaults(handler=run)
@@ -55,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     def options(lf: pl.LazyFrame) -> dict[str, Any]:
         return {
             "weight": args.weight,
-            "zero_actuals": getattr(args, "zero_actuals", None),
-            "baseline": getattr(args, "baseline", None),
+            "zero_actuals": args.zero_actuals,
+            "baseline": args.baseline,
         }
 
     if args.compare:

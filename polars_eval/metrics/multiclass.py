@@ -38,10 +38,10 @@ State + finalize: every metric is a :class:`~polars_eval._core.spec.MetricSpec`.
 * Log loss, Brier score, hinge loss and top-k accuracy: weighted sums (and a NaN flag, a
   maximum).
 * The one-vs-rest AUC: the used rows (class index, the K probabilities, weight), sorted
-  in one numpy kernel (:func:`_ovr_auc`: UInt64 keys of each probability and its
-  one-vs-rest label, one sort of a class's n keys per class, one of all n × K keys for
-  the micro average, in threads; weighted: arg-sorts); the one-vs-one AUC: the same
-  rows, two sorts per pair of classes (:func:`_ovo_auc`).
+  in one numpy kernel (``ovr_auc`` in ``metrics/_multiclass_auc.py``: UInt64 keys of
+  each probability and its one-vs-rest label, one sort of a class's n keys per class,
+  one of all n × K keys for the micro average, in threads; weighted: arg-sorts); the
+  one-vs-one AUC: the same rows, two sorts per pair of classes (``ovo_auc``).
 
 Undefined values are null, never 0: a per-class 0/0 is null and is left out of the
 macro / weighted averages (as scikit-learn's ``zero_division=np.nan``); a class absent
@@ -52,21 +52,18 @@ used row gives NaN (a negative one NaN for the AUC); the namespace raises instea
 
 The namespace's data checks (labels and predictions in ``classes=``, probability rows of
 K values in [0, 1] summing to 1) are the ``check=`` hook of each metric
-(:func:`data_checks`); ``average=None`` and the confusion matrix are tables in the
-namespace (the ``namespace=`` hook: the expression to evaluate and the table it makes).
+(``data_checks`` in ``metrics/_multiclass_checks.py``, with the check of ``classes=``);
+``average=None`` and the confusion matrix are tables in the namespace (the ``namespace=``
+hook: the expression to evaluate and the table it makes).
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from polars_eval._core.registry import register
@@ -74,7 +71,6 @@ from polars_eval._core.spec import MetricSpec, State, nan_or
 from polars_eval._exprs import (
     F64,
     NAN,
-    column_name,
     not_null,
     safe_div,
     to_expr,
@@ -83,8 +79,14 @@ from polars_eval._exprs import (
 )
 from polars_eval._params import check_beta, check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
-from polars_eval._validate import Check, dtype_of, is_textual
-from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval._validate import is_textual
+from polars_eval.exceptions import InvalidParameterError
+from polars_eval.metrics._multiclass_auc import AUC_AVERAGES, ovo_auc, ovr_auc
+from polars_eval.metrics._multiclass_checks import (
+    check_classes,
+    data_checks,
+    proba_list,
+)
 from polars_eval.metrics.binary import LOGLOSS_EPS
 
 __all__ = [
@@ -108,41 +110,11 @@ __all__ = [
 PRED_INPUTS = {"label": "key", "pred": "key", "proba": "class_proba", "weight": "weight"}
 PROBA_INPUTS = {"label": "key", "proba": "class_proba", "weight": "weight"}
 AVERAGES = ("micro", "macro", "weighted", None)
-AUC_AVERAGES = ("micro", "macro", "weighted")
-SUM_TOLERANCE = 1e-6
-"""Probability rows must sum to 1 within this tolerance (SPEC §2); nothing is renormalised."""
 
 
 # ---------------------------------------------------------------------------------------
 # Inputs: classes, probabilities, predictions
 # ---------------------------------------------------------------------------------------
-
-
-def check_classes(classes: Any, *, required: str | None = None) -> list[Any] | None:
-    """``classes`` as a list of distinct ints, strings or floats (``required`` says why)."""
-    if classes is None:
-        if required is not None:
-            raise InvalidParameterError(f"classes= is required {required}")
-        return None
-    if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence | pl.Series):
-        raise InvalidParameterError(
-            f"classes must be a list of class ids; got {type(classes).__name__}"
-        )
-    values = list(classes)
-    if len(values) < 2:
-        raise InvalidParameterError(f"classes must hold at least 2 classes; got {values!r}")
-    if any(v is None or isinstance(v, bool) for v in values) or not all(
-        isinstance(v, (int, str, float)) for v in values
-    ):
-        raise InvalidParameterError(
-            f"classes must hold ints or strings (no None, no bools); got {values!r}"
-        )
-    if len(set(values)) != len(values):
-        raise InvalidParameterError(f"classes must be distinct; got {values!r}")
-    kinds = {str if isinstance(v, str) else float if isinstance(v, float) else int for v in values}
-    if len(kinds) > 1:
-        raise InvalidParameterError(f"classes must all be of one type; got {values!r}")
-    return values
 
 
 def class_dtype(classes: Sequence[Any]) -> pl.DataType:
@@ -152,18 +124,6 @@ def class_dtype(classes: Sequence[Any]) -> pl.DataType:
 
 def class_lit(value: Any, dtype: pl.DataType) -> pl.Expr:
     return pl.lit(value, dtype=dtype)
-
-
-def proba_list(proba: IntoExpr) -> pl.Expr:
-    """A ``List`` or ``Array`` probability column as ``List(Float64)``.
-
-    The cast is not strict: Polars (2.1) rejects a strict ``Array`` to ``List`` cast
-    evaluated inside ``when/then`` (the rows masked out count as failed conversions), and
-    ``.arr.to_list()`` would need the dtype, which an expression does not know. Numeric
-    inner values convert the same either way; the namespace rejects a non-numeric inner
-    dtype before anything runs.
-    """
-    return to_expr(proba).cast(pl.List(F64), strict=False)
 
 
 def proba_columns(proba: Proba, k: int) -> list[pl.Expr]:
@@ -317,132 +277,6 @@ def shared_columns(
     keep, pt = pl.col("__pe_mc_keep"), pl.col("__pe_mc_pt")
     proba_side = ProbaInputs(p.label, p.probs, p.weight, keep, pt, p.classes, p.weighted)
     return stages, pred_side, proba_side
-
-
-# ---------------------------------------------------------------------------------------
-# Data checks of the namespace (the check= hook)
-# ---------------------------------------------------------------------------------------
-
-
-def _class_checks(
-    arg: str, item: IntoExpr, classes: list[Any], schema: Mapping[str, pl.DataType]
-) -> list[Check]:
-    """Class ids of ``item`` must be in ``classes`` (and of the same kind)."""
-    dtype = dtype_of(item, schema)
-    if dtype is None:
-        return []
-    name = column_name(item)
-    textual = isinstance(classes[0], str)
-    if is_textual(dtype) != textual or not (is_textual(dtype) or dtype.is_numeric()):
-        raise DataValidationError(
-            f'column "{name}" (argument {arg}=) holds {dtype} values but classes= holds '
-            f"{type(classes[0]).__name__}s: {classes!r}"
-        )
-    expr = to_expr(item)
-    return [
-        Check(
-            name,
-            expr.is_not_null() & ~expr.is_in(classes),
-            expr,
-            f"holds classes that are not in classes={classes!r}; found {{n}} rows",
-        )
-    ]
-
-
-def _proba_checks(
-    proba: Proba, k: int, schema: Mapping[str, pl.DataType], *, scores: bool = False
-) -> list[Check]:
-    """Length, finiteness and range of a List/Array column, and row sums = 1 for any form
-    (one column per class: finiteness and range are checked by the ``class_proba`` role).
-    ``scores``: decision scores (argument ``score=``), only the length and finiteness."""
-    what, arg = ("scores", "score") if scores else ("probabilities", "proba")
-    if isinstance(proba, (str, pl.Expr)):
-        name = column_name(proba)
-        dtype = dtype_of(proba, schema)
-        if dtype is None:
-            return []
-        if not isinstance(dtype, (pl.List, pl.Array)) or not dtype.inner.is_numeric():
-            raise DataValidationError(
-                f'column "{name}" (argument {arg}=) must be a List or Array of {what} '
-                f"(one per class of classes=); got {dtype}"
-            )
-        values = proba_list(proba)
-        e = pl.element()
-        length = values.list.len()
-        complete = values.is_not_null() & (length == k) & ~values.list.eval(e.is_null()).list.any()
-        finite = complete & values.list.eval(e.is_finite()).list.all()
-        shape = [
-            Check(
-                name,
-                values.is_not_null() & (length != k),
-                length,
-                f"must hold {k} {what} per row (one per class of classes=); "
-                "found {n} rows of another length",
-            ),
-            Check(
-                name,
-                complete & ~finite,
-                values.list.sum(),
-                "must hold finite numbers; found {n} rows with NaN or ±inf (row sums shown)",
-            ),
-        ]
-        if scores:
-            return shape
-        return [
-            *shape,
-            Check(
-                name,
-                finite & values.list.eval((e < 0.0) | (e > 1.0)).list.any(),
-                values.list.min(),
-                "must hold probabilities in [0, 1]; found {n} rows with values outside "
-                "(row minima shown)",
-            ),
-            Check(
-                name,
-                finite & ((values.list.sum() - 1.0).abs() > SUM_TOLERANCE),
-                values.list.sum(),
-                f"must hold probability rows summing to 1 (tolerance {SUM_TOLERANCE:g}); "
-                "found {n} rows that do not (row sums shown)",
-            ),
-        ]
-    if scores:
-        return []
-    cols = [to_float(c) for c in proba]
-    names = ", ".join(column_name(c) for c in proba)
-    total = pl.sum_horizontal(cols)
-    finite = pl.all_horizontal([c.is_finite() for c in cols]).fill_null(False)
-    return [
-        Check(
-            names,
-            finite & ((total - 1.0).abs() > SUM_TOLERANCE),
-            total,
-            f"(argument proba=) must hold probability rows summing to 1 (tolerance "
-            f"{SUM_TOLERANCE:g}); found {{n}} rows that do not (row sums shown)",
-        )
-    ]
-
-
-def _schema_checks(args: Mapping[str, Any], schema: Mapping[str, pl.DataType]) -> list[Check]:
-    classes = check_classes(args.get("classes"))
-    if classes is None:
-        return []
-    checks = _class_checks("label", args["label"], classes, schema)
-    if args.get("pred") is not None:
-        checks += _class_checks("pred", args["pred"], classes, schema)
-    if args.get("proba") is not None:
-        checks += _proba_checks(args["proba"], len(classes), schema)
-    if args.get("score") is not None:
-        checks += _proba_checks(args["score"], len(classes), schema, scores=True)
-    return checks
-
-
-def data_checks(args: Mapping[str, Any]) -> list[Any]:
-    """The data checks of a multiclass metric (the ``check=`` hook), given ``classes=``:
-    labels and predictions among the classes, of the same kind (a ``DataValidationError``
-    from the schema otherwise), and probability rows of K values in [0, 1] summing to 1
-    (tolerance :data:`SUM_TOLERANCE`). Their form depends on the dtypes, so the hook
-    gives one function of the frame's schema."""
-    return [functools.partial(_schema_checks, dict(args))]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1779,7 +1613,7 @@ def auc_spec(inputs: ProbaInputs, *, per_class: bool = True, micro: bool = True)
     """The one-vs-rest AUCs of a group as a struct ``{micro, macro, weighted}``.
 
     The state is the used rows: ``y`` (the class index), ``p0`` … (the probabilities)
-    and, weighted, ``w``; :func:`_ovr_auc` computes the macro and weighted averages
+    and, weighted, ``w``; :func:`ovr_auc` computes the macro and weighted averages
     (``per_class``) and the micro average (``micro``) from them.
     """
     k = len(inputs.classes)
@@ -1789,7 +1623,7 @@ def auc_spec(inputs: ProbaInputs, *, per_class: bool = True, micro: bool = True)
         fields.append(inputs.weight.alias("w"))
     rows = State(pl.struct(fields).filter(inputs.keep), "rows")
     kernel = functools.partial(
-        _ovr_auc, k=k, weighted=inputs.weighted, per_class=per_class, micro=micro
+        ovr_auc, k=k, weighted=inputs.weighted, per_class=per_class, micro=micro
     )
 
     def finalize(s: States) -> pl.Expr:
@@ -1798,251 +1632,22 @@ def auc_spec(inputs: ProbaInputs, *, per_class: bool = True, micro: bool = True)
     return MetricSpec({"rows": rows}, finalize)
 
 
-def _ovr_auc(
-    rows: pl.Series, *, k: int, weighted: bool, per_class: bool, micro: bool
-) -> dict[str, float | None]:
-    """Macro, weighted and micro one-vs-rest AUC of the used rows of a group.
-
-    Per class c, the binary AUC of [y = c] against the probability of c; macro = the mean
-    of the defined ones, weighted = their mean weighted by the support; micro = one binary
-    AUC of the n × K one-hot labels against the n × K probabilities (each pair with its
-    row's weight). A NaN propagates; a negative probability gives NaN (not a probability).
-
-    The n × K keys of :func:`_sort_keys` are built once, class after class: each class
-    sorts a copy of its n keys (weighted: arg-sorts them), the micro average all of them.
-    """
-    out: dict[str, float | None] = dict.fromkeys(AUC_AVERAGES)
-    y = rows.struct.field("y").to_numpy()
-    scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
-    positives = [y == i for i in range(k)]
-    n = len(y)
-    keys = None
-    if not any(_not_probabilities(s) for s in scores):
-        keys = np.empty(n * k, dtype=np.uint64)
-        for i, (s, pos) in enumerate(zip(scores, positives, strict=True)):
-            _sort_keys(s, pos, out=keys[i * n : (i + 1) * n])
-    if weighted:
-        w = rows.struct.field("w").cast(pl.Float64).to_numpy()
-        sides = [_sides(w, pos) for pos in positives]
-    else:
-        w = None
-        sides = [(float(c), float(n - c)) for c in map(np.count_nonzero, positives)]
-
-    def auc_of(start: int, stop: int, pos: float, neg: float) -> float | None:
-        """The AUC of keys[start:stop] (a sorted copy), of weight ``pos`` positive and
-        ``neg`` negative (counts unweighted)."""
-        if keys is None:
-            return NAN
-        if pos <= 0.0 or neg <= 0.0:
-            return None
-        if w is None:
-            return _sorted_keys_auc(np.sort(keys[start:stop]), int(pos), int(neg))
-        return _weighted_keys_auc(keys[start:stop], w, pos, neg)
-
-    tasks = []
-    if micro:  # n positives (one per row), the other n(K − 1) negative
-        totals = [sum(side[j] for side in sides) for j in (0, 1)]
-        tasks.append(functools.partial(auc_of, 0, n * k, *totals))
-    if per_class:
-        tasks += [functools.partial(auc_of, i * n, (i + 1) * n, *s) for i, s in enumerate(sides)]
-    values = _run_all(tasks, parallel=n * k >= PARALLEL_KEYS)
-    if micro:
-        out["micro"] = values.pop(0)
-    defined = [(a, s[0]) for a, s in zip(values, sides, strict=False) if a is not None]
-    if defined:
-        aucs, supports = np.array(defined).T
-        out["macro"] = float(aucs.mean())
-        out["weighted"] = float((aucs * supports).sum() / supports.sum())
-    return out
-
-
-PARALLEL_KEYS = 1 << 18
-"""From this many keys (n × K) on, the one-vs-rest AUC sorts in threads."""
-
-
-def _run_all(tasks: Sequence[Callable[[], float | None]], *, parallel: bool) -> list[float | None]:
-    """The values of ``tasks`` in order; with ``parallel``, in a pool of threads (numpy's
-    sorts and array passes release the GIL, so the micro average's sort of the n × K keys,
-    the first task, runs beside the per-class ones)."""
-    workers = min(len(tasks), os.cpu_count() or 1)
-    if not parallel or workers < 2:
-        return [task() for task in tasks]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda task: task(), tasks))
-
-
-def _not_probabilities(score: np.ndarray) -> bool:
-    """True when a score is NaN or negative (one pass: the minimum propagates NaN)."""
-    if not len(score):
-        return False
-    low = score.min()
-    return bool(np.isnan(low) or low < 0.0)
-
-
-def _sort_keys(
-    score: np.ndarray, positive: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
-    """UInt64 keys ``bits << 1 | label`` that sort as a score >= 0 (checked by the caller,
-    :func:`_not_probabilities`), the negatives of a tie first: for x >= 0 the IEEE-754
-    bits read as an unsigned integer are in the order of x, and the shift drops the sign
-    bit (−0.0 and 0.0 alike), so a key loses nothing. Written into ``out`` when given.
-    numpy because Polars cannot reinterpret float bits in place, and sorts a UInt64
-    column several times slower than numpy."""
-    bits = np.ascontiguousarray(score, dtype=np.float64).view(np.uint64)
-    out = np.left_shift(bits, np.uint64(1), out=out)
-    return np.bitwise_or(out, positive, out=out, casting="unsafe")
-
-
-def _binary_auc(score: np.ndarray, positive: np.ndarray) -> float | None:
-    """The ROC AUC of unweighted rows (:func:`_sorted_keys_auc`)."""
-    if _not_probabilities(score):
-        return NAN
-    npos = int(np.count_nonzero(positive))
-    return _sorted_keys_auc(np.sort(_sort_keys(score, positive)), npos, len(score) - npos)
-
-
-def _label_bits(keys: np.ndarray) -> np.ndarray:
-    """The label bits of keys as booleans, read from the lowest byte of each key (no UInt64
-    copy; booleans find their positions twice as fast as bytes)."""
-    low_byte = 0 if sys.byteorder == "little" else 7
-    return (keys.view(np.uint8)[low_byte::8] & 1).view(np.bool_)
-
-
-_CHUNK = 1 << 16
-
-
-def _has_ties(keys: np.ndarray) -> bool:
-    """Whether two neighbours of sorted keys share a score (differ in the label bit at
-    most): chunk by chunk, so that the XOR of neighbours stays in cache (half the time of
-    one pass over the whole array) and the search stops at the first tie."""
-    buf = np.empty(min(_CHUNK, len(keys)), dtype=np.uint64)
-    for start in range(0, len(keys) - 1, _CHUNK):
-        stop = min(start + _CHUNK, len(keys) - 1)
-        part = buf[: stop - start]
-        np.bitwise_xor(keys[start + 1 : stop + 1], keys[start:stop], out=part)
-        if (part <= 1).any():
-            return True
-    return False
-
-
-def _sorted_keys_auc(keys: np.ndarray | None, npos: int, nneg: int) -> float | None:
-    """ROC AUC (trapezoid rule, a tied pair counts ½) from the sorted keys of
-    :func:`_sort_keys`: NaN for keys of NaN or negative scores (None), null (None) unless
-    both classes are present.
-
-    The Mann-Whitney count: with the negatives of a tie block first, Σ over positives of
-    their position − P(P − 1)/2 counts the negatives below or tied with each positive;
-    half the tied pairs, Σ over tie blocks of (positives × negatives), are taken off.
-    """
-    if keys is None:
-        return NAN
-    if npos == 0 or nneg == 0:
-        return None
-    bits = _label_bits(keys)
-    below = float(np.flatnonzero(bits).sum()) - npos * (npos - 1) / 2.0
-    if _has_ties(keys):
-        blocks = keys >> np.uint64(1)
-        starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
-        ends = np.append(starts[1:], len(keys))
-        cum = np.concatenate(([0], np.cumsum(bits, dtype=np.int64)))
-        pos_b = (cum[ends] - cum[starts]).astype(np.float64)
-        below -= float((pos_b * ((ends - starts) - pos_b)).sum()) / 2.0
-    return below / (float(npos) * float(nneg))
-
-
-def _sides(w: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """The positive and the negative weight (no copy of either side)."""
-    return float(np.where(positive, w, 0.0).sum()), float(np.where(positive, 0.0, w).sum())
-
-
-def _weighted_auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float | None:
-    """Weighted ROC AUC (:func:`_weighted_keys_auc`): NaN if a score is NaN or negative;
-    null (None) unless both classes carry weight."""
-    if _not_probabilities(score):
-        return NAN
-    total_pos, total_neg = _sides(w, positive)
-    if total_pos <= 0.0 or total_neg <= 0.0:
-        return None
-    return _weighted_keys_auc(_sort_keys(score, positive), w, total_pos, total_neg)
-
-
-def _weighted_keys_auc(
-    keys: np.ndarray, w: np.ndarray, total_pos: float, total_neg: float
-) -> float:
-    """Weighted ROC AUC from the keys of :func:`_sort_keys` and the weights of their rows
-    (key j belongs to row j mod n, n = len(w): the n × K keys of the micro average).
-
-    The keys arg-sorted (the negatives of a tie block first), Σ over positives of their
-    weight × the negative weight up to them is Σ_b Aᵦ (negative mass below b + Bᵦ) over
-    the tie blocks b (positive mass Aᵦ, negative mass Bᵦ); half the tied pairs, Σ_b AᵦBᵦ,
-    are taken off; over P·N.
-    """
-    order = np.argsort(keys)
-    keys = keys[order]
-    ordered_w = w[order % len(w) if len(keys) > len(w) else order]
-    bits = _label_bits(keys)
-    neg_w = np.where(bits, 0.0, ordered_w)
-    pos_w = ordered_w - neg_w
-    area = float((pos_w * np.cumsum(neg_w)).sum())  # not np.dot: BLAS threads spin
-    if _has_ties(keys):
-        blocks = keys >> np.uint64(1)
-        starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
-        tied = (np.add.reduceat(pos_w, starts) * np.add.reduceat(neg_w, starts)).sum()
-        area -= float(tied) / 2.0
-    return area / (total_pos * total_neg)
-
-
 def ovo_auc_spec(inputs: ProbaInputs, average: str) -> MetricSpec:
     """Hand & Till's one-vs-one AUC of a group, ``"macro"`` or ``"weighted"``: the used
-    rows as in :func:`auc_spec`, then :func:`_ovo_auc` over them."""
+    rows as in :func:`auc_spec`, then :func:`ovo_auc` over them."""
     fields = [class_index(inputs.label, inputs.classes).alias("y")]
     fields += [p.alias(f"p{i}") for i, p in enumerate(inputs.probs)]
     if inputs.weighted:
         fields.append(inputs.weight.alias("w"))
     rows = State(pl.struct(fields).filter(inputs.keep), "rows")
     kernel = functools.partial(
-        _ovo_auc, k=len(inputs.classes), weighted=inputs.weighted, average=average
+        ovo_auc, k=len(inputs.classes), weighted=inputs.weighted, average=average
     )
 
     def finalize(s: States) -> pl.Expr:
         return s["rows"].map_batches(kernel, return_dtype=F64, returns_scalar=True)
 
     return MetricSpec({"rows": rows}, finalize)
-
-
-def _ovo_auc(rows: pl.Series, *, k: int, weighted: bool, average: str) -> float | None:
-    """Hand & Till's M over the classes present in the used rows of a group.
-
-    Per pair of present classes (a, b), on the rows of a or b only: the mean of the AUC of
-    [y = a] against the probability of a and of [y = b] against that of b (trapezoid rule,
-    ties ½, row weights). ``"macro"``: the mean over the pairs; ``"weighted"``: weighted by
-    the weight of the pair's rows (its prevalence). Null with fewer than two classes; NaN
-    when a probability is NaN or negative.
-    """
-    y = rows.struct.field("y").to_numpy()
-    scores = [rows.struct.field(f"p{i}").cast(pl.Float64).to_numpy() for i in range(k)]
-    w = rows.struct.field("w").cast(pl.Float64).to_numpy() if weighted else None
-    present = np.unique(y)
-    values, masses = [], []
-    for i, a in enumerate(present):
-        for b in present[i + 1 :]:
-            pair = (y == a) | (y == b)
-            is_a = y[pair] == a
-            halves = []
-            for c, positive in ((a, is_a), (b, ~is_a)):
-                score = scores[c][pair]
-                if w is None:
-                    halves.append(_binary_auc(score, positive))
-                else:
-                    halves.append(_weighted_auc(score, positive, w[pair]))
-            assert halves[0] is not None and halves[1] is not None  # both classes present
-            values.append((halves[0] + halves[1]) / 2.0)
-            masses.append(float(w[pair].sum()) if w is not None else float(pair.sum()))
-    if not values:
-        return None
-    if average == "macro":
-        return float(np.mean(values))
-    return float(np.average(values, weights=masses))
 
 
 @register(

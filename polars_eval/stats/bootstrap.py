@@ -15,9 +15,10 @@ Design
   ``pl.col("x").mean()``): rows are repeated by their count for a chunk of resamples and
   the expressions are evaluated unchanged in one ``group_by(resample, *by).agg(...)``
   query per chunk — Polars runs the resamples of a chunk in parallel.
-* **Kernels for registered metrics.** An expression recognised as exactly a registered
-  metric (``pe.auc(label, score[, weight=])``, ``pe.logloss(...)`` ..., checked
-  structurally with ``Expr.meta.eq``) is evaluated by a numpy kernel over state built
+* **Kernels for registered metrics.** An expression recognised as built by a registered
+  metric (``pe.auc(label, score[, weight=])``, ``pe.logloss(...)`` ..., renamed or not:
+  every registered metric function records the expressions it builds with their
+  arguments, :mod:`polars_eval._core.origin`) is evaluated by a numpy kernel over state built
   once; a resample is then only its counts, vectorised over a block of resamples (a
   (resamples, units) count array of about ``BLOCK_CELLS`` cells): O(n) per resample,
   never a sort and never a repeated row.
@@ -37,8 +38,8 @@ Design
 
   Kernel values equal the expression path's to rounding (tested per resample, and
   against scikit-learn with the counts as sample weights). Other expressions (the rank
-  correlations, a metric given options beyond its columns such as ``threshold=`` or
-  ``bins=``, your own) take the expression path.
+  correlations, ROC AUC with ``pos_label=``, a metric given expressions rather than column
+  names, your own) take the expression path.
 * **The counts** (:func:`poisson_counts`, :func:`to_multinomial`): Poisson(1) counts by
   inversion of the CDF through a 16-bit table (exact to a double's resolution, about
   1 ns a count); the multinomial counts are those Poisson counts, given their total T,
@@ -58,7 +59,6 @@ collected once; on a LazyFrame that happens at ``collect()`` time.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from collections.abc import Sequence
@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core.origin import origin
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec
@@ -122,32 +123,18 @@ class Recognized:
 
 
 def recognize(expr: pl.Expr) -> Recognized | None:
-    """The registered metric and column arguments an expression was built with, if any.
+    """The registered metric and the arguments an expression was built with, if any.
 
-    Only the metric whose name is the expression's output name is tried — or, for a
-    renamed expression such as ``pe.auc(...).alias("model_a")``, the metrics the kernel
-    evaluates (``KERNEL_METRICS``) — with the expression's root columns assigned to the
-    metric's column inputs in every order; a candidate counts only when it is
-    structurally equal (``meta.eq``).
+    Read from the record every registered metric function keeps of the expressions it
+    builds (:mod:`polars_eval._core.origin`): a renamed expression such as
+    ``pe.auc(...).alias("model_a")`` is still ``auc``; an expression no registered call
+    built (your own, or a hand-written look-alike of a metric) is None.
     """
-    try:
-        name = expr.meta.output_name()
-        base = expr.meta.undo_aliases()
-        roots = list(dict.fromkeys(expr.meta.root_names()))
-    except Exception:  # noqa: BLE001 - an expression without a single output name
+    found = origin(expr)
+    if found is None or found[0] not in REGISTRY:
         return None
-    for info in [REGISTRY[name]] if name in REGISTRY else [REGISTRY[k] for k in KERNEL_METRICS]:
-        if not roots or len(roots) > len(info.inputs):
-            continue
-        for slots in itertools.permutations(list(info.inputs), len(roots)):
-            args = dict(zip(slots, roots, strict=True))
-            try:
-                candidate = info.fn(**args)
-            except Exception:  # noqa: BLE001 - the arguments do not fit this metric
-                continue
-            if candidate.meta.undo_aliases().meta.eq(base):
-                return Recognized(info, args)
-    return None
+    name, args = found
+    return Recognized(REGISTRY[name], args)
 
 
 def validate_recognized(df: pl.DataFrame | pl.LazyFrame, found: Sequence[Recognized]) -> None:

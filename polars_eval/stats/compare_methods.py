@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from polars_eval._core.tasks import TASKS
+from polars_eval._typing import IntoExpr
 from polars_eval.stats import compare_tasks as _tasks
 
 
@@ -18,8 +21,8 @@ class CompareMethods:
     def compare(
         self,
         task: str,
-        *args: Any,
-        baseline: Any = None,
+        *args: IntoExpr | Sequence[str],
+        baseline: str | None = None,
         test: str = "t",
         correction: str | None = "holm",
         level: float = 0.95,
@@ -166,7 +169,7 @@ class CompareMethods:
         alternative: str = "two-sided",
         by: str | Sequence[str] | None = None,
         validate: bool = True,
-    ) -> Any:
+    ) -> dict[str, Any] | pl.DataFrame | pl.LazyFrame:
         """Diebold–Mariano test of two forecasts of the same series, as R's
         ``forecast::dm.test`` (Harvey–Leybourne–Newbold corrected).
 
@@ -215,3 +218,32 @@ class CompareMethods:
             self._frame, actual, forecast_1, forecast_2, time=time, h=h, power=power,
             alternative=alternative, by=by, validate=validate,
         )  # fmt: skip
+
+
+def _compare_overloads(namespace: type) -> list[inspect.Signature]:
+    """``compare``'s signature for each task, for the type stub: the task's column arguments
+    (the systems' also a list of columns) and its table's options (``df.eval.<task>``'s,
+    less those compare does not take), then the generic form."""
+    own = inspect.signature(CompareMethods.compare)
+    mine = [p for p in own.parameters.values() if p.kind is p.KEYWORD_ONLY]
+    keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+    out = []
+    for task in TASKS.values():
+        table = inspect.signature(getattr(namespace, task.name)).parameters
+        data = _tasks.positional_args(task.name)
+        taken = {"self", *data, *(p.name for p in mine), *_tasks.NOT_OPTIONS}
+        params = [
+            own.parameters["self"],
+            own.parameters["task"].replace(annotation=f'Literal["{task.name}"]'),
+        ]
+        for name in data:
+            systems = name in _tasks.SYSTEM_ARGS[task.name]
+            ann = f"{table[name].annotation} | Sequence[str]" if systems else table[name].annotation
+            params.append(inspect.Parameter(name, positional, default=None, annotation=ann))
+        params += mine
+        params += [p.replace(kind=keyword) for p in table.values() if p.name not in taken]
+        out.append(own.replace(parameters=params))
+    return [*out, own]
+
+
+CompareMethods.compare.__stub_overloads__ = _compare_overloads  # type: ignore[attr-defined]

@@ -568,11 +568,16 @@ def row_tests(
 # ---------------------------------------------------------------------------------------
 
 
+def positional_args(task: str) -> list[str]:
+    """The column arguments ``compare(task, ...)`` takes by position, in order."""
+    return list(TASKS[task].data_args) + (["pred"] if task == "multiclass" else [])
+
+
 def _data_args(task: str, args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
     """The task's data arguments (positional, in the task's order, or by keyword) besides
     the systems'; the systems' argument stays in ``options``."""
     names = TASKS[task].data_args
-    positional = list(names) + (["pred"] if task == "multiclass" else [])
+    positional = positional_args(task)
     if len(args) > len(positional):
         raise InvalidParameterError(
             f"compare({task!r}, ...) takes at most {len(positional)} column arguments "

@@ -31,7 +31,6 @@ from polars_eval.stats.intervals import scipy_stats
 
 ALTERNATIVES = ("two-sided", "less", "greater")
 INPUTS = {"actual": "numeric", "forecast_1": "numeric", "forecast_2": "numeric"}
-FIELDS = ("statistic", "p_value", "n")
 UNDEFINED = "the loss differential is constant (zero variance)"
 N, MEAN, GAMMA = "__pe_dm_n", "__pe_dm_mean", "__pe_dm_g"
 

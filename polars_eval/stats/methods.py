@@ -188,7 +188,7 @@ class StatsMethods:
         pos_label: Any = None,
         by: str | Sequence[str] | None = None,
         validate: bool = True,
-    ) -> Any:
+    ) -> dict[str, Any] | pl.DataFrame | pl.LazyFrame:
         """One-sided exact McNemar test of model 1 against model 2 (see ``pe.mcnemar``).
 
         Returns a dict ``{wins_1, wins_2, p_value}`` without ``by``; a DataFrame with those
@@ -224,7 +224,7 @@ class StatsMethods:
         level: float = 0.95,
         by: str | Sequence[str] | None = None,
         validate: bool = True,
-    ) -> Any:
+    ) -> dict[str, Any] | pl.DataFrame | pl.LazyFrame:
         """DeLong's test of AUC(score_1) − AUC(score_2) on the same rows (see ``pe.delong``).
 
         Returns a dict ``{auc_1, auc_2, difference, lower, upper, z, p_value}`` without
