@@ -256,8 +256,9 @@ def _auc_part(e: pl.Expr) -> pl.Expr:
     distinct scores): the rows are counted per run (``rle``), so the work after the sort
     follows the distinct scores (``runs``: twice the pairs, the positives, the
     negatives). Otherwise row by row: ``places`` (the sum of the positives' places and
-    their count) and ``tied`` (the tied pairs, :func:`_tied_pairs` over the runs of the
-    rows that tie with a neighbour only). Each column of the sorted keys is read once:
+    their count) and ``tied`` (the tied pairs, :func:`_tied_pairs` over the runs, counted
+    only when a positive ties with a negative: one pass finds such a pair, and without one
+    the count runs on no row). Each column of the sorted keys is read once:
     Polars computes a repeated expression again, and every full-length temporary costs
     its pages.
     """
@@ -271,10 +272,11 @@ def _auc_part(e: pl.Expr) -> pl.Expr:
     places = ((by_rows & 1) == 1).arg_true().implode()  # one pass, both sums (nested eval)
     places = places.list.eval(pl.struct(s=element.cast(I64).sum(), n=element.len()))
     m = by_rows.len().cast(I64)
-    pair_ties = by_rows.slice(0, (m - 1).clip(lower_bound=0)).xor(by_rows.slice(1)) <= 1
-    # a row tied with the one before or after it: the pair flags padded, maxima of 2
-    padded = pl.concat([pl.lit(False), pair_ties, pl.lit(False)]).cast(pl.UInt8)
-    in_tie = padded.rolling_max(2).slice(1) == 1
+
+    # a positive tied with a negative sits right above it (keys 2m+1, 2m): without such a
+    # pair (one pass) there are no tied pairs, and their count runs on no row
+    pair_xor = by_rows.slice(0, (m - 1).clip(lower_bound=0)).xor(by_rows.slice(1))
+    tie_rows = by_rows.head(pl.when((pair_xor == 1).any()).then(m).otherwise(0))
 
     value, length = pl.field("value"), pl.field("len")
     label = (value & 1).cast(U32)
@@ -291,7 +293,7 @@ def _auc_part(e: pl.Expr) -> pl.Expr:
         first=e.first(),
         runs=runs.implode().list.first(),  # null: no run
         places=places.list.first(),
-        tied=_tied_pairs(by_rows.filter(in_tie).rle()),
+        tied=_tied_pairs(tie_rows.rle()),
     )
 
 
