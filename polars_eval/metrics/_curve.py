@@ -472,6 +472,9 @@ class Runs:
         "tp": lambda: pl.field("pos").cum_sum(),
         "rows": lambda: pl.field("n").cum_sum(),
         "same_next": lambda: (pl.field("k") == pl.field("k").shift(-1)).fill_null(False),
+        # the counts at each run as a point of the curve (:class:`RunsCurve`)
+        "tp_at": lambda: (pl.field("pos").cum_sum() - _positives_inside_block()).cast(F64),
+        "fp_at": lambda: (pl.field("n") - pl.field("pos")).cum_sum().cast(F64),
     }
 
     def __init__(self, head: bool = False) -> None:
@@ -526,6 +529,13 @@ class Runs:
         return pl.struct(
             **{name: pl.when(self.has_nan).then(nan).otherwise(v) for name, v in fields.items()}
         )
+
+
+def _positives_inside_block() -> pl.Expr:
+    """The positives of a run that does not end its tie block (a positive run followed by
+    the negative run of its score), else 0."""
+    k, pos = pl.field("k"), pl.field("pos")
+    return pl.when((k == k.shift(-1)).fill_null(False)).then(pos).otherwise(0)
 
 
 def from_runs(
@@ -625,6 +635,48 @@ class Curve:
             .then(value)
             .otherwise(pl.lit(None, dtype=F64))
         )
+
+
+class RunsCurve(Curve):
+    """A :class:`Curve` read from the runs (:class:`Runs`, columns ``tp_at``, ``fp_at``)
+    instead of the threshold state: one point per run, where a run that does not end its
+    tie block (a positive run followed by the negative run of its score) repeats the
+    point before it (the previous block's end, or the origin for the first run), since
+    no threshold falls inside a tie block. For the finalizers that a repeated point, or
+    the origin, cannot change: the area under the ROC curve up to an FPR (a repeated point
+    adds a segment of no width), the maximum MCC (undefined at the origin), F-score and
+    KS (0 at the origin). Counts as Float64; ``threshold`` is not available.
+    """
+
+    NEEDS = ("tp_at", "fp_at")
+
+    def __init__(self) -> None:
+        self.runs = Runs()
+        self.tp, self.fp = pl.field("tp_at"), pl.field("fp_at")
+        self.P = self.runs.P.cast(F64)  # noqa: N815 - the textbook name
+        self.N = self.runs.N.cast(F64)  # noqa: N815 - the textbook name
+
+    @property
+    def has_nan(self) -> pl.Expr:
+        return self.runs.has_nan
+
+
+def curve_from_runs(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    body: Callable[[Curve], pl.Expr],
+) -> pl.Expr | None:
+    """A sort-based scalar (``body`` over a :class:`Curve`) of the unweighted rows
+    straight from the runs, through :class:`RunsCurve` (see there for the finalizers
+    this suits); None with weights. No threshold state (a list of points and its
+    ``list.eval``) is built: 1e6 distinct scores, MCC's maximum 4x one sort by the state,
+    about 2x from the runs."""
+    return from_runs(
+        label, score, weight, pos_label, bins, lambda _: body(RunsCurve()), RunsCurve.NEEDS
+    )
 
 
 def finalize(state: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl.Expr:
