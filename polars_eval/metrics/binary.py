@@ -150,9 +150,9 @@ def _max_mcc(c: Curve) -> pl.Expr:
     and no sum of products (which Polars fuses, and then cannot find a ``struct.eval``
     field: :class:`~polars_eval.metrics._curve.RunsCurve`)."""
     q = c.tp + c.fp
-    spread = q * (c.P + c.N - q)
-    # a filter of the defined points: a third cheaper than a when/then
-    best = ((c.tp / c.P - c.fp / c.N) / spread.sqrt()).filter(spread > 0.0).max()
+    # 0/0 = NaN where q (T − q) = 0 (no row, or every row, predicted positive: TPR = FPR),
+    # which Polars' max skips; NaN at every point (one distinct score): undefined, null
+    best = ((c.tp / c.P - c.fp / c.N) / (q * (c.P + c.N - q)).sqrt()).max().fill_nan(None)
     return c.guard(best * (c.P * c.N).sqrt())
 
 
@@ -412,13 +412,22 @@ def ks(
 
 def _partial_auc(c: Curve, max_fpr: float, standardized: bool) -> pl.Expr:
     """The ROC area over FPR in [0, max_fpr]: the trapezoids of the points left of max_fpr
-    and of the segment that crosses it, cut at max_fpr by linear interpolation."""
-    x1, y1 = c.fp / c.N, c.tp / c.P
-    x0, y0 = prev(x1), prev(y1)
-    width = (x1.clip(upper_bound=max_fpr) - x0).clip(lower_bound=0.0)
-    # the TPR at the cut (vertical segments have no width and cut nothing)
-    y_cut = pl.when(x1 > x0).then(y0 + (y1 - y0) * width / (x1 - x0)).otherwise(y1)
-    area = (width * (y0 + y_cut)).sum() / 2.0
+    and of the segment that crosses it, cut at max_fpr by linear interpolation.
+
+    In counts: the k points with FP < C = max_fpr·N (FP grows along the curve: a binary
+    search) add Σ (FP − FP₀)(TP + TP₀), the segment from point k−1 (or the origin) to point
+    k (FP ≥ C) adds (C − FP_a)(TP_a + TP_cut), over 2·P·N. Only the first k + 1 points
+    are read."""
+    cut = max_fpr * c.N
+    k = c.fp.search_sorted(cut, side="left").first()
+    fp, tp = c.fp.head(k + 1), c.tp.head(k + 1)  # the last: the first point at or past C
+    fp0, tp0 = prev(fp), prev(tp)
+    full = ((fp - fp0) * (tp + tp0)).head(k).sum()
+    fa, ta, fb, tb = fp0.last(), tp0.last(), fp.last(), tp.last()
+    t_cut = ta + (tb - ta) * (cut - fa) / (fb - fa)  # fb > fa: fa < C <= fb
+    # a horizontal sum: Polars fuses ``a + b * c``, and then cannot find a ``struct.eval``
+    # field (:class:`~polars_eval.metrics._curve.RunsCurve`)
+    area = pl.sum_horizontal(full, (cut - fa) * (ta + t_cut)) / (2.0 * c.P * c.N)
     if standardized and max_fpr < 1.0:
         min_area = 0.5 * max_fpr * max_fpr
         area = 0.5 * (1.0 + (area - min_area) / (max_fpr - min_area))
