@@ -239,6 +239,34 @@ def test_kendall_paths_against_scipy(n: int, x_values: int, y_values: int, seed:
         assert got == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    "kind", ["continuous", "signed zeros and infinities", "close", "all close", "ties"]
+)
+def test_rank_order_paths_against_scipy(kind: str) -> None:
+    # the packed-key sort behind Spearman's and Kendall's orders (``_sort_order``): values
+    # that differ only in the low bits its positions replace ("close": a few such pairs
+    # among 5,000 continuous values, re-sorted by value; "all close": every value, where
+    # the argsort takes over), -0.0 next to 0.0, infinities, and many ties (the argsort)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=5000)
+    if kind == "signed zeros and infinities":
+        x[:30] = -0.0
+        x[30:60] = 0.0
+        x[60:70], x[70:80] = np.inf, -np.inf
+    elif kind == "close":
+        x[:40] = 1.0 + rng.integers(0, 6, 40) * 2.0**-52
+    elif kind == "all close":
+        x = 1e9 + rng.random(5000) * 1e-4
+    elif kind == "ties":
+        x = np.round(x, 1)
+    y = -x + rng.normal(size=x.size) * 0.5
+    np.testing.assert_array_equal(regression_module._average_ranks(x), ss.rankdata(x))
+    df = pl.DataFrame({"y": x, "p": y})
+    got = df.select(pe.spearman("y", "p"), pe.kendall_tau("y", "p")).row(0)
+    assert got[0] == pytest.approx(ss.spearmanr(x, y).statistic, rel=1e-12)
+    assert got[1] == pytest.approx(ss.kendalltau(x, y).statistic, rel=1e-12)
+
+
 def test_kendall_large_and_per_group(collect) -> None:
     df = reg_data(20_000, seed=5, tied=True, groups=3)
     y, p = df.get_column("y").to_numpy(), df.get_column("p").to_numpy()

@@ -51,6 +51,7 @@ from polars_eval.metrics._curve import (
     Curve,
     Runs,
     auc_from_rows,
+    curve_from_runs,
     from_runs,
     points_from_runs,
     prev,
@@ -142,9 +143,18 @@ def _mcc_points(c: Curve) -> pl.Expr:
 
 
 def _max_mcc(c: Curve) -> pl.Expr:
-    # a filter of the defined points: a third cheaper than the when/then of _mcc_points
-    num, den = _mcc_parts(c)
-    return c.guard((num / den).filter(den > 0.0).max())
+    """With fn = P − tp and tn = N − fp, MCC's numerator tp·tn − fp·fn is P·N·(TPR − FPR)
+    and its squared denominator P·N·q·(T − q), q = tp + fp the predicted positives, T =
+    P + N: the maximum of (TPR − FPR) / √(q (T − q)) over the points where q (T − q) > 0,
+    times √(P N). A third of the full-length passes of :func:`_mcc_parts` (1e6 points),
+    and no sum of products (which Polars fuses, and then cannot find a ``struct.eval``
+    field: :class:`~polars_eval.metrics._curve.RunsCurve`)."""
+    q = c.tp + c.fp
+    spread = q * (c.P + c.N - q)
+    # a filter of the defined points: cheaper than a when/then, and than letting 0/0 = NaN
+    # through to the max (Polars' max over floats holding a NaN takes a slower path)
+    best = ((c.tp / c.P - c.fp / c.N) / spread.sqrt()).filter(spread > 0.0).max()
+    return c.guard(best * (c.P * c.N).sqrt())
 
 
 def _points(c: Curve, metric: str, beta: float) -> pl.Expr:
@@ -394,18 +404,31 @@ def ks(
     >>> pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.9]}).select(pe.ks("y", "p")).item()
     0.5
     """
-    return sorted_spec(thresholds(label, score, weight, pos_label, bins), _ks)
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label, bins),
+        _ks,
+        alone=curve_from_runs(label, score, weight, pos_label, bins, _ks),
+    )
 
 
 def _partial_auc(c: Curve, max_fpr: float, standardized: bool) -> pl.Expr:
     """The ROC area over FPR in [0, max_fpr]: the trapezoids of the points left of max_fpr
-    and of the segment that crosses it, cut at max_fpr by linear interpolation."""
-    x1, y1 = c.fp / c.N, c.tp / c.P
-    x0, y0 = prev(x1), prev(y1)
-    width = (x1.clip(upper_bound=max_fpr) - x0).clip(lower_bound=0.0)
-    # the TPR at the cut (vertical segments have no width and cut nothing)
-    y_cut = pl.when(x1 > x0).then(y0 + (y1 - y0) * width / (x1 - x0)).otherwise(y1)
-    area = (width * (y0 + y_cut)).sum() / 2.0
+    and of the segment that crosses it, cut at max_fpr by linear interpolation.
+
+    In counts: the k points with FP < C = max_fpr·N (FP grows along the curve: a binary
+    search) add Σ (FP − FP₀)(TP + TP₀), the segment from point k−1 (or the origin) to point
+    k (FP ≥ C) adds (C − FP_a)(TP_a + TP_cut), over 2·P·N. Only the first k + 1 points
+    are read."""
+    cut = max_fpr * c.N
+    k = c.fp.search_sorted(cut, side="left").first()
+    fp, tp = c.fp.head(k + 1), c.tp.head(k + 1)  # the last: the first point at or past C
+    fp0, tp0 = prev(fp), prev(tp)
+    full = ((fp - fp0) * (tp + tp0)).head(k).sum()
+    fa, ta, fb, tb = fp0.last(), tp0.last(), fp.last(), tp.last()
+    t_cut = ta + (tb - ta) * (cut - fa) / (fb - fa)  # fb > fa: fa < C <= fb
+    # a horizontal sum: Polars fuses ``a + b * c``, and then cannot find a ``struct.eval``
+    # field (:class:`~polars_eval.metrics._curve.RunsCurve`)
+    area = pl.sum_horizontal(full, (cut - fa) * (ta + t_cut)) / (2.0 * c.P * c.N)
     if standardized and max_fpr < 1.0:
         min_area = 0.5 * max_fpr * max_fpr
         area = 0.5 * (1.0 + (area - min_area) / (max_fpr - min_area))
@@ -459,9 +482,12 @@ def partial_auc(
     if not isinstance(standardized, bool):
         raise InvalidParameterError(f"standardized must be True or False; got {standardized!r}")
     m = float(max_fpr)
-    return sorted_spec(
-        thresholds(label, score, weight, pos_label), lambda c: _partial_auc(c, m, standardized)
-    )
+
+    def body(c: Curve) -> pl.Expr:
+        return _partial_auc(c, m, standardized)
+
+    alone = curve_from_runs(label, score, weight, pos_label, None, body)
+    return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1267,7 +1293,11 @@ def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
     ) -> MetricSpec:
-        return sorted_spec(thresholds(label, score, weight, pos_label), AUC_FINALIZE[name])
+        body = AUC_FINALIZE[name]
+        alone = None  # accuracy at the origin (RunsCurve's first point) is a value
+        if name != "max_accuracy":
+            alone = curve_from_runs(label, score, weight, pos_label, None, body)
+        return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
 
     metric.__name__ = metric.__qualname__ = name
     metric.__module__ = __name__

@@ -1417,17 +1417,30 @@ def logloss_spec(inputs: ProbaInputs) -> MetricSpec:
     return _weighted_mean(inputs, -inputs.true_proba.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS).log())
 
 
-def top_k_hits(pt: pl.Expr, probs: Sequence[pl.Expr], k: int) -> pl.Expr:
-    """Per row, the chance that the true class (probability ``pt``) is among the k most probable.
+def top_k_hits(inputs: ProbaInputs, k: int) -> pl.Expr:
+    """Per row, the chance that the true class is among the k most probable.
 
     With g classes strictly more probable than the true one and e classes (itself
     included) exactly as probable, a random order of the ties puts it in the top k with
     probability clip((k − g) / e, 0, 1).
+
+    The row's label and probabilities are packed into one struct, the true class's
+    probability (a K-branch ``when``) added to it once, and the 2K comparisons read it
+    as a field: written inline, Polars evaluates the ``when`` again at each of the 2K
+    comparisons (1e6 rows, 5 classes: 2.5x one sort, against 1x packed). Row-level
+    struct operations, so the aggregation over the rows still streams.
     """
+    names = [f"p{i}" for i in range(len(inputs.probs))]
+    row = pl.struct(
+        inputs.label.alias("y"), *(p.alias(f"p{i}") for i, p in enumerate(inputs.probs))
+    )
+    probs = [pl.field(n) for n in names]
+    with_pt = row.struct.with_fields(pt=true_class_proba(pl.field("y"), probs, inputs.classes))
+    pt = pl.field("pt")
     # counted as booleans (a UInt32 sum), cast once: a Float64 cast per class costs 4x
     greater = pl.sum_horizontal([p > pt for p in probs]).cast(F64)
     equal = pl.sum_horizontal([p == pt for p in probs]).cast(F64)
-    return ((k - greater) / equal).clip(0.0, 1.0)
+    return with_pt.struct.eval(h=((k - greater) / equal).clip(0.0, 1.0)).struct.field("h")
 
 
 @register(
@@ -1478,7 +1491,7 @@ def top_k_accuracy(
 
 def top_k_spec(inputs: ProbaInputs, k: int) -> MetricSpec:
     """Top-k accuracy from probability-side inputs."""
-    return _weighted_mean(inputs, top_k_hits(inputs.true_proba, inputs.probs, k))
+    return _weighted_mean(inputs, top_k_hits(inputs, k))
 
 
 @register(

@@ -551,9 +551,7 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     """The average rank (from 1) of every value of ``x`` (no NaN): ties share the mean
     of their positions, as ``scipy.stats.rankdata``."""
     n = x.size
-    order = np.argsort(x)
-    xs = x[order]
-    new_run = _new_runs(xs[1:] == xs[:-1])
+    order, new_run = _sort_order(x)
     if new_run.all():
         in_order = np.arange(1.0, n + 1.0)
     else:
@@ -563,6 +561,65 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     ranks = np.empty(n)
     ranks[order] = in_order
     return ranks
+
+
+_SIGN = np.int64(-(2**63))
+
+
+def _sort_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The permutation that sorts ``x`` (float64, no NaN; ties in any order) and the flags
+    of the sorted places that start a run of equal values.
+
+    Why not ``np.argsort`` alone: numpy sorts plain 64-bit integers with SIMD
+    (x86-simd-sort) 2-4x faster than it arg-sorts floats. Each value becomes one integer,
+    its order-preserving bits with the low b bits replaced by its position (n <= 2^b), so
+    one plain sort orders the rows and the positions are read back from the low bits
+    (1e6 continuous values: the order and the runs in about half the time of an argsort).
+    Two values that differ only in those low bits (relative gap below ~2^(b−52)) are then
+    ordered by position: the neighbours with equal high bits are compared by value, and
+    such a pair's run re-sorted by value (``np.lexsort``). With many ties (a sample of
+    the values says so) the argsort, which partitions equal values once, is faster.
+    """
+    n = x.size
+    bits = max(1, (n - 1).bit_length())
+    sample = np.sort(x[:: max(1, n // 2048)])
+    if n < 2 or bits > 32 or np.count_nonzero(sample[1:] == sample[:-1]) * 20 > sample.size:
+        return _argsort_runs(x)
+    low = np.uint64((1 << bits) - 1)
+    key = (x + 0.0).view(np.uint64)  # a new array; -0.0 becomes 0.0
+    flip = key.view(np.int64) >> 63  # all ones where negative
+    flip |= _SIGN
+    key ^= flip.view(np.uint64)  # a negative value's bits flipped, else the sign bit set
+    key &= ~low
+    key |= np.arange(n, dtype=np.uint64)
+    key.sort()
+    same = (key[1:] ^ key[:-1]) <= low  # equal bits above the positions
+    key &= low
+    order = key.view(np.int64)
+    at = np.flatnonzero(same)  # places whose value may equal the next one's
+    if at.size > n // 8:  # many: every value gathered in order
+        xs = x[order]
+        if (xs[1:] < xs[:-1]).any():
+            return _argsort_runs(x)
+        return order, _new_runs(xs[1:] == xs[:-1])
+    a, b = x[order[at]], x[order[at + 1]]
+    if (b < a).any():  # values that share their high bits, out of order: sorted by value
+        run = np.cumsum(_new_runs(same))
+        fix = np.zeros(n, dtype=bool)
+        fix[at] = fix[at + 1] = True
+        rows = np.flatnonzero(fix)
+        order[rows] = order[rows][np.lexsort((x[order[rows]], run[rows]))]
+        a, b = x[order[at]], x[order[at + 1]]
+    new_run = np.ones(n, dtype=bool)
+    new_run[at + 1] = a != b
+    return order, new_run
+
+
+def _argsort_runs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_sort_order` by ``np.argsort``."""
+    order = np.argsort(x)
+    xs = x[order]
+    return order, _new_runs(xs[1:] == xs[:-1])
 
 
 def _spearman_batch(s: pl.Series) -> pl.Series:
@@ -785,7 +842,7 @@ def _kendall_tau_b(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> float 
         rx, ry = _codes(x, xs[new_x]), _codes(y, ys[new_y])
         n0, n1, n2, n3, discordant = _kendall_table(rx, ry, mx, my, w)
     else:
-        ox, oy = np.argsort(x), np.argsort(y)
+        ox, oy = _sort_order(x)[0], _sort_order(y)[0]
         ry = _dense_rank(oy, new_y) if mx < n or my < n else None
         order = ox  # rows in (x, y) order
         new_xy = new_x
@@ -1298,18 +1355,6 @@ def _wquantile(r: Mapping[str, pl.Expr], alpha: float) -> pl.Expr:
     return pl.when(c_lo - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
 
 
-def _quantile_alone(ys: pl.Expr, alpha: float) -> pl.Expr:
-    """:func:`_wquantile` under unit weights, from the sorted values ``ys``: the cumulative
-    weight of the i-th is i + 1, so the first to reach the level α·n is number ⌈α·n⌉ (the
-    same float level, compared with the same integers: the same value)."""
-    n = ys.len().cast(F64)
-    target = (alpha * 100.0) / 100.0 * n
-    i = (target.ceil() - 1.0).clip(0.0, (n - 1.0).clip(lower_bound=0.0)).cast(pl.Int64)
-    lo = ys.get(i, null_on_oob=True)
-    hi = ys.get((i + 1).clip(upper_bound=ys.len().cast(pl.Int64) - 1), null_on_oob=True)
-    return pl.when((i + 1).cast(F64) - target > _EPS).then(lo).otherwise((lo + hi) / 2.0)
-
-
 def _d2_value(r: Mapping[str, pl.Expr], alpha: float, weighted: bool) -> pl.Expr:
     """D² pinball from the rows ``y``, ``p``, ``w`` and the quantile ``q`` (bound fields)."""
     y, p, q = r["y"], r["p"], r["q"]
@@ -1336,19 +1381,44 @@ def _d2_pinball_spec(
     if weight is not None:
         return spec
 
-    def unit_quantile(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
-        return {"y": r["y"], "p": r["p"], "q": _quantile_alone(r["ys"], alpha)}
+    alone = pl.struct(y.alias("y"), p.alias("p")).map_batches(
+        lambda s: _d2_batch(s, alpha), return_dtype=F64, returns_scalar=True
+    )
+    return replace(spec, alone=alone)
 
-    def alone(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        return bind(
-            r,
-            lambda s: {**s, "ys": s["y"].sort()},  # one sort of the actual alone
-            unit_quantile,
-            lambda s: _d2_value(s, alpha, False),
-            rows=True,
-        )
 
-    return replace(spec, alone=alone({"y": y, "p": p}))
+def _pinball_terms_np(d: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`_pinball_terms` in numpy."""
+    return alpha * d - np.minimum(d, 0.0)
+
+
+def _d2_batch(s: pl.Series, alpha: float) -> pl.Series:
+    """:func:`_d2_value` of the rows of a group (no null), unweighted. The quantile is
+    :func:`_wquantile` under unit weights: the cumulative weight of the i-th sorted value
+    is i + 1, so the first to reach the level α·n is number ⌈α·n⌉ (the same float level,
+    compared with the same integers: the same value).
+
+    Why numpy: the quantile is one order statistic of the actual (or the mean of two),
+    which ``np.partition`` selects in O(n); Polars selects without a sort only at a
+    literal level with its own rounding rules (its ``"equiprobable"`` is not
+    scikit-learn's averaged inverted CDF), so the expression sorted the column (1e6 rows:
+    D² about 3x one sort in Polars, 1x here)."""
+    frame = s.struct.unnest()
+    y = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
+    p = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
+    n = y.size
+    value: float | None = None
+    if np.isnan(y).any() or np.isnan(p).any():
+        value = NAN
+    elif n >= 2 and y.max() > y.min():
+        target = (alpha * 100.0) / 100.0 * n
+        i = int(min(max(math.ceil(target) - 1.0, 0.0), n - 1.0))
+        j = min(i + 1, n - 1)
+        ys = np.partition(y, [i, j] if j > i else i)
+        q = ys[i] if (i + 1) - target > _EPS else (ys[i] + ys[j]) / 2.0
+        model = _pinball_terms_np(y - p, alpha).sum()
+        value = 1.0 - model / _pinball_terms_np(y - q, alpha).sum()
+    return pl.Series("d2", [value], dtype=F64)
 
 
 @register(**_D2)
