@@ -718,16 +718,6 @@ class MergePlan:
     planned: Planned | None = None
     cumulative: dict[str, Cumulative] = field(default_factory=dict)
 
-    def fields(self, g: Grouping) -> dict[str, Any]:
-        """The :class:`~polars_eval._core.planner.Plan` fields of a grouped plan."""
-        return {
-            "exprs": self.aggs,
-            "grouping": g,
-            "merges": self.merges,
-            "last": self.last,
-            "cumulative": self.cumulative,
-        }
-
     def finals(self, names: Sequence[str] | None = None) -> list[pl.Expr]:
         """Each metric's value (of ``names``, default all), aliased to its name."""
         return [self.values[n].alias(n) for n in (self.values if names is None else names)]

@@ -26,18 +26,10 @@ import polars as pl
 
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
-from polars_eval._core.planner import (
-    Plan,
-    Planned,
-    _deferred,
-    build,
-    no_rows_reason,
-    normalize_by,
-    plan_specs,
-    report_undefined,
-)
+from polars_eval._core.planner import Planned, no_rows_reason, normalize_by, plan_specs
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, build, deferred, finish
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import count_true, not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
@@ -593,7 +585,7 @@ class ForecastMethods:
             return out.drop(ONE_SERIES, strict=False) if per_series else out
         except DataValidationError as error:
             if isinstance(self._frame, pl.LazyFrame):
-                return _deferred(error)
+                return deferred(error)
             raise
 
     def _forecast(
@@ -753,29 +745,22 @@ class ForecastMethods:
         # without by (one summary row) an input with no row to evaluate is an error, as
         # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
         single = not by_cols and not per_series and g is None
-        plan = Plan(
-            exprs=first,
-            inputs=inputs,
-            args=args,
+        table = Table(
+            Query(first),
+            # the checks are counted and raised in ``second`` (check_rows)
+            Checks(inputs, args, validate=False),
+            # grouped: reported per window and grouping (the result is always a table)
+            Output({} if single or g is not None else undefined, strict=False),
             by=[*groups, *([_windows.STEP] if win is not None else [])],
-            out_by=[] if g is not None else None,
-            validate=False,  # the checks are counted and raised in ``second`` (check_rows)
-            undefined={} if single else undefined,
-            strict=False,
-            then=second,
+            stage=Stage(second, out_by=[] if g is not None else None),
         )
-        if g is not None:  # reported per window and grouping (the result is always a table)
-            plan.undefined = {}
-        query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
+        query = build(table, lf)  # a DataValidationError here is deferred by forecast()
+        reported = Output(undefined, strict=False)
         if g is not None:
             schema_out = query.collect_schema()
 
             def report_grouped(df: pl.DataFrame) -> pl.DataFrame:
-                metrics = [c for c in df.columns if c in undefined]
-                df, small = _windows.apply_min_rows(df, g, metrics, rows="n")
-                counted = df if small is None else df.filter(~small)
-                report_undefined(counted, undefined, grouped=True, strict=False)
-                return df
+                return finish(df, reported, grouped=True, grouping=g, rows="n")
 
             query = query.map_batches(report_grouped, schema=schema_out)
         elif not per_series:
@@ -787,8 +772,7 @@ class ForecastMethods:
                 return no_rows_reason(keyed, args, row_inputs)
 
             def report(df: pl.DataFrame) -> pl.DataFrame:
-                report_undefined(df, undefined, grouped=False, strict=False, no_rows=no_rows)
-                return df
+                return finish(df, reported, grouped=False, no_rows=no_rows)
 
             query = query.map_batches(report, schema=query.collect_schema())
         return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
@@ -1031,7 +1015,7 @@ def keyed_method(info: MetricInfo) -> Any:
             )
         except DataValidationError as error:
             if isinstance(self._frame, pl.LazyFrame):
-                return _deferred(error)
+                return deferred(error)
             raise
         out = base(_Frame(frame), *args, by=by_cols or None, validate=validate, **kwargs)
         if check is None:
@@ -1101,13 +1085,12 @@ def _over_series(
     table = units.with_bootstrap(table, rows, [name], by_cols, series, interval)
     if by_cols:
         table = table.sort(by_cols, nulls_last=True)
-    why = {name: f"no series has a value ({info.undefined or 'no defined value'})"}
+    why = Output({name: f"no series has a value ({info.undefined or 'no defined value'})"})
 
-    def finish(df: pl.DataFrame) -> pl.DataFrame:
-        report_undefined(df, why, grouped=bool(by_cols), strict=True)
-        return df
+    def report(df: pl.DataFrame) -> pl.DataFrame:
+        return finish(df, why, grouped=bool(by_cols))
 
-    table = table.map_batches(finish, schema=table.collect_schema())
+    table = table.map_batches(report, schema=table.collect_schema())
     if isinstance(per_series, pl.LazyFrame):
         return table
     out = table.collect()
