@@ -82,6 +82,19 @@ class Checks:
     validate: bool = True
     extra: Sequence[Any] = ()
 
+    def resolve(self, schema: Mapping[str, pl.DataType], by: Sequence[str] = ()) -> list[Any]:
+        """The checks of rows of ``schema``: a column problem (a missing column, a wrong
+        dtype, a ``by`` column not found) raised as a DataValidationError; the row checks
+        of the roles (with ``validate``) and the extra checks. A function of the schema
+        among the extra checks runs even without ``validate`` (what it finds in the
+        schema is an error, as a missing column)."""
+        problems = column_problems(schema, self.args, self.inputs)
+        problems += [f'column "{b}" (argument by=) not found' for b in by if b not in schema]
+        if problems:
+            raise DataValidationError(problems[0])
+        extra = resolve_checks(self.extra, schema)
+        return (row_checks(schema, self.args, self.inputs) + extra) if self.validate else []
+
     def no_rows(self, source: pl.LazyFrame) -> str | None:
         """Why no row of ``source`` can be evaluated, or None (one small query)."""
         return no_rows_reason(source, self.args, self.inputs)
@@ -422,14 +435,7 @@ def build(table: Table, frame: Frame) -> pl.LazyFrame:
     g = table.grouping
     lf = frame.lazy()
     schema = lf.collect_schema()
-    problems = column_problems(schema, c.args, c.inputs)
-    problems += [f'column "{b}" (argument by=) not found' for b in table.by if b not in schema]
-    if problems:
-        raise DataValidationError(problems[0])
-    # a function of the schema runs even without ``validate`` (what it finds in the schema
-    # is an error, as a missing column); the row checks count only with it
-    extra = resolve_checks(c.extra, schema)
-    checks = (row_checks(schema, c.args, c.inputs) + extra) if c.validate else []
+    checks = c.resolve(schema, table.by)
 
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.

@@ -24,8 +24,8 @@ import polars as pl
 
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
-from polars_eval._core.planner import no_rows_reason, normalize_by, report_undefined
-from polars_eval._core.table import Checks, Output, Query, Stage, Table, run
+from polars_eval._core.planner import normalize_by
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, finish, run
 from polars_eval._core.windows import Grouping, Units
 from polars_eval._exprs import column_name, count_true, to_expr, to_float
 from polars_eval._typing import IntoExpr
@@ -244,15 +244,11 @@ def combine_partials(
         out = merged.select(*by, *_means(names, counts, ci))
     if by:
         out = out.sort(by, nulls_last=True)
-    args = {key: arguments.get(key) for key in INPUTS}
-    report_undefined(
-        out,
-        {spec.out: _reason(spec.metric) for spec in specs},
-        grouped=bool(by),
-        strict=arguments.get("strict", True),
-        no_rows=lambda: no_rows_reason(source, args, INPUTS),
+    checks = Checks(INPUTS, {key: arguments.get(key) for key in INPUTS})
+    output = Output(
+        {spec.out: _reason(spec.metric) for spec in specs}, strict=arguments.get("strict", True)
     )
-    return out
+    return finish(out, output, grouped=bool(by), no_rows=lambda: checks.no_rows(source))
 
 
 PARTITION_ROWS = 2_500_000
