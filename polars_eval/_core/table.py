@@ -415,10 +415,11 @@ def _may_be_empty(value: Any) -> bool:
 # -- the runner -----------------------------------------------------------------------------
 
 
-def run(table: Table, frame: Frame) -> pl.DataFrame | pl.LazyFrame:
+def run(table: Table, frame: Frame, *, lazy: bool | None = None) -> pl.DataFrame | pl.LazyFrame:
     """The one runner: the table's query over ``frame``, collected on a DataFrame,
-    returned lazily on a LazyFrame (a validation error then raised at collect)."""
-    if isinstance(frame, pl.LazyFrame):
+    returned lazily on a LazyFrame (a validation error then raised at collect).
+    ``lazy`` overrides the choice (rows prepared lazily from a caller's DataFrame)."""
+    if isinstance(frame, pl.LazyFrame) if lazy is None else lazy:
         try:
             return build(table, frame)
         except DataValidationError as error:
