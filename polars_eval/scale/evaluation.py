@@ -61,7 +61,6 @@ import pyarrow as pa
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
 from polars_eval._core.planner import no_rows_text, row_counts
-from polars_eval._core.registry import Role
 from polars_eval._core.table import Checks, Specs, Table, arguments
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import binary_label, to_float
@@ -101,58 +100,6 @@ ABOVE = "__pe_above"  # score >= threshold (binned mode)
 LL = "__pe_ll"  # summed weighted log loss terms (binned mode)
 SQ = "__pe_sq"  # summed weighted squared errors (binned mode)
 LABEL01 = "__pe_y"  # the 0/1 label (binned mode)
-
-# column arguments (names of columns, or lists of names) and options of each task, with
-# the defaults of the task method; everything else is refused by name
-_COLUMNS: dict[str, tuple[str, ...]] = {
-    "binary": ("label", "score"),
-    "multiclass": ("label", "pred", "proba"),
-    "regression": ("actual", "pred"),
-    "forecast": ("actual", "forecast", "series", "time"),
-    "ranking": ("relevance", "score", "query", "item"),
-}
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "binary": ("label", "score"),
-    "multiclass": ("label",),
-    "regression": ("actual", "pred"),
-    "forecast": ("actual", "forecast", "series", "time"),
-    "ranking": ("relevance", "score", "query"),
-}
-_OPTIONS: dict[str, dict[str, Any]] = {
-    "binary": {"pos_label": None, "threshold": 0.5, "probability": True, "baseline": False},
-    "multiclass": {
-        "classes": None,
-        "k": 2,
-        "multi_class": "ovr",
-        "weights": None,
-        "adjusted": False,
-        "baseline": False,
-    },
-    "regression": {"zero_actuals": "skip", "baseline": False},
-    "forecast": {
-        "season_length": 1,
-        "zero_actuals": "skip",
-        "quantiles": None,
-        "interval": None,
-    },
-    "ranking": {
-        "k": (1, 5, 10),
-        "gain": "exp2",
-        "ties": "average",
-        "min_relevance": 1.0,
-        "no_relevant": None,
-        "max_relevance": 4.0,
-        "unscored": "ignore",
-        "baseline": False,
-    },
-}
-_ROLES: dict[str, dict[str, Role]] = {
-    "binary": {"label": "binary_label", "score": "score"},
-    "multiclass": {"label": "key", "pred": "key", "proba": "proba"},
-    "regression": {"actual": "numeric", "pred": "numeric"},
-    "forecast": {"actual": "numeric", "forecast": "numeric", "series": "key", "time": "key"},
-    "ranking": {"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
-}
 
 
 @dataclass(frozen=True)
@@ -237,7 +184,7 @@ def _bounded(table: Table) -> bool:
 
 def _arguments(d: _Definition, **extra: Any) -> dict[str, Any]:
     """The task method's arguments (its defaults filled in) for the definition ``d``."""
-    method = getattr(TASKS[d.task].load("methods"), d.task)
+    method = TASKS[d.task].method
     given = {**d.columns, **d.options, "weight": d.weight, "by": list(d.by), **extra}
     return arguments(method, **given)
 
@@ -450,21 +397,23 @@ class Evaluation:
                     f"ci= is an interval over queries or series (the ranking and forecast "
                     f"tasks); the {task} task has no units"
                 )
-        unknown = [k for k in columns if k not in _COLUMNS[task] and k not in _OPTIONS[task]]
+        t = TASKS[task]  # its columns and options (their defaults: the task method's)
+        defaults = t.defaults()
+        unknown = [k for k in columns if k not in t.columns and k not in defaults]
         if "cutoff" in columns or "lead" in columns:
             raise InvalidParameterError(
                 "pe.Evaluation does not take cutoff=/lead= (a lead is a rank within a "
                 "cutoff, which does not merge): evaluate by lead with df.eval.forecast"
             )
         if unknown:
-            known = ", ".join([*_COLUMNS[task], *_OPTIONS[task]])
+            known = ", ".join([*t.columns, *defaults])
             raise InvalidParameterError(
                 f"unknown argument(s) {unknown} for the {task} task; known: {known}"
             )
-        missing = [k for k in _REQUIRED[task] if columns.get(k) is None]
+        missing = [k for k in t.required if columns.get(k) is None]
         if missing:
             raise InvalidParameterError(f"the {task} task needs the column argument(s) {missing}")
-        for key in _COLUMNS[task]:
+        for key in t.columns:
             _names(columns.get(key))
         if task == "ranking" and columns.get("ties", "average") != "average":
             raise InvalidParameterError(
@@ -481,11 +430,11 @@ class Evaluation:
             train = train.lazy().collect()
         elif train is not None:
             raise InvalidParameterError(f"train= is for the forecast task, not {task}")
-        options = {key: columns.get(key, default) for key, default in _OPTIONS[task].items()}
+        options = {key: columns.get(key, default) for key, default in defaults.items()}
         options.update(interval)
         self._def = _Definition(
             task=task,
-            columns={key: columns.get(key) for key in _COLUMNS[task]},
+            columns={key: columns.get(key) for key in t.columns},
             options=options,
             by=tuple(_windows.state_keys(task, _names(by), windows)),
             metrics=None if metrics is None else tuple(metrics),
@@ -596,7 +545,7 @@ class Evaluation:
     def _inputs(self) -> list[str]:
         """The input columns a batch must have (columns, weight, by)."""
         d = self._def
-        cols = [c for key in _COLUMNS[d.task] for c in _names(d.columns.get(key))]
+        cols = [c for key in TASKS[d.task].columns for c in _names(d.columns.get(key))]
         if d.task == "forecast":
             for c in (d.options.get("quantiles") or {}).values():
                 cols.append(c)
@@ -612,8 +561,8 @@ class Evaluation:
         if self._table is not None:  # the task method's own checks: the rows are not kept
             self._checks = self._table.checks.resolve(schema, d.by)
             return check_aggs(self._checks, examples=False)
-        args: dict[str, Any] = {key: d.columns.get(key) for key in _COLUMNS[d.task]}
-        roles: dict[str, Role] = dict(_ROLES[d.task])
+        args: dict[str, Any] = dict(d.columns)
+        roles: dict[str, Any] = dict(TASKS[d.task].roles)
         if d.task == "binary":
             args["pos_label"] = d.options["pos_label"]
             if d.options["probability"]:
