@@ -125,16 +125,8 @@ TASKS: dict[str, Task] = {
             metric_tasks=("ranking",),
             columns=("relevance", "score", "query", "item"),
             required=("relevance", "score", "query"),
-            options=(
-                "k",
-                "gain",
-                "ties",
-                "min_relevance",
-                "no_relevant",
-                "max_relevance",
-                "unscored",
-                "baseline",
-            ),
+            options=("k", "gain", "ties", "min_relevance", "no_relevant", "max_relevance")
+            + ("unscored", "baseline"),
             roles={"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
         ),
     )
