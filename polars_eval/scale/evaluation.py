@@ -913,44 +913,21 @@ class Evaluation:
         extra = dict(grouped or {})
         by = extra.pop("by", by)
         opts = {k: v for k, v in d.options.items() if k not in units.OPTIONS} | extra
-        cols = dict(d.columns)
         if d.task == "binary" and d.bins is not None:
-            out = self._compute_binned(rows, by)
-        elif d.task == "binary":
-            out = rows.eval.binary(cols["label"], cols["score"], weight=W, by=by, **opts)
-        elif d.task == "regression":
-            out = rows.eval.regression(cols["actual"], cols["pred"], weight=W, by=by, **opts)
-        elif d.task == "multiclass":
-            out = rows.eval.multiclass(
-                cols["label"],
-                pred=cols["pred"],
-                proba=cols["proba"],
-                weight=W,
-                metrics=metrics,
-                by=by,
-                **opts,
-            )
-        elif d.task == "forecast":
-            out = rows.eval.forecast(
-                cols["actual"],
-                cols["forecast"],
-                series=cols["series"],
-                time=cols["time"],
-                train=self._train,
-                weight=d.weight,
-                by=by,
-                metrics=_forecast_metrics(d.metrics),
-                **opts,
-                **_ci_arguments(ci),
-            )
-        else:
+            return self._compute_binned(rows, by)
+        if d.task == "ranking":
             if not self._keyed:
                 values = [c for c in rows.columns if c != N]
                 rows = rows.with_columns(pl.col(values).repeat_by(N)).explode(values)
-            out = rows.eval.ranking(
-                **_spill.table_request(d) | {"by": by} | extra, **_ci_arguments(ci)
-            )
-        return out
+            request = _spill.table_request(d) | {"by": by} | extra
+            return rows.eval.ranking(**request, **_ci_arguments(ci))
+        if d.task == "forecast":  # its rows as they are, the training rows, the interval
+            opts |= {"train": self._train, **_ci_arguments(ci)}
+            metrics = _forecast_metrics(d.metrics)
+        # the task method on the rows, their summed weight as the weight
+        method = getattr(rows.eval, d.task)
+        weight = d.weight if self._keyed else W
+        return method(**d.columns, weight=weight, by=by, metrics=metrics, **opts)
 
     def _finalize_states(self, rows: pl.DataFrame) -> pl.DataFrame:
         """Every column of the task table from the states, as the task method finalizes
