@@ -386,7 +386,7 @@ def finish(
     for name in output.no_rows_error:  # the rows are counted only for a value that may be empty
         if name not in df.columns:
             continue
-        if df.height == 0 or _may_be_empty(df.get_column(name).to_list()[0]):
+        if df.height == 0 or _may_be_empty(df.get_column(name).head(1)):
             empty = no_rows() if no_rows is not None else None
             if empty is not None:
                 raise UndefinedMetricError(f"no rows to evaluate for {name}: {empty}")
@@ -402,14 +402,25 @@ def deferred(error: Exception) -> pl.LazyFrame:
     return pl.LazyFrame({"__pe_error": [0]}).map_batches(fail)
 
 
-def _may_be_empty(value: Any) -> bool:
-    """Whether a curve (a list of points) or a struct value may come from no row: no point,
-    a null field, or a struct of zeros (counts)."""
-    if value is None:
+def _may_be_empty(value: pl.Series) -> bool:
+    """Whether a value (a series of one row) may come from no row: null, a curve (a list of
+    points) with no point or a point with a null field or of zeros, a struct with a null
+    field or of zeros (counts). In Polars, not over Python objects: a curve holds a point
+    per distinct score (1e6 points: 4 s as Python dicts)."""
+    if value.null_count():
         return True
-    if isinstance(value, dict):
-        return any(v is None for v in value.values()) or all(v == 0 for v in value.values())
-    return not value or any(_may_be_empty(v) for v in value if isinstance(v, dict))
+    if isinstance(value.dtype, pl.List):
+        if value.list.len().item() == 0:
+            return True
+        value = value.explode()
+    if not isinstance(value.dtype, pl.Struct):
+        return False
+    fields = value.struct.unnest()
+    if any(fields.null_count().row(0)):
+        return True
+    if not all(t.is_numeric() or t == pl.Boolean for t in fields.dtypes):
+        return False  # a field that is not a number is no count of zero
+    return bool(fields.select(pl.all_horizontal(pl.all() == 0).any()).item())
 
 
 # -- the runner -----------------------------------------------------------------------------
