@@ -10,7 +10,7 @@ How it runs
   :func:`~polars_eval._core.planner.plan_specs` (selection rate, true and false positive
   rates and accuracy share one set of weighted confusion counts) and computed in one
   ``group_by(by + sensitive)`` with the validation counts (:func:`~polars_eval._core.
-  planner.build`). Each group's metrics are finalized from its states; the value over all
+  table.build`). Each group's metrics are finalized from its states; the value over all
   rows of a ``by`` group (``method="to_overall"``) is the finalize of the groups' states
   merged by each state's rule, never a second pass over the rows. The rest — the
   differences and ratios of a handful of groups — runs on that small state table at the
@@ -44,15 +44,8 @@ import numpy as np
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import (
-    Plan,
-    Planned,
-    _deferred,
-    build,
-    no_rows_reason,
-    normalize_by,
-    plan_specs,
-)
+from polars_eval._core import table as _tables
+from polars_eval._core.planner import Planned, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import F64, binary_label, count_true, not_null, to_float, weight_expr
@@ -236,7 +229,7 @@ def make_query(
 # ---------------------------------------------------------------------------------------
 
 
-def state_plan(q: Query) -> tuple[Plan, Planned]:
+def state_plan(q: Query) -> tuple[_tables.Table, Planned]:
     """The planner's query of the states of every metric per (by, sensitive) group, with
     ``n`` (rows evaluated: no null input, weight not 0) and the rows of the group."""
     planned = plan_specs(q.specs())
@@ -247,15 +240,17 @@ def state_plan(q: Query) -> tuple[Plan, Planned]:
         pl.len().cast(pl.Int64).alias(ROWS),
     ]
     infos = [info for _, info in q.metrics]
-    plan = Plan(
-        exprs=exprs,
-        inputs=q.inputs,
-        args=q.args,
+    plan = _tables.Table(
+        _tables.Query(exprs),
+        _tables.Checks(
+            q.inputs,
+            q.args,
+            q.validate,
+            _registry.data_checks(infos, {"label": q.label, "score": q.score})
+            if q.validate
+            else [],
+        ),
         by=q.keys,
-        validate=q.validate,
-        extra_checks=_registry.data_checks(infos, {"label": q.label, "score": q.score})
-        if q.validate
-        else [],
     )
     return plan, planned
 
@@ -459,15 +454,15 @@ def run(
     plan, planned = state_plan(q)
     lazy = isinstance(frame, pl.LazyFrame)
     try:
-        states = build(frame, plan)
+        states = _tables.build(plan, frame)
     except DataValidationError as error:
         if lazy:
-            return _deferred(error)
+            return _tables.deferred(error)
         raise
     source = frame.lazy()
 
     def no_rows() -> str | None:
-        return no_rows_reason(source, plan.args, plan.inputs)
+        return plan.checks.no_rows(source)
 
     def post(table: pl.DataFrame, *, quiet: bool = False) -> pl.DataFrame:
         ev = evaluated(table, q, planned, shape.overall)
@@ -507,12 +502,12 @@ def evaluate_shapes(
     """Several results of one query over rows in memory, from one pass of states and (with
     ``ci``) one set of resamples; warns once (the last shape's warning)."""
     plan, planned = state_plan(q)
-    table = build(data, plan).collect()
+    table = _tables.build(plan, data).collect()
     overall = any(shape.overall for shape in shapes)
     ev = evaluated(table, q, planned, overall)
 
     def no_rows() -> str | None:
-        return no_rows_reason(data.lazy(), plan.args, plan.inputs)
+        return plan.checks.no_rows(data.lazy())
 
     outs = [
         finish(ev, shape.make(ev.groups, ev.overall, q.by), q, shape, no_rows, warn=last)

@@ -16,8 +16,8 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import run_metric
 from polars_eval._core.registry import MetricInfo
+from polars_eval._core.table import run_metric
 from polars_eval._core.windows import grouping
 from polars_eval.exceptions import InvalidParameterError
 

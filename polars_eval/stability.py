@@ -14,9 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.spec import MetricSpec, State
-from polars_eval._core.windows import grouping, plan_merged
+from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.windows import grouping
 from polars_eval._exprs import not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
@@ -191,23 +192,14 @@ def _psi(
 ) -> pl.LazyFrame:
     edges, shares = reference_bins(reference, score, bins)
     spec = psi_spec(score, edges, shares, weight)
-    fields: dict[str, Any]
-    if g is None:
-        planned = plan_specs({"psi": spec})
-        fields, finals, by_cols = {"exprs": planned.aggs}, planned.finals, normalize_by(by)
-    else:
-        merged = plan_merged({"psi": spec})
-        fields, finals, by_cols = merged.fields(g), merged.finals(), []
-    plan = Plan(
-        **fields,
-        finalize=finals,
-        inputs=INPUTS,
-        args={"score": score, "weight": weight},
-        by=by_cols,
-        validate=validate,
-        undefined={"psi": "no current row with a score"},
+    table = Table(
+        Specs({"psi": spec}),
+        Checks(INPUTS, {"score": score, "weight": weight}, validate),
+        Output({"psi": "no current row with a score"}),
+        by=normalize_by(by) if g is None else [],
+        grouping=g,
     )
-    out = execute(frame.lazy(), plan)
+    out = run(table, frame.lazy())
     assert isinstance(out, pl.LazyFrame)
     return out
 

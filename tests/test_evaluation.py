@@ -626,7 +626,7 @@ def test_refusing_to_merge_names_the_difference_of_state_definitions():
         (make(), pe.Evaluation("regression", actual="y", pred="p", metrics=["mae"]), "metrics"),
         (make(), make(weight="w"), "weight"),
         (make(), make(by="g"), "by"),
-        (make(), make(zero_actuals="error"), "zero_actuals"),
+        (make(), make(zero_actuals="inf"), "zero_actuals"),
         (make(), pe.Evaluation("regression", actual="y", pred="q", metrics=["mse"]), "pred"),
     ]
     df = regression_frame(40, n=50, tied=True).with_columns(q=pl.col("p"))

@@ -14,7 +14,9 @@ all iterate over :data:`TASKS`.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -32,11 +34,28 @@ class Task:
     cli: str = ""
     metric_method: str = ""
     metric_tasks: tuple[str, ...] = ()
+    # ``pe.Evaluation``'s definition of the task (SPEC §10): its column arguments, those
+    # required, the options its state keeps (their defaults: the task method's) and the
+    # roles of the columns of the rows it keeps (checked batch by batch)
+    columns: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    roles: Mapping[str, str] = field(default_factory=dict)
 
     def load(self, what: str) -> Any:
         """The object a ``"module:attribute"`` field of this task names."""
         module, _, attribute = getattr(self, what).partition(":")
         return getattr(importlib.import_module(module), attribute)
+
+    @property
+    def method(self) -> Any:
+        """The task method (``df.eval.<task>``), unbound."""
+        return getattr(self.load("methods"), self.name)
+
+    def defaults(self) -> dict[str, Any]:
+        """Each of :attr:`options` with its default, as the task method declares it."""
+        parameters = inspect.signature(self.method).parameters
+        return {name: parameters[name].default for name in self.options}
 
 
 TASKS: dict[str, Task] = {
@@ -49,6 +68,10 @@ TASKS: dict[str, Task] = {
             methods="polars_eval.tasks.binary:BinaryMethods",
             report="polars_eval.report.tables:build_binary",
             cli="polars_eval.cli.binary:command",
+            columns=("label", "score"),
+            required=("label", "score"),
+            options=("pos_label", "threshold", "probability", "baseline"),
+            roles={"label": "binary_label", "score": "score"},
         ),
         Task(
             "regression",
@@ -57,6 +80,10 @@ TASKS: dict[str, Task] = {
             methods="polars_eval.tasks.regression:RegressionMethods",
             report="polars_eval.report.tables:build_regression",
             cli="polars_eval.cli.regression:command",
+            columns=("actual", "pred"),
+            required=("actual", "pred"),
+            options=("zero_actuals", "baseline"),
+            roles={"actual": "numeric", "pred": "numeric"},
         ),
         Task(
             "multiclass",
@@ -65,6 +92,10 @@ TASKS: dict[str, Task] = {
             methods="polars_eval.tasks.multiclass:MulticlassMethods",
             report="polars_eval.report.tables:build_multiclass",
             cli="polars_eval.cli.multiclass:command",
+            columns=("label", "pred", "proba"),
+            required=("label",),
+            options=("classes", "k", "multi_class", "weights", "adjusted", "baseline"),
+            roles={"label": "key", "pred": "key", "proba": "proba"},
         ),
         Task(
             "forecast",
@@ -76,6 +107,10 @@ TASKS: dict[str, Task] = {
             cli="polars_eval.cli.forecast:command",
             metric_method="polars_eval.tasks.forecast:keyed_method",
             metric_tasks=("regression", "forecast"),
+            columns=("actual", "forecast", "series", "time"),
+            required=("actual", "forecast", "series", "time"),
+            options=("season_length", "zero_actuals", "quantiles", "interval"),
+            roles={"actual": "numeric", "forecast": "numeric", "series": "key", "time": "key"},
         ),
         Task(
             "ranking",
@@ -88,6 +123,11 @@ TASKS: dict[str, Task] = {
             cli="polars_eval.cli.ranking:command",
             metric_method="polars_eval.tasks.ranking:metric_method",
             metric_tasks=("ranking",),
+            columns=("relevance", "score", "query", "item"),
+            required=("relevance", "score", "query"),
+            options=("k", "gain", "ties", "min_relevance", "no_relevant", "max_relevance")
+            + ("unscored", "baseline"),
+            roles={"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
         ),
     )
 }

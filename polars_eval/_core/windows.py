@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from polars_eval._core.planner import Planned, plan_specs, report_undefined
+from polars_eval._core.planner import Planned, plan_specs
 from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import count_true
 from polars_eval.exceptions import (
@@ -719,16 +719,6 @@ class MergePlan:
     planned: Planned | None = None
     cumulative: dict[str, Cumulative] = field(default_factory=dict)
 
-    def fields(self, g: Grouping) -> dict[str, Any]:
-        """The :class:`~polars_eval._core.planner.Plan` fields of a grouped plan."""
-        return {
-            "exprs": self.aggs,
-            "grouping": g,
-            "merges": self.merges,
-            "last": self.last,
-            "cumulative": self.cumulative,
-        }
-
     def finals(self, names: Sequence[str] | None = None) -> list[pl.Expr]:
         """Each metric's value (of ``names``, default all), aliased to its name."""
         return [self.values[n].alias(n) for n in (self.values if names is None else names)]
@@ -1040,41 +1030,6 @@ def method_options(g: Grouping, d: Any) -> dict[str, Any]:
 
 
 USED = "__pe_used"  # the used rows of an evaluation's state without by (COUNTS)
-
-
-def finalize_table(
-    rows: pl.DataFrame, table: Any, g: Grouping, by: Sequence[str], definition: Any
-) -> pl.DataFrame:
-    """A task table of the specs' states (``pe.Evaluation``'s ``_Table``) per window and
-    grouping: the states per (``by`` keys, step) merged upward and per window, finalized."""
-    merges = [state.merged(pl.col(c)).alias(c) for c, state in table.states.items()]
-    schema = rows.schema
-    win = g.windows
-    lf = rows.lazy()
-    dtype = None
-    if win is not None:
-        dtype = schema[win.time]
-        lf = lf.filter(pl.col(win.time).is_not_null()).with_columns(
-            pl.col(win.time).alias(STEP), pl.col(win.time).alias(FIRST)
-        )
-        first = lf.group_by([*g.finest, STEP]).agg(*merges, pl.col(FIRST).min())
-    else:
-        first = lf.group_by(g.finest).agg(merges) if g.finest else lf.select(merges)
-    if g.min_rows is not None and USED not in table.states:
-        raise InvalidParameterError(
-            "min_rows= needs the used rows of each state: pe.Evaluation(..., time=, every=)"
-        )
-    names = table.names
-    kept = [USED] if g.min_rows is not None else []
-    cumulative = {c: st.cumulative for c, st in table.states.items() if st.cumulative is not None}
-    out = merge_up(first, g, schema, dtype, merges, merges, cumulative).with_columns(table.finals)
-    df = out.select(*g.out, *names, *kept).collect()
-    undefined = {k: v for k, v in table.undefined.items() if k in names}
-    df, small = apply_min_rows(df, g, list(undefined), rows=USED)
-    report_undefined(
-        df if small is None else df.filter(~small), undefined, grouped=True, strict=False
-    )
-    return df.drop(kept)
 
 
 # -- the options on the task methods ---------------------------------------------------------

@@ -25,8 +25,9 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, Planned, execute, normalize_by, plan_specs
+from polars_eval._core.planner import Planned, normalize_by, plan_specs
 from polars_eval._core.spec import nan_or
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, run
 from polars_eval._core.tasks import TASKS, Task
 from polars_eval._exprs import binary_label, count_true, to_expr, to_float
 from polars_eval._params import check_positive_int
@@ -284,38 +285,35 @@ def build_binary(
     undefined = {info.name: info.undefined or "no defined value" for info in infos}
     whole_fins = whole_state.drop(column, CALIBRATION, strict=False)
     queries: dict[str, pl.LazyFrame] = {
-        "summary": execute(
-            lf,
-            Plan(
-                exprs=summary_one_pass + counts,
-                inputs=inputs,
-                args=plan_args,
-                by=[],
-                validate=validate,
-                undefined=undefined,
-                strict=False,
-                then=lambda q: q.join(whole_fins.lazy(), how="cross").with_columns(
-                    summary_finalizers
+        "summary": run(
+            Table(
+                Query(summary_one_pass + counts),
+                Checks(inputs, plan_args, validate),
+                Output(undefined, strict=False),
+                stage=Stage(
+                    lambda q: q.join(whole_fins.lazy(), how="cross").with_columns(
+                        summary_finalizers
+                    )
                 ),
             ),
+            lf,
         )
     }
     if by:
         segment_fins = segment_state[0].select(*by, *on_state_names)
-        queries["segments"] = execute(
-            lf,
-            Plan(
-                exprs=one_pass + counts,
-                inputs=inputs,
-                args=plan_args,
+        queries["segments"] = run(
+            Table(
+                Query(one_pass + counts),
+                Checks(inputs, plan_args, validate=False),
+                Output(undefined, strict=False),
                 by=by,
-                validate=False,
-                undefined=undefined,
-                strict=False,
-                then=lambda q: q.join(
-                    segment_fins.lazy(), on=by, how="left", nulls_equal=True
-                ).with_columns(on_counts),
+                stage=Stage(
+                    lambda q: q.join(
+                        segment_fins.lazy(), on=by, how="left", nulls_equal=True
+                    ).with_columns(on_counts)
+                ),
             ),
+            lf,
         )
     # the metric table first, alone: its warnings are the metric layer's (the CLI says them)
     metric_key = "segments" if by else "summary"

@@ -60,18 +60,13 @@ import pyarrow as pa
 
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
-from polars_eval._core.planner import no_rows_text, plan_specs, report_undefined, row_counts
-from polars_eval._core.registry import Role
-from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.planner import no_rows_text, row_counts
+from polars_eval._core.table import Checks, Specs, Table, arguments
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import binary_label, to_float
-from polars_eval._params import check_positive_int
 from polars_eval._validate import (
     check_aggs,
-    column_problems,
     raise_for_checks,
-    resolve_checks,
-    row_checks,
 )
 from polars_eval.exceptions import (
     DataValidationError,
@@ -79,9 +74,7 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.metrics import binary as _binary
 from polars_eval.metrics import multiclass as _multiclass
-from polars_eval.metrics import regression as _regression
 from polars_eval.metrics._curve import score_bin  # noqa: F401 - re-exported (pe.scale.score_bin)
 from polars_eval.scale import chunked as _chunked
 from polars_eval.scale import spill as _spill
@@ -107,58 +100,6 @@ ABOVE = "__pe_above"  # score >= threshold (binned mode)
 LL = "__pe_ll"  # summed weighted log loss terms (binned mode)
 SQ = "__pe_sq"  # summed weighted squared errors (binned mode)
 LABEL01 = "__pe_y"  # the 0/1 label (binned mode)
-
-# column arguments (names of columns, or lists of names) and options of each task, with
-# the defaults of the task method; everything else is refused by name
-_COLUMNS: dict[str, tuple[str, ...]] = {
-    "binary": ("label", "score"),
-    "multiclass": ("label", "pred", "proba"),
-    "regression": ("actual", "pred"),
-    "forecast": ("actual", "forecast", "series", "time"),
-    "ranking": ("relevance", "score", "query", "item"),
-}
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "binary": ("label", "score"),
-    "multiclass": ("label",),
-    "regression": ("actual", "pred"),
-    "forecast": ("actual", "forecast", "series", "time"),
-    "ranking": ("relevance", "score", "query"),
-}
-_OPTIONS: dict[str, dict[str, Any]] = {
-    "binary": {"pos_label": None, "threshold": 0.5, "probability": True, "baseline": False},
-    "multiclass": {
-        "classes": None,
-        "k": 2,
-        "multi_class": "ovr",
-        "weights": None,
-        "adjusted": False,
-        "baseline": False,
-    },
-    "regression": {"zero_actuals": "skip", "baseline": False},
-    "forecast": {
-        "season_length": 1,
-        "zero_actuals": "skip",
-        "quantiles": None,
-        "interval": None,
-    },
-    "ranking": {
-        "k": (1, 5, 10),
-        "gain": "exp2",
-        "ties": "average",
-        "min_relevance": 1.0,
-        "no_relevant": None,
-        "max_relevance": 4.0,
-        "unscored": "ignore",
-        "baseline": False,
-    },
-}
-_ROLES: dict[str, dict[str, Role]] = {
-    "binary": {"label": "binary_label", "score": "score"},
-    "multiclass": {"label": "key", "pred": "key", "proba": "proba"},
-    "regression": {"actual": "numeric", "pred": "numeric"},
-    "forecast": {"actual": "numeric", "forecast": "numeric", "series": "key", "time": "key"},
-    "ranking": {"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
-}
 
 
 @dataclass(frozen=True)
@@ -233,139 +174,43 @@ _MERGE_EVERY = 8
 """The states of this many chunks are merged into one as they come."""
 
 
-def _summed(value: pl.Expr) -> State:
-    """A state whose value is already an aggregation, merged by summing (a count)."""
-    return State(value, "list", merge=pl.Expr.sum)
+def _bounded(table: Table) -> bool:
+    """Every state of the table's specs is of a bounded size (no ``rows``, no per-score
+    ``list``)."""
+    assert isinstance(table.query, Specs)
+    specs = table.query.specs.values()
+    return all(s.kind not in ("rows", "list") for spec in specs for s in spec.states.values())
 
 
-@dataclass(frozen=True)
-class _Table:
-    """A task table as mergeable states: what :meth:`Evaluation.update` aggregates per
-    group and :meth:`Evaluation.compute` finalizes, as the task method plans it."""
-
-    stages: Sequence[Sequence[pl.Expr]]  # row columns the states read, added first
-    states: Mapping[str, State]  # state column -> its aggregation and merge rule
-    finals: Sequence[pl.Expr]  # the table's columns (aliased) over the state columns
-    undefined: Mapping[str, str]  # column -> why it may be undefined
-    args: Mapping[str, Any]  # the task method's column arguments, as its checks read them
-    inputs: Mapping[str, Role]
-    checks: Sequence[Any]  # the data checks beyond the roles (the metrics' check= hooks)
-
-    @property
-    def names(self) -> list[str]:
-        return [e.meta.output_name() for e in self.finals]
+def _arguments(d: _Definition, **extra: Any) -> dict[str, Any]:
+    """The task method's arguments (its defaults filled in) for the definition ``d``."""
+    method = TASKS[d.task].method
+    given = {**d.columns, **d.options, "weight": d.weight, "by": list(d.by), **extra}
+    return arguments(method, **given)
 
 
-def _bounded(specs: Mapping[str, MetricSpec]) -> bool:
-    """Every state of ``specs`` is of a bounded size (no ``rows``, no per-score ``list``)."""
-    return all(
-        s.kind not in ("rows", "list") for spec in specs.values() for s in spec.states.values()
-    )
-
-
-def _layout(specs: Mapping[str, MetricSpec]) -> tuple[dict[str, State], dict[str, pl.Expr]]:
-    """Each distinct state of ``specs`` once (the planner's column ``__pe_s<i>``) and each
-    spec's value over those columns (specs without a ``rows`` state)."""
-    planned = plan_specs(specs)
-    states = {
-        planned.columns[name][key]: state
-        for name, spec in specs.items()
-        for key, state in spec.states.items()
-    }
-    values = {
-        name: spec.finalize({key: pl.col(c) for key, c in planned.columns[name].items()})
-        for name, spec in specs.items()
-    }
-    return states, values
-
-
-def _regression_table(d: _Definition) -> _Table | None:
-    o = d.options
-    if o["baseline"]:
+def _regression_table(d: _Definition) -> Table | None:
+    if d.options["baseline"]:
         return None
-    actual, pred = d.columns["actual"], d.columns["pred"]
     names = None if d.metrics is None else [n for n in d.metrics if n != "zero_actuals"]
-    infos = _registry.select("regression", names, lambda i: i.summary and i.kind == "scalar")
-    specs = _regression_task.regression_specs(
-        infos, actual, pred, weight=d.weight, zero_actuals=o["zero_actuals"]
-    )
-    if not _bounded(specs):
-        return None
-    states, values = _layout(specs)
-    states["__pe_zero"] = _summed(_regression.zero_actual_count(actual, pred, weight=d.weight))
-    undefined = {info.name: info.undefined or "no defined value" for info in infos}
-    for name in _regression_task.LOG_METRICS:
-        if name in undefined:
-            undefined[name] = "some actual or prediction is <= -1, or the group is empty"
-    return _Table(
-        stages=(),
-        states=states,
-        finals=[*(values[n].alias(n) for n in specs), pl.col("__pe_zero").alias("zero_actuals")],
-        undefined=undefined,
-        args={"actual": actual, "pred": pred, "weight": d.weight},
-        inputs=_regression_task.NUMERIC_INPUTS,
-        checks=_registry.data_checks(infos, {"actual": actual, "pred": pred}),
-    )
+    table = _regression_task.regression_table(_arguments(d, metrics=names))
+    return table if _bounded(table) else None
 
 
-def _binary_table(d: _Definition) -> _Table | None:
-    o = d.options
+def _binary_table(d: _Definition) -> Table | None:
     binned = d.bins is not None and d.windows is not None  # per step: lists of <= bins points
-    if o["baseline"] or (d.bins is not None and not binned):
+    if d.options["baseline"] or (d.bins is not None and not binned):
         return None
-    label, score = d.columns["label"], d.columns["score"]
-    infos = _binary_task.summary_infos(o["probability"], d.metrics)
-    specs = _binary_task._summary_specs(
-        infos,
-        label,
-        score,
-        d.weight,
-        o["pos_label"],
-        o["threshold"],
-        "",
-        None,
-        d.bins,
-        o["probability"],
-    )
-    if not _bounded(specs) and not binned:
-        return None
-    states, values = _layout(specs)
-    return _Table(
-        stages=(),
-        states=states,
-        finals=[values[n].alias(n) for n in specs],
-        undefined={info.name: info.undefined or "no defined value" for info in infos},
-        args={"label": label, "score": score, "weight": d.weight, "pos_label": o["pos_label"]},
-        inputs=_binary.PROBA_INPUTS if o["probability"] else _binary.ORDER_INPUTS,
-        checks=_registry.data_checks(infos, {"label": label, "score": score}),
-    )
+    table = _binary_task.binary_table(_arguments(d, bins=d.bins, metrics=d.metrics))
+    return table if binned or _bounded(table) else None
 
 
-def _multiclass_table(d: _Definition) -> _Table | None:
-    o = d.options
-    label, pred, proba = (d.columns[k] for k in ("label", "pred", "proba"))
-    if o["classes"] is None or (pred is None and proba is None):
+def _multiclass_table(d: _Definition) -> Table | None:
+    if d.options["classes"] is None or (d.columns["pred"] is None and d.columns["proba"] is None):
         return None  # classes learnt from each group's rows (or the task method's error)
-    classes = _multiclass.check_classes(o["classes"])
-    k = 2 if o["k"] is None else o["k"]
-    if proba is not None:
-        check_positive_int("k", k)
-    args = {"label": label, "pred": pred, "proba": proba, "classes": classes, "weight": d.weight}
-    options = {key: o[key] for key in ("multi_class", "weights", "adjusted")} | {"k": k}
     metrics = _multiclass_metrics(d.metrics)
-    stages, table = _multiclass_task.table_specs(args, options, metrics, o["baseline"])
-    if not _bounded(table.specs):
-        return None  # e.g. the AUCs, whose state is the rows
-    states, values = _layout(table.specs)
-    return _Table(
-        stages=stages,
-        states=states,
-        finals=_multiclass_task.table_columns(table, values, o["baseline"]),
-        undefined=table.undefined,
-        args=args,
-        inputs=_multiclass.PRED_INPUTS,
-        checks=_multiclass.data_checks(args),
-    )
+    table = _multiclass_task.multiclass_table(_arguments(d, metrics=metrics))
+    return table if _bounded(table) else None  # e.g. the AUCs, whose state is the rows
 
 
 def _multiclass_metrics(names: Sequence[str] | None) -> list[str] | None:
@@ -392,16 +237,18 @@ _TABLES = {
 }
 
 
-def _table(d: _Definition) -> _Table | None:
-    """The task table of ``d`` as the specs' states, or None where the rows are kept."""
+def _table(d: _Definition) -> Table | None:
+    """The task method's table, whose specs' states are kept (``Table.partition``), or
+    None where the rows are kept. Without ``by`` (or with windows) the states hold the
+    rows, complete rows and used rows too (the "no rows" error, ``min_rows=``)."""
     build = _TABLES.get(d.task)
     table = build(d) if build is not None else None
     if table is None or (d.by and d.windows is None):
         return table
-    counts = row_counts(table.args, table.inputs)
-    assert counts is not None
-    extra = {name: _summed(e.alias(name)) for name, e in zip(COUNTS, counts, strict=True)}
-    return replace(table, states={**table.states, **extra})
+    counts = row_counts(table.checks.args, table.checks.inputs)
+    assert counts is not None and isinstance(table.query, Specs)
+    sums = [*table.query.sums, *(e.alias(n) for n, e in zip(COUNTS, counts, strict=True))]
+    return replace(table, query=replace(table.query, sums=sums))
 
 
 def _forecast_metrics(names: Sequence[str] | None) -> list[str] | None:
@@ -550,21 +397,23 @@ class Evaluation:
                     f"ci= is an interval over queries or series (the ranking and forecast "
                     f"tasks); the {task} task has no units"
                 )
-        unknown = [k for k in columns if k not in _COLUMNS[task] and k not in _OPTIONS[task]]
+        t = TASKS[task]  # its columns and options (their defaults: the task method's)
+        defaults = t.defaults()
+        unknown = [k for k in columns if k not in t.columns and k not in defaults]
         if "cutoff" in columns or "lead" in columns:
             raise InvalidParameterError(
                 "pe.Evaluation does not take cutoff=/lead= (a lead is a rank within a "
                 "cutoff, which does not merge): evaluate by lead with df.eval.forecast"
             )
         if unknown:
-            known = ", ".join([*_COLUMNS[task], *_OPTIONS[task]])
+            known = ", ".join([*t.columns, *defaults])
             raise InvalidParameterError(
                 f"unknown argument(s) {unknown} for the {task} task; known: {known}"
             )
-        missing = [k for k in _REQUIRED[task] if columns.get(k) is None]
+        missing = [k for k in t.required if columns.get(k) is None]
         if missing:
             raise InvalidParameterError(f"the {task} task needs the column argument(s) {missing}")
-        for key in _COLUMNS[task]:
+        for key in t.columns:
             _names(columns.get(key))
         if task == "ranking" and columns.get("ties", "average") != "average":
             raise InvalidParameterError(
@@ -581,11 +430,11 @@ class Evaluation:
             train = train.lazy().collect()
         elif train is not None:
             raise InvalidParameterError(f"train= is for the forecast task, not {task}")
-        options = {key: columns.get(key, default) for key, default in _OPTIONS[task].items()}
+        options = {key: columns.get(key, default) for key, default in defaults.items()}
         options.update(interval)
         self._def = _Definition(
             task=task,
-            columns={key: columns.get(key) for key in _COLUMNS[task]},
+            columns={key: columns.get(key) for key in t.columns},
             options=options,
             by=tuple(_windows.state_keys(task, _names(by), windows)),
             metrics=None if metrics is None else tuple(metrics),
@@ -617,7 +466,7 @@ class Evaluation:
     # -- the state ---------------------------------------------------------------------
 
     @property
-    def _table(self) -> _Table | None:
+    def _table(self) -> Table | None:
         """The task table as the specs' states; None where the distinct rows are kept."""
         if "_table_cache" not in self.__dict__:
             self._table_cache = _table(self._def)
@@ -696,7 +545,7 @@ class Evaluation:
     def _inputs(self) -> list[str]:
         """The input columns a batch must have (columns, weight, by)."""
         d = self._def
-        cols = [c for key in _COLUMNS[d.task] for c in _names(d.columns.get(key))]
+        cols = [c for key in TASKS[d.task].columns for c in _names(d.columns.get(key))]
         if d.task == "forecast":
             for c in (d.options.get("quantiles") or {}).values():
                 cols.append(c)
@@ -709,9 +558,11 @@ class Evaluation:
         """Column problems now; the row checks as aggregations to collect with the state."""
         d = self._def
         schema = lf.collect_schema()
-        table = self._table
-        args: dict[str, Any] = {key: d.columns.get(key) for key in _COLUMNS[d.task]}
-        roles: dict[str, Role] = dict(_ROLES[d.task])
+        if self._table is not None:  # the task method's own checks: the rows are not kept
+            self._checks = self._table.checks.resolve(schema, d.by)
+            return check_aggs(self._checks, examples=False)
+        args: dict[str, Any] = dict(d.columns)
+        roles: dict[str, Any] = dict(TASKS[d.task].roles)
         if d.task == "binary":
             args["pos_label"] = d.options["pos_label"]
             if d.options["probability"]:
@@ -724,18 +575,11 @@ class Evaluation:
             if d.options.get("interval") is not None:
                 args["lower"], args["upper"] = d.options["interval"]
                 roles["lower"] = roles["upper"] = "numeric"
-        if table is not None:  # the task method's own checks: the rows are not kept
-            args, roles = dict(table.args), dict(table.inputs)
-        problems = column_problems(schema, args, roles)
-        problems += [f'column "{b}" (argument by=) not found' for b in d.by if b not in schema]
+        checks = Checks(roles, args).resolve(schema, d.by)  # a column problem raised first
         for c in (d.options.get("quantiles") or {}).values() if d.task == "forecast" else ():
             if c not in schema:
-                problems.append(f'column "{c}" (argument quantiles=) not found')
-        if problems:
-            raise DataValidationError(problems[0])
-        self._checks = row_checks(schema, args, roles)
-        if table is not None:
-            self._checks += resolve_checks(table.checks, schema)
+                raise DataValidationError(f'column "{c}" (argument quantiles=) not found')
+        self._checks = checks
         return check_aggs(self._checks, examples=False)
 
     def _batch_rows(self, lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -744,10 +588,7 @@ class Evaluation:
         lf = _windows.steps_of(lf, d.task, d.windows)  # the time column as its every-step
         table = self._table
         if table is not None:
-            for stage in table.stages:
-                lf = lf.with_columns(stage) if stage else lf
-            aggs = [state.aggregate().alias(c) for c, state in table.states.items()]
-            return lf.group_by(list(d.by)).agg(aggs) if d.by else lf.select(aggs)
+            return table.partition(lf)
         if self._forecast is not None:
             return self._forecast.batch(lf, self._row_scales())
         cols = self._inputs()
@@ -848,13 +689,8 @@ class Evaluation:
         merged = pl.concat(parts, how="vertical_relaxed")
         if self._forecast is not None:
             return self._forecast.merge(merged)
-        table = self._table
-        if table is not None:
-            by = list(self._def.by)
-            aggs = [state.merged(pl.col(c)).alias(c) for c, state in table.states.items()]
-            if by:
-                return merged.group_by(by, maintain_order=True).agg(aggs)
-            return merged.select(aggs)
+        if self._table is not None:
+            return self._table.merge(merged)
         values = self._value_columns()
         if values:
             keys = [c for c in merged.columns if c not in values]
@@ -1038,7 +874,7 @@ class Evaluation:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self._table is not None:
-                out = _windows.finalize_table(rows, self._table, g, d.by, d.windows)
+                out = self._table.finalize(rows, grouping=g, used=_windows.USED)
             else:
                 out = self._finalize(rows, chosen, grouped=_windows.method_options(g, d))
         small = [w for w in caught if "min_rows=" in str(w.message)]  # about every metric
@@ -1077,44 +913,21 @@ class Evaluation:
         extra = dict(grouped or {})
         by = extra.pop("by", by)
         opts = {k: v for k, v in d.options.items() if k not in units.OPTIONS} | extra
-        cols = dict(d.columns)
         if d.task == "binary" and d.bins is not None:
-            out = self._compute_binned(rows, by)
-        elif d.task == "binary":
-            out = rows.eval.binary(cols["label"], cols["score"], weight=W, by=by, **opts)
-        elif d.task == "regression":
-            out = rows.eval.regression(cols["actual"], cols["pred"], weight=W, by=by, **opts)
-        elif d.task == "multiclass":
-            out = rows.eval.multiclass(
-                cols["label"],
-                pred=cols["pred"],
-                proba=cols["proba"],
-                weight=W,
-                metrics=metrics,
-                by=by,
-                **opts,
-            )
-        elif d.task == "forecast":
-            out = rows.eval.forecast(
-                cols["actual"],
-                cols["forecast"],
-                series=cols["series"],
-                time=cols["time"],
-                train=self._train,
-                weight=d.weight,
-                by=by,
-                metrics=_forecast_metrics(d.metrics),
-                **opts,
-                **_ci_arguments(ci),
-            )
-        else:
+            return self._compute_binned(rows, by)
+        if d.task == "ranking":
             if not self._keyed:
                 values = [c for c in rows.columns if c != N]
                 rows = rows.with_columns(pl.col(values).repeat_by(N)).explode(values)
-            out = rows.eval.ranking(
-                **_spill.table_request(d) | {"by": by} | extra, **_ci_arguments(ci)
-            )
-        return out
+            request = _spill.table_request(d) | {"by": by} | extra
+            return rows.eval.ranking(**request, **_ci_arguments(ci))
+        if d.task == "forecast":  # its rows as they are, the training rows, the interval
+            opts |= {"train": self._train, **_ci_arguments(ci)}
+            metrics = _forecast_metrics(d.metrics)
+        # the task method on the rows, their summed weight as the weight
+        method = getattr(rows.eval, d.task)
+        weight = d.weight if self._keyed else W
+        return method(**d.columns, weight=weight, by=by, metrics=metrics, **opts)
 
     def _finalize_states(self, rows: pl.DataFrame) -> pl.DataFrame:
         """Every column of the task table from the states, as the task method finalizes
@@ -1125,19 +938,12 @@ class Evaluation:
         # stacked states of several parts (Spark sends them so) are merged first
         stacked = rows.select(pl.struct(by).is_duplicated().any()).item() if by else rows.height > 1
         merged = self._merge_rows([rows]) if stacked else rows
-        names = table.names
-        out = merged.lazy().with_columns(table.finals).select(*by, *names)
-        if by:
-            out = out.sort(by, nulls_last=True)
-        df = out.collect()
 
         def no_rows() -> str | None:
             n, complete, used = (merged.get_column(c).item() for c in COUNTS)
-            return no_rows_text(n, complete, used, table.args, table.inputs)
+            return no_rows_text(n, complete, used, table.checks.args, table.checks.inputs)
 
-        undefined = {k: v for k, v in table.undefined.items() if k in names}
-        report_undefined(df, undefined, grouped=bool(by), strict=False, no_rows=no_rows)
-        return df
+        return table.finalize(merged, no_rows=no_rows)
 
     def _empty_rows(self) -> pl.DataFrame:
         """The state of an evaluation that saw no rows (with ``by``: no group)."""

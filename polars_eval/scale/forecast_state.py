@@ -41,7 +41,8 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.planner import no_rows_text, report_undefined, row_counts
+from polars_eval._core.planner import no_rows_text, row_counts
+from polars_eval._core.table import Output, finish
 from polars_eval._exprs import count_true, to_float
 from polars_eval.exceptions import DataValidationError
 from polars_eval.metrics import forecast as _fc
@@ -392,17 +393,13 @@ class ForecastState:
             q = q.join(scale.lazy().select(*keys, *wanted), on=keys, how="left")
         q = _task.series_table(q, self.plan, by, keys, per_series=False, ci=ci)
         out = (q.sort(by, nulls_last=True) if by else q).collect()
-        undefined = _task.table_undefined(self.plan.names, per_series=False)
-        if by:
-            report_undefined(out, undefined, grouped=True, strict=False)
-        else:
+        output = Output(_task.table_undefined(self.plan.names, per_series=False), strict=False)
+
+        def no_rows() -> str | None:
             totals = metric.select(pl.col(c).sum() for c in COUNTS).row(0)
+            return no_rows_text(*totals, self.row_args, self.row_inputs)
 
-            def no_rows() -> str | None:
-                return no_rows_text(*totals, self.row_args, self.row_inputs)
-
-            report_undefined(out, undefined, grouped=False, strict=False, no_rows=no_rows)
-        return out
+        return finish(out, output, grouped=bool(by), no_rows=no_rows)
 
     def scales(self, train: pl.DataFrame, *, duplicates: bool = False) -> pl.LazyFrame:
         """The in-sample scales of every series of ``train`` (``pe.seasonal_scale``)."""

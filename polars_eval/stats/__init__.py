@@ -20,8 +20,9 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.planner import Plan, execute, normalize_by, report_undefined
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, finish, run
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import bootstrap as _boot
 from polars_eval.stats.compare import delong, mcnemar
@@ -93,16 +94,14 @@ def run_interval(
         def unnest(lf: pl.LazyFrame) -> pl.LazyFrame:
             return lf.with_columns(pl.col(info.name).struct.rename_fields(names)).unnest(info.name)
 
-        plan = Plan(
-            exprs=[expr],
-            inputs=info.inputs,
-            args=args,
+        table = Table(
+            Query([expr]),
+            Checks(info.inputs, args, validate),
+            Output(undefined),
             by=by_cols,
-            validate=validate,
-            undefined=undefined,
-            then=unnest,
+            stage=Stage(unnest),
         )
-        result = execute(frame, plan)
+        result = run(table, frame)
     else:
         options = {"n_resamples": n_resamples, "seed": seed, "method": resampling}
         result = _bootstrap_interval(
@@ -145,8 +144,7 @@ def _bootstrap_interval(
             pl.col("lower").alias(names[1]),
             pl.col("upper").alias(names[2]),
         )
-        report_undefined(out, undefined, grouped=bool(by), strict=True)
-        return out
+        return finish(out, Output(undefined), grouped=bool(by))
 
     if isinstance(frame, pl.LazyFrame):
         schema = frame.collect_schema()

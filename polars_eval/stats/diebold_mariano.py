@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_eval._core.planner import Plan, build, normalize_by
+from polars_eval._core.planner import normalize_by
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, build
 from polars_eval._exprs import F64, to_float
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._validate import Check
@@ -168,18 +169,19 @@ def dm_test(
         schema |= {"statistic": F64, "p_value": F64, "n": pl.Int64}
         return lf.map_batches(compute, schema=pl.Schema(schema))
 
-    plan = Plan(
-        exprs=_states(actual, forecast_1, forecast_2, time, h, float(power)),
-        inputs=INPUTS,
-        args={"actual": actual, "forecast_1": forecast_1, "forecast_2": forecast_2},
+    table = Table(
+        Query(_states(actual, forecast_1, forecast_2, time, h, float(power))),
+        Checks(
+            INPUTS,
+            {"actual": actual, "forecast_1": forecast_1, "forecast_2": forecast_2},
+            validate,
+            [_checks(actual, forecast_1, forecast_2, time, by_cols)],
+        ),
+        Output({"statistic": UNDEFINED}, strict=False),
         by=by_cols,
-        validate=validate,
-        undefined={"statistic": UNDEFINED},
-        strict=False,
-        then=finalize,
-        extra_checks=[_checks(actual, forecast_1, forecast_2, time, by_cols)],
+        stage=Stage(finalize),
     )
-    query = build(frame, plan)
+    query = build(table, frame)
     if isinstance(frame, pl.LazyFrame):
         return query
     out = query.collect()

@@ -7,7 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.planner import Plan, execute, normalize_by
+from polars_eval._core.planner import normalize_by
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, run
 from polars_eval._typing import IntoExpr
 from polars_eval.stats import bootstrap as _boot
 from polars_eval.stats import compare as _compare
@@ -29,16 +30,14 @@ def _comparison(
     def unnest(lf: pl.LazyFrame) -> pl.LazyFrame:
         return lf.unnest(name)
 
-    plan = Plan(
-        exprs=[expr],
-        inputs=COMPARE_INPUTS,
-        args=args,
+    table = Table(
+        Query([expr]),
+        Checks(COMPARE_INPUTS, args, validate),
+        Output(undefined),
         by=by_cols,
-        validate=validate,
-        undefined=undefined,
-        then=unnest,
+        stage=Stage(unnest),
     )
-    result = execute(frame, plan)
+    result = run(table, frame)
     if isinstance(result, pl.LazyFrame) or by_cols:
         return result
     return result.row(0, named=True)

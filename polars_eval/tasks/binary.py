@@ -8,15 +8,11 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
-from polars_eval._core.windows import (
-    BASELINE_NOT_MERGEABLE,
-    Grouping,
-    grouped_method,
-    plan_merged,
-)
+from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.windows import BASELINE_NOT_MERGEABLE, Grouping, grouped_method
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import DataValidationError, InvalidParameterError, UndefinedMetricError
@@ -128,6 +124,47 @@ def _summary_specs(
     return out
 
 
+def binary_table(a: Mapping[str, Any]) -> Table:
+    """The table of ``df.eval.binary`` from the arguments of
+    :meth:`BinaryMethods.binary` by name (``grouping`` among them; see
+    :func:`~polars_eval._core.table.arguments`): the summary metrics' specs (and the
+    baseline's), the binary roles and the metrics' data checks."""
+    label, score, weight, pos_label = a["label"], a["score"], a["weight"], a["pos_label"]
+    threshold, probability, baseline = a["threshold"], a["probability"], a["baseline"]
+    grouping, validate = a.get("grouping"), a["validate"]
+    if grouping is not None and baseline:
+        raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
+    infos = summary_infos(probability, a["metrics"])
+    specs = _summary_specs(
+        infos,
+        label,
+        score,
+        weight,
+        pos_label,
+        threshold,
+        "",
+        bins=a["bins"],
+        probability=probability,
+    )
+    if baseline:
+        constant, majority = constant_predictor(label, score, weight, pos_label)
+        specs |= _summary_specs(
+            infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
+        )
+    return Table(
+        Specs(specs, one_group=True),
+        Checks(
+            b.PROBA_INPUTS if probability else b.ORDER_INPUTS,
+            {"label": label, "score": score, "weight": weight, "pos_label": pos_label},
+            validate,
+            _registry.data_checks(infos, {"label": label, "score": score}) if validate else [],
+        ),
+        Output({info.name: info.undefined or "no defined value" for info in infos}, strict=False),
+        by=normalize_by(a["by"]),
+        grouping=grouping,
+    )
+
+
 class BinaryMethods:
     """``df.eval.binary``: every binary summary metric in one wide row per group."""
 
@@ -199,52 +236,14 @@ class BinaryMethods:
         │ 0.6667 ┆ 0.6      ┆ 0.6667 ┆ 0.5          ┆ 0.6               │
         └────────┴──────────┴────────┴──────────────┴───────────────────┘
         """
+        arguments = dict(locals())  # every argument by name (the first statement)
+        del arguments["self"]
+        table = binary_table(arguments)
         g = grouping
-        if g is not None and baseline:
-            raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
-        infos = summary_infos(probability, metrics)
-        specs = _summary_specs(
-            infos,
-            label,
-            score,
-            weight,
-            pos_label,
-            threshold,
-            "",
-            bins=bins,
-            probability=probability,
-        )
-        if baseline:
-            constant, majority = constant_predictor(label, score, weight, pos_label)
-            specs |= _summary_specs(
-                infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
-            )
-        by_cols = normalize_by(by)
-        if g is None:
-            planned = plan_specs(specs, one_group=not by_cols)
-            fields: dict[str, Any] = {"exprs": planned.aggs}
-            finals, points = planned.finals, planned.point_finals
-        else:
-            merged = plan_merged(specs)
-            fields, finals, points = merged.fields(g), merged.finals(), {}
-        plan = Plan(
-            **fields,
-            finalize=finals,
-            point_finalize=points,
-            inputs=b.PROBA_INPUTS if probability else b.ORDER_INPUTS,
-            args={"label": label, "score": score, "weight": weight, "pos_label": pos_label},
-            by=by_cols,
-            validate=validate,
-            undefined={info.name: info.undefined or "no defined value" for info in infos},
-            strict=False,
-            extra_checks=_registry.data_checks(infos, {"label": label, "score": score})
-            if validate
-            else [],
-        )
         if bins is not None and g is None:
             return _binned(
                 self._frame,
-                execute(self._frame.lazy(), plan),
+                run(table, self._frame.lazy()),
                 label=label,
                 score=score,
                 weight=weight,
@@ -256,13 +255,13 @@ class BinaryMethods:
                 by=by,
                 metrics=metrics,
             )
-        result = execute(self._frame, plan)
+        result = run(table, self._frame)
         windowed = g is not None and g.windows is not None
         if isinstance(self._frame, pl.LazyFrame) and validate and windowed:
             return _windows_lazy(
                 self._frame,
                 result,
-                specs,
+                table.query.specs,
                 g,
                 label=label,
                 score=score,
@@ -274,10 +273,11 @@ class BinaryMethods:
                 metrics=metrics,
             )
         if isinstance(self._frame, pl.LazyFrame) and validate and g is None:
+            assert isinstance(table.query, Specs)
             return _distinct_lazy(
                 self._frame,
                 result,
-                specs,
+                table.query.specs,
                 label=label,
                 score=score,
                 weight=weight,
@@ -286,7 +286,7 @@ class BinaryMethods:
                 probability=probability,
                 baseline=baseline,
                 metrics=metrics,
-                by=by_cols,
+                by=table.by,
             )
         return result
 

@@ -26,18 +26,10 @@ import polars as pl
 
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
-from polars_eval._core.planner import (
-    Plan,
-    Planned,
-    _deferred,
-    build,
-    no_rows_reason,
-    normalize_by,
-    plan_specs,
-    report_undefined,
-)
+from polars_eval._core.planner import Planned, no_rows_reason, normalize_by, plan_specs
 from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, deferred, finish, run
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import count_true, not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
@@ -582,216 +574,209 @@ class ForecastMethods:
                 None if train is None else train.with_columns(pl.lit(0, pl.Int8).alias(ONE_SERIES))
             )
             keys = [ONE_SERIES]
+        lazy = isinstance(self._frame, pl.LazyFrame)
         try:
-            out = ForecastMethods._forecast(
-                frame, actual, forecast, keys, time, train, season_length, cutoff, lead, by_cols,
-                weight, zero_actuals, quantiles, interval, per_series, validate,
+            table, rows = forecast_table(
+                frame._frame, actual, forecast, keys, time, train, season_length, cutoff, lead,
+                by_cols, weight, zero_actuals, quantiles, interval, per_series, validate,
                 _point_metrics(metrics, train is not None, per_series, (actual, forecast)),
                 SERIES_HINT if series is None else "",
                 unit_ci, g,
             )  # fmt: skip
-            return out.drop(ONE_SERIES, strict=False) if per_series else out
         except DataValidationError as error:
-            if isinstance(self._frame, pl.LazyFrame):
-                return _deferred(error)
+            if lazy:
+                return deferred(error)
             raise
+        out = run(table, rows, lazy=lazy)
+        return out.drop(ONE_SERIES, strict=False) if per_series else out
 
-    def _forecast(
-        self,
-        actual: str,
-        forecast: str,
-        keys: list[str],
-        time: str,
-        train: pl.DataFrame | pl.LazyFrame | None,
-        season_length: int,
-        cutoff: str | None,
-        lead: int | None,
-        by_cols: list[str],
-        weight: IntoExpr | None,
-        zero_actuals: str,
-        quantiles: dict[float, str],
-        interval: tuple[str, str] | None,
-        per_series: bool,
-        validate: bool,
-        point: Sequence[str],
-        hint: str,
-        ci: units.UnitCI | None = None,
-        g: _windows.Grouping | None = None,
-    ) -> Any:
-        lf = self._frame.lazy()
-        schema = lf.collect_schema()
-        row_keys = [*keys, *([cutoff] if cutoff else []), time]
-        _missing(schema, row_keys, "a key")
-        inputs: dict[str, Any] = {"actual": "numeric", "forecast": "numeric", "weight": "weight"}
-        args: dict[str, Any] = {"actual": actual, "forecast": forecast, "weight": weight}
-        for i, col in enumerate(quantiles.values()):
-            inputs[f"quantile_{i}"] = "numeric"
-            args[f"quantile_{i}"] = col
-        if interval is not None:
-            inputs.update({"lower": "numeric", "upper": "numeric"})
-            args.update({"lower": interval[0], "upper": interval[1]})
-        problems = column_problems(schema, args, inputs)
-        problems += [
-            f'column "{b}" (argument by=) not found'
-            for b in by_cols
-            if b not in schema and not (cutoff is not None and b == "lead")
-        ]
-        if problems:
-            raise DataValidationError(problems[0])
-        if cutoff is not None:
-            lf = fc.with_lead(lf, series=keys, time=time, cutoff=cutoff)
-            if lead is not None:
-                lf = lf.filter(pl.col("lead") == lead)
-        keyed = lf  # the rows whose keys must be unique
-        extra = [k for k in keys if k not in by_cols]  # the series keys besides by
-        groups = [*by_cols, *extra]
-        win = g.windows if g is not None else None
-        if win is not None:  # the every-step of each row's time (SPEC §13)
-            dtype = win.check(schema)
-            lf = lf.with_columns(win.step(dtype))
-        # an eager frame already sorted by its one group column: flag it, so that the
-        # group_by takes the slices of each group instead of hashing every row
-        sorted_key = _sorted_group(self._frame, groups)
-        if sorted_key is not None:
-            lf = lf.with_columns(pl.col(sorted_key).set_sorted())
-        # duplicate keys: none when an eager frame is strictly sorted by them (one cheap
-        # pass); otherwise a flag per row, summed per group in the metric query
-        order = [*([cutoff] if cutoff else []), time]
-        flag = validate and not _strictly_sorted(self._frame, groups, order, cutoff)
-        if flag:  # in the frame's order, before the join
-            lf = lf.with_columns(_maybe_repeated(groups, order))
-        train_rows = scale = None
-        if train is not None:
-            train_rows = train.lazy().filter(to_float(actual).is_not_null())
-            tschema = train.lazy().collect_schema()
-            _missing(tschema, [*keys, time, actual], "in the train= frame")
-            scale = fc.scale_query(
-                train.lazy(),
-                keys,
-                time,
-                actual,
-                season_length,
-                duplicates=TRAIN_DUP if validate else None,
-                presorted=_sorted(train, [*keys, time], strict=False),
-            )
 
-        sp = series_plan(
-            actual, forecast, weight, zero_actuals, quantiles, interval, point, train is not None
+def forecast_table(
+    frame: pl.DataFrame | pl.LazyFrame,
+    actual: str,
+    forecast: str,
+    keys: list[str],
+    time: str,
+    train: pl.DataFrame | pl.LazyFrame | None,
+    season_length: int,
+    cutoff: str | None,
+    lead: int | None,
+    by_cols: list[str],
+    weight: IntoExpr | None,
+    zero_actuals: str,
+    quantiles: dict[float, str],
+    interval: tuple[str, str] | None,
+    per_series: bool,
+    validate: bool,
+    point: Sequence[str],
+    hint: str,
+    ci: units.UnitCI | None = None,
+    g: _windows.Grouping | None = None,
+) -> tuple[Table, pl.LazyFrame]:
+    """The table of ``df.eval.forecast`` (:meth:`ForecastMethods.forecast`, whose
+    arguments these are, its series keys found) over ``frame``, and its rows: the
+    frame with the lead, the every-step and the in-sample scales of the series."""
+    lf = frame.lazy()
+    schema = lf.collect_schema()
+    row_keys = [*keys, *([cutoff] if cutoff else []), time]
+    _missing(schema, row_keys, "a key")
+    inputs: dict[str, Any] = {"actual": "numeric", "forecast": "numeric", "weight": "weight"}
+    args: dict[str, Any] = {"actual": actual, "forecast": forecast, "weight": weight}
+    for i, col in enumerate(quantiles.values()):
+        inputs[f"quantile_{i}"] = "numeric"
+        args[f"quantile_{i}"] = col
+    if interval is not None:
+        inputs.update({"lower": "numeric", "upper": "numeric"})
+        args.update({"lower": interval[0], "upper": interval[1]})
+    problems = column_problems(schema, args, inputs)
+    problems += [
+        f'column "{b}" (argument by=) not found'
+        for b in by_cols
+        if b not in schema and not (cutoff is not None and b == "lead")
+    ]
+    if problems:
+        raise DataValidationError(problems[0])
+    if cutoff is not None:
+        lf = fc.with_lead(lf, series=keys, time=time, cutoff=cutoff)
+        if lead is not None:
+            lf = lf.filter(pl.col("lead") == lead)
+    keyed = lf  # the rows whose keys must be unique
+    extra = [k for k in keys if k not in by_cols]  # the series keys besides by
+    groups = [*by_cols, *extra]
+    win = g.windows if g is not None else None
+    if win is not None:  # the every-step of each row's time (SPEC §13)
+        dtype = win.check(schema)
+        lf = lf.with_columns(win.step(dtype))
+    # an eager frame already sorted by its one group column: flag it, so that the
+    # group_by takes the slices of each group instead of hashing every row
+    sorted_key = _sorted_group(frame, groups)
+    if sorted_key is not None:
+        lf = lf.with_columns(pl.col(sorted_key).set_sorted())
+    # duplicate keys: none when an eager frame is strictly sorted by them (one cheap
+    # pass); otherwise a flag per row, summed per group in the metric query
+    order = [*([cutoff] if cutoff else []), time]
+    flag = validate and not _strictly_sorted(frame, groups, order, cutoff)
+    if flag:  # in the frame's order, before the join
+        lf = lf.with_columns(_maybe_repeated(groups, order))
+    train_rows = scale = None
+    if train is not None:
+        train_rows = train.lazy().filter(to_float(actual).is_not_null())
+        tschema = train.lazy().collect_schema()
+        _missing(tschema, [*keys, time, actual], "in the train= frame")
+        scale = fc.scale_query(
+            train.lazy(),
+            keys,
+            time,
+            actual,
+            season_length,
+            duplicates=TRAIN_DUP if validate else None,
+            presorted=_sorted(train, [*keys, time], strict=False),
         )
-        late, names = sp.late, sp.names
-        if scale is not None and sp.row_scale:  # scales per row
-            scales = scale.drop(TRAIN_DUP, strict=False)
-            if sorted_key is None:
-                lf = lf.join(scales, on=keys, how="left")
-            else:  # the frame's order, and so its sorted group column, kept
-                lf = lf.join(scales, on=keys, how="left", maintain_order="left")
-                lf = lf.with_columns(pl.col(sorted_key).set_sorted())
 
-        # row terms first (plain element-wise columns), then plain sums per group: the
-        # fastest path of a Polars group_by. The duplicate-key flag (if any) is summed per
-        # group there; the row checks are counted over the input apart (second stage).
-        first = list(sp.aggs)
-        checks = row_checks(schema, args, inputs) if validate else []
-        if flag:  # per series (with windows: summed over its steps in ``second``)
-            first.append((count_true(pl.col(DUP)) - (0 if win else 1)).alias(DUP))
-        if win is not None:
-            first.append(pl.col(time).min().alias(_windows.FIRST))
-        lf = lf.with_columns(sp.rows)
-        checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
+    sp = series_plan(
+        actual, forecast, weight, zero_actuals, quantiles, interval, point, train is not None
+    )
+    late, names = sp.late, sp.names
+    if scale is not None and sp.row_scale:  # scales per row
+        scales = scale.drop(TRAIN_DUP, strict=False)
+        if sorted_key is None:
+            lf = lf.join(scales, on=keys, how="left")
+        else:  # the frame's order, and so its sorted group column, kept
+            lf = lf.join(scales, on=keys, how="left", maintain_order="left")
+            lf = lf.with_columns(pl.col(sorted_key).set_sorted())
 
-        def check_rows(df: pl.DataFrame) -> pl.DataFrame:
-            """Raise for a repeated key, then for a bad input value (SPEC §2, §6)."""
-            if DUP in df.columns:
-                maybe = df.filter(pl.col(DUP) > 0)
-                if maybe.height:  # a group not in strictly increasing key order: count
-                    source = keyed
-                    if maybe.height < df.height:  # only those groups
-                        suspects = maybe.select(groups).lazy()
-                        source = keyed.join(suspects, on=groups, how="semi", nulls_equal=True)
-                    named = [k for k in row_keys if k != ONE_SERIES]
-                    error = duplicate_error(source, [*by_cols, *row_keys], named, "", hint)
-                    if error is not None:
-                        raise error
-            if (
-                train_rows is not None
-                and TRAIN_DUP in df.columns
-                and (df.get_column(TRAIN_DUP).fill_null(0) > 0).any()
-            ):
-                named = [k for k in [*keys, time] if k != ONE_SERIES]
-                error = duplicate_error(train_rows, [*keys, time], named, "the train= frame")
+    # row terms first (plain element-wise columns), then plain sums per group: the
+    # fastest path of a Polars group_by. The duplicate-key flag (if any) is summed per
+    # group there; the row checks are counted over the input apart (second stage).
+    first = list(sp.aggs)
+    checks = row_checks(schema, args, inputs) if validate else []
+    if flag:  # per series (with windows: summed over its steps in ``second``)
+        first.append((count_true(pl.col(DUP)) - (0 if win else 1)).alias(DUP))
+    if win is not None:
+        first.append(pl.col(time).min().alias(_windows.FIRST))
+    lf = lf.with_columns(sp.rows)
+    checked = [DUP, TRAIN_DUP, *(f"{BAD}{i}" for i in range(len(checks)))]
+
+    def check_rows(df: pl.DataFrame) -> pl.DataFrame:
+        """Raise for a repeated key, then for a bad input value (SPEC §2, §6)."""
+        if DUP in df.columns:
+            maybe = df.filter(pl.col(DUP) > 0)
+            if maybe.height:  # a group not in strictly increasing key order: count
+                source = keyed
+                if maybe.height < df.height:  # only those groups
+                    suspects = maybe.select(groups).lazy()
+                    source = keyed.join(suspects, on=groups, how="semi", nulls_equal=True)
+                named = [k for k in row_keys if k != ONE_SERIES]
+                error = duplicate_error(source, [*by_cols, *row_keys], named, "", hint)
                 if error is not None:
                     raise error
-            raise_for_checks(df, checks, per_row=False, source=keyed)
-            return df.drop([c for c in checked if c in df.columns])
+        if (
+            train_rows is not None
+            and TRAIN_DUP in df.columns
+            and (df.get_column(TRAIN_DUP).fill_null(0) > 0).any()
+        ):
+            named = [k for k in [*keys, time] if k != ONE_SERIES]
+            error = duplicate_error(train_rows, [*keys, time], named, "the train= frame")
+            if error is not None:
+                raise error
+        raise_for_checks(df, checks, per_row=False, source=keyed)
+        return df.drop([c for c in checked if c in df.columns])
 
-        def second(q: pl.LazyFrame) -> pl.LazyFrame:
-            if checks:  # counted over the input rows apart: cheaper than per group
-                q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
-            # the scales of the series evaluated (and the count of their repeated training
-            # keys): one row per series
-            wanted = list(dict.fromkeys(TRAIN_SCALED[n] for n in late))
-            wanted += [TRAIN_DUP] if validate else []
-            if scale is not None and wanted:
-                q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
-            if validate:
-                if win is not None and flag:
-                    q = q.with_columns(pl.col(DUP).sum().over(groups, order_by=None) - 1)
-                schema = q.collect_schema()
-                kept = {k: v for k, v in schema.items() if k not in checked}
-                q = q.map_batches(check_rows, schema=pl.Schema(kept))
-            if g is not None:  # windows, grouping sets: the series' states merged first
-                return _grouped_table(
-                    q, g, self._frame.lazy().collect_schema(), sp, extra, per_series
-                )
-            q = series_table(q, sp, by_cols, extra, per_series, ci)
-            if per_series:
-                return q
-            # sort keys of the plan, dropped
-            return q.with_columns([pl.lit(None).alias(k) for k in extra])
+    def second(q: pl.LazyFrame) -> pl.LazyFrame:
+        if checks:  # counted over the input rows apart: cheaper than per group
+            q = q.join(keyed.select(check_aggs(checks, examples=False)), how="cross")
+        # the scales of the series evaluated (and the count of their repeated training
+        # keys): one row per series
+        wanted = list(dict.fromkeys(TRAIN_SCALED[n] for n in late))
+        wanted += [TRAIN_DUP] if validate else []
+        if scale is not None and wanted:
+            q = q.join(scale.select(*keys, *wanted), on=keys, how="left")
+        if validate:
+            if win is not None and flag:
+                q = q.with_columns(pl.col(DUP).sum().over(groups, order_by=None) - 1)
+            schema = q.collect_schema()
+            kept = {k: v for k, v in schema.items() if k not in checked}
+            q = q.map_batches(check_rows, schema=pl.Schema(kept))
+        if g is not None:  # windows, grouping sets: the series' states merged first
+            return _grouped_table(q, g, frame.lazy().collect_schema(), sp, extra, per_series)
+        q = series_table(q, sp, by_cols, extra, per_series, ci)
+        if per_series:
+            return q
+        # sort keys of the plan, dropped
+        return q.with_columns([pl.lit(None).alias(k) for k in extra])
 
-        undefined = table_undefined(names, per_series)
-        # without by (one summary row) an input with no row to evaluate is an error, as
-        # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
-        single = not by_cols and not per_series and g is None
-        plan = Plan(
-            exprs=first,
-            inputs=inputs,
-            args=args,
-            by=[*groups, *([_windows.STEP] if win is not None else [])],
-            out_by=[] if g is not None else None,
-            validate=False,  # the checks are counted and raised in ``second`` (check_rows)
-            undefined={} if single else undefined,
-            strict=False,
-            then=second,
-        )
-        if g is not None:  # reported per window and grouping (the result is always a table)
-            plan.undefined = {}
-        query = build(lf, plan)  # a DataValidationError here is deferred by forecast()
-        if g is not None:
-            schema_out = query.collect_schema()
+    undefined = table_undefined(names, per_series)
+    # without by (one summary row) an input with no row to evaluate is an error, as
+    # for every task table (BAD_INPUTS rows 5, 37, 49): reported after validation
+    single = not by_cols and not per_series and g is None
+    reported = Output(undefined, strict=False)
+    row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
 
-            def report_grouped(df: pl.DataFrame) -> pl.DataFrame:
-                metrics = [c for c in df.columns if c in undefined]
-                df, small = _windows.apply_min_rows(df, g, metrics, rows="n")
-                counted = df if small is None else df.filter(~small)
-                report_undefined(counted, undefined, grouped=True, strict=False)
-                return df
+    def no_rows() -> str | None:
+        return no_rows_reason(keyed, args, row_inputs)
 
-            query = query.map_batches(report_grouped, schema=schema_out)
-        elif not per_series:
-            query = query.drop(extra)
-        if single:
-            row_inputs = {k: inputs[k] for k in ("actual", "forecast", "weight")}
+    def report(df: pl.DataFrame) -> pl.DataFrame:
+        if g is not None:  # per window and grouping (the result is always a table)
+            return finish(df, reported, grouped=True, grouping=g, rows="n")
+        return finish(df, reported, grouped=bool(by_cols), no_rows=no_rows)
 
-            def no_rows() -> str | None:
-                return no_rows_reason(keyed, args, row_inputs)
+    def then(q: pl.LazyFrame) -> pl.LazyFrame:
+        q = second(q)
+        if g is None and not per_series:
+            q = q.drop(extra)  # sort keys of the plan
+        if g is not None or single:
+            q = q.map_batches(report, schema=q.collect_schema())
+        return q
 
-            def report(df: pl.DataFrame) -> pl.DataFrame:
-                report_undefined(df, undefined, grouped=False, strict=False, no_rows=no_rows)
-                return df
-
-            query = query.map_batches(report, schema=query.collect_schema())
-        return query if isinstance(self._frame, pl.LazyFrame) else query.collect()
+    table = Table(
+        Query(first),
+        # the checks are counted and raised in ``second`` (check_rows)
+        Checks(inputs, args, validate=False),
+        Output({} if single or g is not None else undefined, strict=False),
+        by=[*groups, *([_windows.STEP] if win is not None else [])],
+        stage=Stage(then, out_by=[] if g is not None else None if per_series else by_cols),
+    )
+    return table, lf
 
 
 # ---------------------------------------------------------------------------------------
@@ -1031,7 +1016,7 @@ def keyed_method(info: MetricInfo) -> Any:
             )
         except DataValidationError as error:
             if isinstance(self._frame, pl.LazyFrame):
-                return _deferred(error)
+                return deferred(error)
             raise
         out = base(_Frame(frame), *args, by=by_cols or None, validate=validate, **kwargs)
         if check is None:
@@ -1101,13 +1086,12 @@ def _over_series(
     table = units.with_bootstrap(table, rows, [name], by_cols, series, interval)
     if by_cols:
         table = table.sort(by_cols, nulls_last=True)
-    why = {name: f"no series has a value ({info.undefined or 'no defined value'})"}
+    why = Output({name: f"no series has a value ({info.undefined or 'no defined value'})"})
 
-    def finish(df: pl.DataFrame) -> pl.DataFrame:
-        report_undefined(df, why, grouped=bool(by_cols), strict=True)
-        return df
+    def report(df: pl.DataFrame) -> pl.DataFrame:
+        return finish(df, why, grouped=bool(by_cols))
 
-    table = table.map_batches(finish, schema=table.collect_schema())
+    table = table.map_batches(report, schema=table.collect_schema())
     if isinstance(per_series, pl.LazyFrame):
         return table
     out = table.collect()

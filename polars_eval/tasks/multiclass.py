@@ -21,10 +21,11 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
-from polars_eval._core.windows import Grouping, grouped_method, plan_merged
+from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.windows import Grouping, grouped_method
 from polars_eval._exprs import F64
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
@@ -296,6 +297,47 @@ def table_columns(table: _Table, final: Mapping[str, pl.Expr], baseline: bool) -
     return finals
 
 
+def multiclass_table(a: Mapping[str, Any]) -> Table:
+    """The table of ``df.eval.multiclass`` from the arguments of
+    :meth:`MulticlassMethods.multiclass` by name (``grouping`` among them; see
+    :func:`~polars_eval._core.table.arguments`): the specs of :func:`table_specs`, their
+    columns, the row columns they share, the class-id roles and the multiclass data
+    checks."""
+    pred, proba, classes, baseline = a["pred"], a["proba"], a["classes"], a["baseline"]
+    cls = m.check_classes(classes)
+    k = 2 if a["k"] is None else a["k"]  # None: the default (as a CLI without -k passes it)
+    if pred is None and proba is None:
+        raise InvalidParameterError("give pred= (class ids) and/or proba= (probabilities)")
+    if proba is not None:
+        cls = m.check_classes(classes, required="with proba= (the class of each probability)")
+        check_positive_int("k", k)
+    args = {
+        "label": a["label"],
+        "pred": pred,
+        "proba": proba,
+        "classes": cls,
+        "weight": a["weight"],
+    }
+    options = {"k": k, "multi_class": a["multi_class"], "weights": a["weights"]}
+    stages, table = table_specs(
+        args, {**options, "adjusted": a["adjusted"]}, a["metrics"], baseline
+    )
+
+    def columns(values: Mapping[str, pl.Expr]) -> list[pl.Expr]:
+        return table_columns(table, values, baseline)
+
+    return Table(
+        Specs(table.specs, columns, stages=stages, columns_first=True),
+        Checks(m.PRED_INPUTS, args, a["validate"], m.data_checks(args)),
+        Output(table.undefined, strict=False),
+        by=normalize_by(a["by"]),
+        grouping=a.get("grouping"),
+        # Polars' default (streaming) plan of this query, whose AUC state is the rows,
+        # costs a third more CPU than the in-memory engine's (1e6 rows, 10 classes)
+        engine="in-memory",
+    )
+
+
 class MulticlassMethods:
     """``df.eval.multiclass``: every summary metric of the task, one wide row per group."""
 
@@ -393,45 +435,6 @@ class MulticlassMethods:
         │ 0.25                         ┆ 0.1176                 │
         └──────────────────────────────┴────────────────────────┘
         """
-        cls = m.check_classes(classes)
-        k = 2 if k is None else k  # None: the default (as a CLI without -k passes it)
-        if pred is None and proba is None:
-            raise InvalidParameterError("give pred= (class ids) and/or proba= (probabilities)")
-        if proba is not None:
-            cls = m.check_classes(classes, required="with proba= (the class of each probability)")
-            check_positive_int("k", k)
-        options = {"k": k, "multi_class": multi_class, "weights": weights, "adjusted": adjusted}
-        args = {"label": label, "pred": pred, "proba": proba, "classes": cls, "weight": weight}
-        stages, table = table_specs(args, options, metrics, baseline)
-        g = grouping
-        if g is None:
-            planned = plan_specs(table.specs, columns_first=True)
-            # each spec's value over the state columns (the rows specs: their column)
-            final = {
-                name: pl.col(name)
-                if spec.has_rows
-                else spec.finalize({state: pl.col(c) for state, c in planned.columns[name].items()})
-                for name, spec in table.specs.items()
-            }
-            fields: dict[str, Any] = {"exprs": planned.aggs}
-            row_columns = planned.row_columns
-        else:
-            merged = plan_merged(table.specs, columns_first=True)
-            final, fields, row_columns = merged.values, merged.fields(g), merged.row_columns
-        finals = table_columns(table, final, baseline)
-        plan = Plan(
-            **fields,
-            finalize=finals,
-            columns=[*stages, row_columns],
-            inputs=m.PRED_INPUTS,
-            args=args,
-            by=normalize_by(by),
-            validate=validate,
-            undefined=table.undefined,
-            strict=False,
-            extra_checks=m.data_checks(args),
-            # Polars' default (streaming) plan of this query, whose AUC state is the rows,
-            # costs a third more CPU than the in-memory engine's (1e6 rows, 10 classes)
-            engine="in-memory",
-        )
-        return execute(self._frame, plan)
+        arguments = dict(locals())  # every argument by name (the first statement)
+        del arguments["self"]
+        return run(multiclass_table(arguments), self._frame)

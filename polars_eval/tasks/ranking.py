@@ -24,14 +24,8 @@ import polars as pl
 
 from polars_eval._core import registry as _registry
 from polars_eval._core import windows as _windows
-from polars_eval._core.planner import (
-    Plan,
-    _deferred,
-    build,
-    no_rows_reason,
-    normalize_by,
-    report_undefined,
-)
+from polars_eval._core.planner import normalize_by
+from polars_eval._core.table import Checks, Output, Query, Stage, Table, finish, run
 from polars_eval._core.windows import Grouping, Units
 from polars_eval._exprs import column_name, count_true, to_expr, to_float
 from polars_eval._typing import IntoExpr
@@ -84,8 +78,13 @@ def constant_weight_check(keys: list[str], weight: IntoExpr) -> Check:
     )
 
 
-def run_ranking(
-    frame: Frame,
+def run_ranking(frame: Frame, **arguments: Any) -> pl.DataFrame | pl.LazyFrame:
+    """The ranking table of :func:`ranking_table` (whose arguments these are) over
+    ``frame``: collected on a DataFrame, lazy on a LazyFrame (errors at collect)."""
+    return run(ranking_table(**arguments), frame)
+
+
+def ranking_table(
     *,
     relevance: IntoExpr,
     score: IntoExpr,
@@ -107,11 +106,9 @@ def run_ranking(
     partial: bool = False,
     ci: units.UnitCI | None = None,
     grouping: Grouping | None = None,
-) -> pl.DataFrame | pl.LazyFrame:
-    """Validate, evaluate per query (the metrics' own engine), then average per ``by`` group.
-
-    Mirrors :func:`polars_eval._core.planner.build`, with the query columns as extra first-stage
-    keys that the second stage averages away. Lazy on a LazyFrame (errors at collect).
+) -> Table:
+    """The ranking table: validate, evaluate per query (the metrics' own engine), then
+    average per ``by`` group (a second stage over the query keys, which it averages away).
     ``partial=True`` stops the second stage at its sums per ``by`` group, which add up over
     disjoint sets of whole queries (:func:`combine_partials` finishes them); with
     ``ci="bootstrap"`` it stops at one row per query instead (the resamples need every
@@ -145,32 +142,25 @@ def run_ranking(
     def middle(grouped: pl.LazyFrame) -> pl.LazyFrame:
         return grouped.unnest(METRICS)
 
-    try:
-        query_lf = _build(
-            frame,
-            first=first,
-            names=names,
-            args={"relevance": relevance, "score": score, "item": item, "weight": weight},
-            query=query,
-            by=by,
-            item=item,
-            per_query=per_query,
-            validate=validate,
-            strict=strict,
-            middle=middle,
-            counts=counts and no_relevant is None,
-            zero_counts=counts and no_relevant is not None,
-            weighted=weight is not None,
-            reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
-            partial=partial,
-            ci=ci,
-            grouping=grouping,
-        )
-    except DataValidationError as error:
-        if isinstance(frame, pl.LazyFrame):
-            return _deferred(error)
-        raise
-    return query_lf if isinstance(frame, pl.LazyFrame) else query_lf.collect()
+    return _table(
+        first=first,
+        names=names,
+        args={"relevance": relevance, "score": score, "item": item, "weight": weight},
+        query=query,
+        by=by,
+        item=item,
+        per_query=per_query,
+        validate=validate,
+        strict=strict,
+        middle=middle,
+        counts=counts and no_relevant is None,
+        zero_counts=counts and no_relevant is not None,
+        weighted=weight is not None,
+        reasons={spec.out: _reason(spec.metric) for spec in [*specs, *(baseline or [])]},
+        partial=partial,
+        ci=ci,
+        grouping=grouping,
+    )
 
 
 def _reason(metric: str) -> str:
@@ -254,15 +244,11 @@ def combine_partials(
         out = merged.select(*by, *_means(names, counts, ci))
     if by:
         out = out.sort(by, nulls_last=True)
-    args = {key: arguments.get(key) for key in INPUTS}
-    report_undefined(
-        out,
-        {spec.out: _reason(spec.metric) for spec in specs},
-        grouped=bool(by),
-        strict=arguments.get("strict", True),
-        no_rows=lambda: no_rows_reason(source, args, INPUTS),
+    checks = Checks(INPUTS, {key: arguments.get(key) for key in INPUTS})
+    output = Output(
+        {spec.out: _reason(spec.metric) for spec in specs}, strict=arguments.get("strict", True)
     )
-    return out
+    return finish(out, output, grouped=bool(by), no_rows=lambda: checks.no_rows(source))
 
 
 PARTITION_ROWS = 2_500_000
@@ -270,8 +256,7 @@ PARTITION_ROWS = 2_500_000
 dozen columns as long as its input (the planner's ``slice_rows``)."""
 
 
-def _build(
-    frame: Frame,
+def _table(
     *,
     first: list[pl.Expr],
     names: list[str],
@@ -290,8 +275,8 @@ def _build(
     partial: bool = False,
     ci: units.UnitCI | None = None,
     grouping: Grouping | None = None,
-) -> pl.LazyFrame:
-    """The plan of the ranking metrics: the engine per query (``by`` + ``query`` groups),
+) -> Table:
+    """The table of the ranking metrics: the engine per query (``by`` + ``query`` groups),
     then the second stage: one row per query, or the (query-weighted) mean per ``by``
     group with the number of queries and of those left out for having no relevant item."""
     keys = by + query
@@ -332,6 +317,7 @@ def _build(
         return _second_stage(per_key, names, by=by, query=query, ci=ci, **options)
 
     undefined = {name: (reasons or {}).get(name, rk.NO_RELEVANT_ITEM) for name in names}
+    checks = Checks(INPUTS, args, validate, [key_checks])
     if grouping is not None:  # per (group, step, query), summed per (group, step), merged
         if per_query:
             raise InvalidParameterError(
@@ -345,36 +331,22 @@ def _build(
             aggs = [*sums, *extra]
             return per_key.group_by(group).agg(aggs) if group else per_key.select(aggs)
 
-        grouped = Plan(
-            exprs=first,
-            inputs=INPUTS,
-            args=args,
-            by=[],
-            validate=validate,
-            undefined=undefined,
-            extra_checks=[key_checks],
+        return Table(
+            Query(first, _means(names, counts or zero_counts), merges=merged, last=merged),
+            checks,
+            Output(undefined),
             grouping=grouping,
-            units=Units(query, reduce),
-            merges=merged,
-            last=merged,
-            finalize=_means(names, counts or zero_counts),
+            stage=Stage(units=Units(query, reduce)),
         )
-        return build(frame, grouped)
-    plan = Plan(
-        exprs=first,
-        inputs=INPUTS,
-        args=args,
+    return Table(
+        Query(first),
+        checks,
+        Output({} if partial else undefined, strict=strict),
         by=by,
-        keys=query,
-        out_by=keys if per_query else by,
-        validate=validate,
-        strict=strict,
-        undefined={} if partial else undefined,
-        then=second_stage,
-        extra_checks=[key_checks],
-        slice_rows=PARTITION_ROWS,
+        stage=Stage(
+            second_stage, keys=query, out_by=keys if per_query else by, slice_rows=PARTITION_ROWS
+        ),
     )
-    return build(frame, plan)
 
 
 def _second_stage(

@@ -4,22 +4,18 @@ diagnostics ``df.eval.vif`` and ``df.eval.cooks_distance`` (numpy linear algebra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
 from polars_eval import diagnostics
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Plan, execute, normalize_by, plan_specs
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec, State
-from polars_eval._core.windows import (
-    BASELINE_NOT_MERGEABLE,
-    Grouping,
-    grouped_method,
-    plan_merged,
-)
+from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.windows import BASELINE_NOT_MERGEABLE, Grouping, grouped_method
 from polars_eval._exprs import to_float, weight_expr
 from polars_eval._params import check_choice
 from polars_eval._typing import IntoExpr, ZeroActuals
@@ -30,6 +26,7 @@ NUMERIC_INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
 LOG_METRICS = ("msle", "rmsle")
 NO_BASELINE = ("pearson", "spearman", "kendall_tau", "r2_pearson")
 """Correlations with a constant prediction are undefined: no baseline column for them."""
+ZERO = "__pe_zero"  # the state of ``zero_actuals`` (a count)
 
 
 def regression_specs(
@@ -59,6 +56,71 @@ def regression_specs(
             spec = spec.null_when(out_of_domain)
         out[info.name + suffix] = spec
     return out
+
+
+def regression_table(a: Mapping[str, Any]) -> Table:
+    """The table of ``df.eval.regression`` from the arguments of
+    :meth:`RegressionMethods.regression` by name (``grouping`` among them; see
+    :func:`~polars_eval._core.table.arguments`): the summary metrics' specs (and the
+    baseline's), the count of zero actuals, the numeric roles and the metrics' data
+    checks."""
+    actual, pred, weight, zero_actuals = a["actual"], a["pred"], a["weight"], a["zero_actuals"]
+    baseline, grouping, validate = a["baseline"], a.get("grouping"), a["validate"]
+    check_choice("zero_actuals", zero_actuals, r.ZERO_ACTUAL_OPTIONS)
+    if not isinstance(baseline, bool):
+        raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
+    if grouping is not None and baseline:
+        raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
+    infos = _registry.select(
+        "regression", a["metrics"], lambda info: info.summary and info.kind == "scalar"
+    )
+    specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
+    undefined = {info.name: info.undefined or "no defined value" for info in infos}
+    for name in LOG_METRICS:
+        if name in undefined:
+            undefined[name] = "some actual or prediction is <= -1, or the group is empty"
+    baseline_specs: dict[str, MetricSpec] = {}
+    if baseline:
+        y = to_float(actual)
+        w = weight_expr(weight)
+        used = y.is_not_null() & to_float(pred).is_not_null() & w.is_not_null()
+        mean = (y * w).filter(used).sum() / w.filter(used).sum()
+        constant = pl.when(used).then(mean).otherwise(None)
+        baseline_specs = regression_specs(
+            infos,
+            actual,
+            constant,
+            weight=weight,
+            zero_actuals=zero_actuals,
+            suffix="_baseline",
+            skip=NO_BASELINE,
+        )
+    # the count as a state of its own column (the name pe.Evaluation's states keep)
+    count = r.zero_actual_count(actual, pred, weight=weight).alias(ZERO)
+
+    def columns(values: Mapping[str, pl.Expr]) -> list[pl.Expr]:
+        return [
+            *(values[name].alias(name) for name in specs),
+            values[ZERO].alias("zero_actuals"),
+            *(values[name].alias(name) for name in baseline_specs),
+        ]
+
+    return Table(
+        Specs({**specs, **baseline_specs}, columns, sums=[count]),
+        Checks(
+            NUMERIC_INPUTS,
+            {"actual": actual, "pred": pred, "weight": weight},
+            validate,
+            _registry.data_checks(infos, {"actual": actual, "pred": pred}) if validate else [],
+        ),
+        Output(undefined, strict=False),
+        by=normalize_by(a["by"]),
+        grouping=grouping,
+        # a DataFrame's query in-memory: Polars' default (streaming) plan runs the
+        # order statistics (medians, ranks) 1.3-4x slower and shares no common
+        # subexpression of the metrics (1e6 rows: the table 1.2x faster)
+        engine="in-memory",
+    )
 
 
 class RegressionMethods:
@@ -118,65 +180,9 @@ class RegressionMethods:
         │ b   ┆ 1.3333 ┆ 0.6667 ┆ 0.6667       │
         └─────┴────────┴────────┴──────────────┘
         """
-        check_choice("zero_actuals", zero_actuals, r.ZERO_ACTUAL_OPTIONS)
-        if not isinstance(baseline, bool):
-            raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
-        g = grouping
-        if g is not None and baseline:
-            raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
-        infos = _registry.select(
-            "regression", metrics, lambda info: info.summary and info.kind == "scalar"
-        )
-        specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
-        undefined = {info.name: info.undefined or "no defined value" for info in infos}
-        for name in LOG_METRICS:
-            if name in undefined:
-                undefined[name] = "some actual or prediction is <= -1, or the group is empty"
-        if baseline:
-            y = to_float(actual)
-            w = weight_expr(weight)
-            used = y.is_not_null() & to_float(pred).is_not_null() & w.is_not_null()
-            mean = (y * w).filter(used).sum() / w.filter(used).sum()
-            constant = pl.when(used).then(mean).otherwise(None)
-            baseline_specs = regression_specs(
-                infos,
-                actual,
-                constant,
-                weight=weight,
-                zero_actuals=zero_actuals,
-                suffix="_baseline",
-                skip=NO_BASELINE,
-            )
-        else:
-            baseline_specs = {}
-        count = r.zero_actual_count(actual, pred, weight=weight)
-        if g is None:
-            planned = plan_specs({**specs, **baseline_specs})
-            fields: dict[str, Any] = {"exprs": [*planned.aggs, count]}
-            finals = list(planned.finals)
-            finals.insert(len(specs), pl.col(count.meta.output_name()))
-        else:
-            merged = plan_merged(specs)
-            finals = [*merged.finals(), merged.add_sum(count)]
-            fields = merged.fields(g)
-        plan = Plan(
-            **fields,
-            finalize=finals,
-            inputs=NUMERIC_INPUTS,
-            args={"actual": actual, "pred": pred, "weight": weight},
-            by=normalize_by(by),
-            validate=validate,
-            undefined=undefined,
-            strict=False,
-            extra_checks=_registry.data_checks(infos, {"actual": actual, "pred": pred})
-            if validate
-            else [],
-            # a DataFrame's query in-memory: Polars' default (streaming) plan runs the
-            # order statistics (medians, ranks) 1.3-4x slower and shares no common
-            # subexpression of the metrics (1e6 rows: the table 1.2x faster)
-            engine="in-memory",
-        )
-        return execute(self._frame, plan)
+        arguments = dict(locals())  # every argument by name (the first statement)
+        del arguments["self"]
+        return run(regression_table(arguments), self._frame)
 
     def vif(self, features: Sequence[str]) -> Any:
         """Variance inflation factor of each feature: VIF_j = 1 / (1 − R²_j).
