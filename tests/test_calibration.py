@@ -488,6 +488,37 @@ def test_float32_scores_and_pos_label() -> None:
         assert a == pytest.approx(getattr(df.eval, name)("y", "p"), abs=1e-6)
 
 
+def test_multiclass_top_label_confidence_on_edges_and_zero() -> None:
+    """Confidences on the bin edges (a score on an edge is in the bin below), correct and
+    not, and a row of zeros (confidence 0, class 0 by the tie rule): the one signed key
+    per row gives calibration_curve's bins; a negative confidence is NaN."""
+    proba = np.array(
+        [
+            [0.25, 0.25, 0.5],  # conf 0.5 (an edge), class 2
+            [0.5, 0.25, 0.25],  # conf 0.5, class 0
+            [0.25, 0.75, 0.0],  # conf 0.75 (an edge), class 1
+            [0.75, 0.25, 0.0],
+            [0.0, 0.0, 0.0],  # conf 0, class 0
+            [0.0, 0.0, 0.0],
+            [1.0 / 3, 1.0 / 3, 1.0 / 3],
+            [0.25 + 1e-16, 0.75 - 1e-16, 0.0],
+            [0.5 + 2**-53, 0.5 - 2**-53, 0.0],  # just above the edge 0.5
+        ]
+    )
+    y = np.array([2, 1, 1, 1, 0, 2, 1, 0, 0])
+    df = pl.DataFrame({"y": y, **{f"p{k}": proba[:, k] for k in range(3)}})
+    cols = ["p0", "p1", "p2"]
+    for norm in NORMS:
+        got = df.select(
+            pe.multiclass_calibration_error("y", cols, classes=[0, 1, 2], bins=4, norm=norm)
+        ).item()
+        assert got == pytest.approx(np_multiclass(y, proba, None, 4, norm, "top_label"), abs=1e-15)
+    negative = df.with_columns(pl.lit(-0.5).alias("p0"), pl.lit(-0.25).alias("p1"))
+    negative = negative.with_columns(pl.lit(-0.25).alias("p2"))
+    expr = pe.multiclass_calibration_error("y", cols, classes=[0, 1, 2], bins=4)
+    assert np.isnan(negative.select(expr).item())
+
+
 def test_multiclass_string_classes_and_unknown_labels() -> None:
     df = pl.DataFrame(
         {"y": ["a", "b", "c", "a"], "p": [[0.5, 0.5], [0.1, 0.9], [0.3, 0.7], [1.0, 0.0]]}

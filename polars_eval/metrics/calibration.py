@@ -36,6 +36,8 @@ from polars_eval.metrics._calibration import (
     bin_state,
     error_of_list,
     quantile_finalizers,
+    signed_bin_state,
+    signed_key,
 )
 from polars_eval.metrics._curve import Curve, finalize_struct, finalize_struct_one, prev, thresholds
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
@@ -43,7 +45,7 @@ from polars_eval.metrics.multiclass import (
     PROBA_INPUTS as CLASS_PROBA_INPUTS,
 )
 from polars_eval.metrics.multiclass import (
-    argmax_pred,
+    ProbaInputs,
     check_classes,
     class_dtype,
     class_lit,
@@ -203,8 +205,9 @@ def multiclass_calibration_error(
     of each probability); ``proba=`` is one List/Array column or one column per class.
 
     State: per class (class-wise) or for the confidence (top-label), the weighted count,
-    positives and score sum of each non-empty bin, merged by bin. Null for an empty group;
-    NaN if a used row holds a NaN probability (the namespace checks the rows).
+    positives and score sum of each non-empty bin, merged by bin (top-label: from one
+    sort of a signed confidence per row). Null for an empty group; NaN if a used row holds
+    a NaN probability or (top-label) a negative confidence (the namespace checks the rows).
 
     References
     ----------
@@ -232,12 +235,7 @@ def multiclass_calibration_error(
     inputs = proba_inputs(label, proba, checked, weight)
     rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
     if method == "top_label":
-        correct = (argmax_pred(inputs.probs, checked) == inputs.label).cast(F64)
-        nan = pl.any_horizontal([p.is_nan() for p in inputs.probs])  # max_horizontal skips NaN
-        confidence = (
-            pl.when(nan).then(pl.lit(NAN, dtype=F64)).otherwise(pl.max_horizontal(inputs.probs))
-        )
-        state = bin_state(correct, confidence, bins, **rows)
+        state = signed_bin_state(_top_label_key(inputs, checked), bins, weight=rows["weight"])
         return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
     dtype = class_dtype(checked)
     states = {
@@ -250,6 +248,42 @@ def multiclass_calibration_error(
         return (pl.sum_horizontal(errors, ignore_nulls=False) / len(errors)).cast(F64)
 
     return MetricSpec(states, finalize)
+
+
+def _top_label_key(inputs: ProbaInputs, classes: Sequence[Any]) -> pl.Expr:
+    """Per row, the top-label key of :func:`signed_bin_state`: the confidence (the largest
+    probability) signed by whether its class (the first of ``classes`` among ties) is the
+    label; null for a row left out, NaN when a probability is NaN or the confidence is
+    negative (not a probability).
+
+    The row's label and probabilities are packed into one struct and the confidence
+    added to it once, so that the class of the confidence is K comparisons with a field
+    (the argmax written inline costs 2K horizontal maxima, and Polars evaluates the whole
+    row expression again at each reference: four in :func:`bin_state`). Row-level struct
+    operations: the one sort of the keys is the state's only pass over the rows.
+    """
+    names = [f"p{i}" for i in range(len(inputs.probs))]
+    row = pl.struct(
+        inputs.label.alias("y"),
+        inputs.keep.alias("keep"),
+        *(p.alias(name) for name, p in zip(names, inputs.probs, strict=True)),
+    )
+    probs = [pl.field(name) for name in names]
+    nan = pl.any_horizontal([p.is_nan() for p in probs])  # max_horizontal skips NaN
+    with_conf = row.struct.with_fields(c=pl.max_horizontal(probs), nan=nan)
+    conf = pl.field("c")
+    dtype = class_dtype(classes)
+    top: Any = pl
+    for c, p in zip(classes, probs, strict=True):
+        top = top.when(p == conf).then(class_lit(c, dtype))
+    key = (
+        pl.when(~pl.field("keep"))
+        .then(pl.lit(None, dtype=F64))
+        .when(pl.field("nan") | (conf < 0.0))
+        .then(pl.lit(NAN, dtype=F64))
+        .otherwise(signed_key(top.otherwise(None) == pl.field("y"), conf))
+    )
+    return with_conf.struct.eval(k=key).struct.field("k")
 
 
 # ---------------------------------------------------------------------------------------
