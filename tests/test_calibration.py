@@ -617,6 +617,30 @@ def test_recalibration_equals_a_binomial_glm(
     )
 
 
+def test_recalibration_alone_is_the_fit_over_the_state() -> None:
+    """The bare unweighted expression fits over the runs of equal (score, label), the
+    planner over the threshold state's distinct scores: the same value, per group, with
+    ties, scores outside [0, 1] (clipped), ±0.0, a string pos_label and a NaN group."""
+    rng = np.random.default_rng(5)
+    n = 900
+    p = np.round(rng.uniform(-0.3, 1.3, n), 2)
+    p[:5] = [0.0, -0.0, 1.0, -0.0, -1e-310]  # a subnormal: its key's bits are not a float
+    y = np.where(rng.random(n) < np.clip(p, 0.05, 0.95), "b", "a")
+    g = rng.integers(0, 3, n)
+    p[(g == 2) & (np.arange(n) % 7 == 0)] = np.nan
+    df = pl.DataFrame({"y": y, "p": p, "g": g})
+    for name in ("calibration_slope", "calibration_intercept"):
+        spec = REGISTRY[name].spec(label="y", score="p", pos_label="b")
+        assert spec.alone is not None
+        state = spec.finalize({"c": spec.states["c"].inline()})
+        out = df.group_by("g").agg(spec.expr().alias("alone"), state.alias("state")).sort("g")
+        for group, alone, fitted in out.iter_rows():
+            if group == 2:
+                assert np.isnan(alone) and np.isnan(fitted)
+            else:
+                assert alone == pytest.approx(fitted, rel=1e-12, abs=1e-12), (name, group)
+
+
 def test_a_calibrated_model_has_slope_one_and_intercept_zero() -> None:
     rng = np.random.default_rng(23)
     p = rng.uniform(0.05, 0.95, 200_000)
