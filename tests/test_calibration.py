@@ -488,6 +488,37 @@ def test_float32_scores_and_pos_label() -> None:
         assert a == pytest.approx(getattr(df.eval, name)("y", "p"), abs=1e-6)
 
 
+def test_multiclass_top_label_confidence_on_edges_and_zero() -> None:
+    """Confidences on the bin edges (a score on an edge is in the bin below), correct and
+    not, and a row of zeros (confidence 0, class 0 by the tie rule): the one signed key
+    per row gives calibration_curve's bins; a negative confidence is NaN."""
+    proba = np.array(
+        [
+            [0.25, 0.25, 0.5],  # conf 0.5 (an edge), class 2
+            [0.5, 0.25, 0.25],  # conf 0.5, class 0
+            [0.25, 0.75, 0.0],  # conf 0.75 (an edge), class 1
+            [0.75, 0.25, 0.0],
+            [0.0, 0.0, 0.0],  # conf 0, class 0
+            [0.0, 0.0, 0.0],
+            [1.0 / 3, 1.0 / 3, 1.0 / 3],
+            [0.25 + 1e-16, 0.75 - 1e-16, 0.0],
+            [0.5 + 2**-53, 0.5 - 2**-53, 0.0],  # just above the edge 0.5
+        ]
+    )
+    y = np.array([2, 1, 1, 1, 0, 2, 1, 0, 0])
+    df = pl.DataFrame({"y": y, **{f"p{k}": proba[:, k] for k in range(3)}})
+    cols = ["p0", "p1", "p2"]
+    for norm in NORMS:
+        got = df.select(
+            pe.multiclass_calibration_error("y", cols, classes=[0, 1, 2], bins=4, norm=norm)
+        ).item()
+        assert got == pytest.approx(np_multiclass(y, proba, None, 4, norm, "top_label"), abs=1e-15)
+    negative = df.with_columns(pl.lit(-0.5).alias("p0"), pl.lit(-0.25).alias("p1"))
+    negative = negative.with_columns(pl.lit(-0.25).alias("p2"))
+    expr = pe.multiclass_calibration_error("y", cols, classes=[0, 1, 2], bins=4)
+    assert np.isnan(negative.select(expr).item())
+
+
 def test_multiclass_string_classes_and_unknown_labels() -> None:
     df = pl.DataFrame(
         {"y": ["a", "b", "c", "a"], "p": [[0.5, 0.5], [0.1, 0.9], [0.3, 0.7], [1.0, 0.0]]}
@@ -584,6 +615,30 @@ def test_recalibration_equals_a_binomial_glm(
     assert df.eval.calibration_intercept("y", "p", weight=weight) == pytest.approx(
         want[1], abs=1e-8
     )
+
+
+def test_recalibration_alone_is_the_fit_over_the_state() -> None:
+    """The bare unweighted expression fits over the runs of equal (score, label), the
+    planner over the threshold state's distinct scores: the same value, per group, with
+    ties, scores outside [0, 1] (clipped), ±0.0, a string pos_label and a NaN group."""
+    rng = np.random.default_rng(5)
+    n = 900
+    p = np.round(rng.uniform(-0.3, 1.3, n), 2)
+    p[:5] = [0.0, -0.0, 1.0, -0.0, -1e-310]  # a subnormal: its key's bits are not a float
+    y = np.where(rng.random(n) < np.clip(p, 0.05, 0.95), "b", "a")
+    g = rng.integers(0, 3, n)
+    p[(g == 2) & (np.arange(n) % 7 == 0)] = np.nan
+    df = pl.DataFrame({"y": y, "p": p, "g": g})
+    for name in ("calibration_slope", "calibration_intercept"):
+        spec = REGISTRY[name].spec(label="y", score="p", pos_label="b")
+        assert spec.alone is not None
+        state = spec.finalize({"c": spec.states["c"].inline()})
+        out = df.group_by("g").agg(spec.expr().alias("alone"), state.alias("state")).sort("g")
+        for group, alone, fitted in out.iter_rows():
+            if group == 2:
+                assert np.isnan(alone) and np.isnan(fitted)
+            else:
+                assert alone == pytest.approx(fitted, rel=1e-12, abs=1e-12), (name, group)
 
 
 def test_a_calibrated_model_has_slope_one_and_intercept_zero() -> None:

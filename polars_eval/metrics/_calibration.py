@@ -38,14 +38,12 @@ SUMS = ("w", "y", "p")
 SECOND = ("pp", "yp")  # Σw·p², Σw·y·p: the within-bin terms of the Brier decomposition
 
 
-def _cumulative_at_edges(sorted_rows: pl.Expr, bins: int, weighted: bool, second: bool) -> pl.Expr:
-    """Over the rows of one class sorted by score (a list per group: the scores, or
-    ``{p, w}`` with weights), the cumulative ``{w, p}`` (and ``pp``: Σw·p²) at the end of
-    each uniform bin: bin k ends after the rows with a score <= its upper edge
+def _edge_sums(p: pl.Expr, w: pl.Expr | None, bins: int, second: bool) -> pl.Expr:
+    """Inside ``list.eval``, over the rows of one class sorted by score ``p`` (weights
+    ``w``; None: 1), the cumulative ``{w, p}`` (and ``pp``: Σw·p²) at the end of each
+    uniform bin: bin k ends after the rows with a score <= its upper edge
     (``search_sorted(edge, side="right")``), the last bin after every row (NaN sorts
-    last). ``bins`` rows per group."""
-    e = pl.element()
-    p, w = (e.struct.field("p"), e.struct.field("w")) if weighted else (e, None)
+    last). ``bins`` rows."""
     inner = pl.lit(pl.Series(np.linspace(0.0, 1.0, bins + 1)[1:-1].tolist(), dtype=F64))
     end = pl.concat([p.search_sorted(inner, side="right"), p.len()]).cast(pl.Int64)
     zero = pl.lit(0.0, dtype=F64)
@@ -59,7 +57,15 @@ def _cumulative_at_edges(sorted_rows: pl.Expr, bins: int, weighted: bool, second
     }
     if second:
         fields["pp"] = at_end(p * p if w is None else w * p * p)
-    return sorted_rows.list.eval(pl.struct(**fields))
+    return pl.struct(**fields)
+
+
+def _cumulative_at_edges(sorted_rows: pl.Expr, bins: int, weighted: bool, second: bool) -> pl.Expr:
+    """:func:`_edge_sums` over the rows of one class sorted by score (a list per group:
+    the scores, or ``{p, w}`` with weights)."""
+    e = pl.element()
+    p, w = (e.struct.field("p"), e.struct.field("w")) if weighted else (e, None)
+    return sorted_rows.list.eval(_edge_sums(p, w, bins, second))
 
 
 def _bins_of_classes(bins: int, sums: tuple[str, ...]) -> pl.Expr:
@@ -128,14 +134,61 @@ def bin_state(
             pair = pl.struct(p.alias("p"), weight.alias("w")).filter(rows)
             ordered = pair.sort_by(pair.struct.field("p")).implode()
         parts.append(_cumulative_at_edges(ordered, bins, weight is not None, second))
+    return _state_of_edges(pl.concat_list(parts), bins, sums)
+
+
+def _state_of_edges(edges: pl.Expr, bins: int, sums: tuple[str, ...]) -> State:
+    """The bin state from the positives' cumulative sums at the bin ends followed by the
+    negatives' (a list of ``2 · bins`` per group)."""
     e = pl.element()
-    state = pl.concat_list(parts).list.eval(_bins_of_classes(bins, sums))
+    state = edges.list.eval(_bins_of_classes(bins, sums))
     state = state.list.eval(e.filter(e.struct.field("w") > 0.0))
 
     def merge(column: pl.Expr) -> pl.Expr:
         return per_bin(column.explode().drop_nulls(), sums)
 
     return State(state, "list", merge)
+
+
+TINY = 5e-324  # the least positive float: −p − TINY is −p for every p but 0 and subnormals
+
+
+def signed_key(positive: pl.Expr, p: pl.Expr) -> pl.Expr:
+    """The key of :func:`signed_bin_state` for a score ``p`` >= 0 (or NaN) of a row that
+    is positive or not: ``p`` (its sign cleared: 0.0 for −0.0) or −p − TINY, strictly
+    negative, from which −key − TINY gives back p exactly."""
+    return pl.when(positive).then(p.abs()).otherwise(-p - TINY)
+
+
+def signed_bin_state(key: pl.Expr, bins: int, *, weight: pl.Expr | None = None) -> State:
+    """:func:`bin_state` of rows given as one key per row (:func:`signed_key`: the score
+    of a positive, −score − TINY of a negative; null for a row left out), so that the
+    rows' label and score, when they are costly to compute, are computed once: Polars
+    evaluates an expression again at each reference, and :func:`bin_state` reads each of
+    them four times. One sort of the keys (with ``weight``, ``{k, w}`` sorted by key):
+    the negatives first, by descending score, then the positives by ascending score and
+    NaN last; the same state, merged alike."""
+    e = pl.element()
+    if weight is None:
+        ordered = key.drop_nulls().sort().implode()
+        k, w = e, None
+    else:
+        used = e.filter(e.struct.field("k").is_not_null())
+        ordered = (
+            pl.struct(k=key, w=weight).implode().list.eval(used.sort_by(used.struct.field("k")))
+        )
+        k, w = e.struct.field("k"), e.struct.field("w")
+    negatives = k.search_sorted(0.0, side="left").first()  # the keys below 0
+
+    def part(values: pl.Expr | None, positive: bool) -> pl.Expr | None:
+        if values is None:
+            return None
+        return values.slice(negatives) if positive else values.slice(0, negatives).reverse()
+
+    pos = _edge_sums(part(k, True), part(w, True), bins, False)  # type: ignore[arg-type]
+    neg_p = -part(k, False) - TINY  # type: ignore[operator]
+    neg = _edge_sums(neg_p, part(w, False), bins, False)
+    return _state_of_edges(ordered.list.eval(pl.concat([pos, neg])), bins, SUMS)
 
 
 # ---------------------------------------------------------------------------------------

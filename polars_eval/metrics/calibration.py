@@ -36,14 +36,23 @@ from polars_eval.metrics._calibration import (
     bin_state,
     error_of_list,
     quantile_finalizers,
+    signed_bin_state,
+    signed_key,
 )
-from polars_eval.metrics._curve import Curve, finalize_struct, finalize_struct_one, prev, thresholds
+from polars_eval.metrics._curve import (
+    Curve,
+    finalize_struct,
+    finalize_struct_one,
+    prev,
+    score_runs,
+    thresholds,
+)
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
 from polars_eval.metrics.multiclass import (
     PROBA_INPUTS as CLASS_PROBA_INPUTS,
 )
 from polars_eval.metrics.multiclass import (
-    argmax_pred,
+    ProbaInputs,
     check_classes,
     class_dtype,
     class_lit,
@@ -203,8 +212,9 @@ def multiclass_calibration_error(
     of each probability); ``proba=`` is one List/Array column or one column per class.
 
     State: per class (class-wise) or for the confidence (top-label), the weighted count,
-    positives and score sum of each non-empty bin, merged by bin. Null for an empty group;
-    NaN if a used row holds a NaN probability (the namespace checks the rows).
+    positives and score sum of each non-empty bin, merged by bin (top-label: from one
+    sort of a signed confidence per row). Null for an empty group; NaN if a used row holds
+    a NaN probability or (top-label) a negative confidence (the namespace checks the rows).
 
     References
     ----------
@@ -232,12 +242,7 @@ def multiclass_calibration_error(
     inputs = proba_inputs(label, proba, checked, weight)
     rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
     if method == "top_label":
-        correct = (argmax_pred(inputs.probs, checked) == inputs.label).cast(F64)
-        nan = pl.any_horizontal([p.is_nan() for p in inputs.probs])  # max_horizontal skips NaN
-        confidence = (
-            pl.when(nan).then(pl.lit(NAN, dtype=F64)).otherwise(pl.max_horizontal(inputs.probs))
-        )
-        state = bin_state(correct, confidence, bins, **rows)
+        state = signed_bin_state(_top_label_key(inputs, checked), bins, weight=rows["weight"])
         return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
     dtype = class_dtype(checked)
     states = {
@@ -250,6 +255,42 @@ def multiclass_calibration_error(
         return (pl.sum_horizontal(errors, ignore_nulls=False) / len(errors)).cast(F64)
 
     return MetricSpec(states, finalize)
+
+
+def _top_label_key(inputs: ProbaInputs, classes: Sequence[Any]) -> pl.Expr:
+    """Per row, the top-label key of :func:`signed_bin_state`: the confidence (the largest
+    probability) signed by whether its class (the first of ``classes`` among ties) is the
+    label; null for a row left out, NaN when a probability is NaN or the confidence is
+    negative (not a probability).
+
+    The row's label and probabilities are packed into one struct and the confidence
+    added to it once, so that the class of the confidence is K comparisons with a field
+    (the argmax written inline costs 2K horizontal maxima, and Polars evaluates the whole
+    row expression again at each reference: four in :func:`bin_state`). Row-level struct
+    operations: the one sort of the keys is the state's only pass over the rows.
+    """
+    names = [f"p{i}" for i in range(len(inputs.probs))]
+    row = pl.struct(
+        inputs.label.alias("y"),
+        inputs.keep.alias("keep"),
+        *(p.alias(name) for name, p in zip(names, inputs.probs, strict=True)),
+    )
+    probs = [pl.field(name) for name in names]
+    nan = pl.any_horizontal([p.is_nan() for p in probs])  # max_horizontal skips NaN
+    with_conf = row.struct.with_fields(c=pl.max_horizontal(probs), nan=nan)
+    conf = pl.field("c")
+    dtype = class_dtype(classes)
+    top: Any = pl
+    for c, p in zip(classes, probs, strict=True):
+        top = top.when(p == conf).then(class_lit(c, dtype))
+    key = (
+        pl.when(~pl.field("keep"))
+        .then(pl.lit(None, dtype=F64))
+        .when(pl.field("nan") | (conf < 0.0))
+        .then(pl.lit(NAN, dtype=F64))
+        .otherwise(signed_key(top.otherwise(None) == pl.field("y"), conf))
+    )
+    return with_conf.struct.eval(k=key).struct.field("k")
 
 
 # ---------------------------------------------------------------------------------------
@@ -405,6 +446,7 @@ NO_FIT = (
 )
 MAX_ITERATIONS = 100
 TOLERANCE = 1e-12
+PREDICTED = 1e-15  # the next step Newton's quadratic convergence predicts, relative
 
 
 def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -428,59 +470,137 @@ def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray,
     return len(states), g, t, pos, neg
 
 
+def _sum_by(g: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
+    """Σ values per group (``bincount``; one group: a plain sum, 20x cheaper)."""
+    if groups == 1:
+        return np.array([values.sum()])
+    return np.bincount(g, weights=values, minlength=groups)
+
+
+def _dot_by(g: np.ndarray, groups: int, values: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    """Σ values·others per group (one group: ``einsum``, one pass, no temporary)."""
+    if groups == 1:
+        return np.array([np.einsum(",".join("i" * (1 + len(others))), values, *others)])
+    return np.bincount(g, weights=functools.reduce(np.multiply, others, values), minlength=groups)
+
+
+def _points_of(
+    groups_kept: np.ndarray, g: np.ndarray, groups: int, *columns: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """``g`` and ``columns`` restricted to the points of the groups kept (no copy when
+    every group is)."""
+    if groups_kept.all():
+        return (g, *columns)
+    if groups == 1:
+        return (g[:0], *(c[:0] for c in columns))
+    keep = groups_kept[g]
+    return (g[keep], *(c[keep] for c in columns))
+
+
 def _log_likelihood(
-    g: np.ndarray, groups: int, eta: np.ndarray, pos: np.ndarray, neg: np.ndarray
+    g: np.ndarray, groups: int, eta: np.ndarray, m: np.ndarray, neg: np.ndarray
 ) -> np.ndarray:
-    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group, without overflow."""
-    terms = -(pos * np.logaddexp(0.0, -eta) + neg * np.logaddexp(0.0, eta))
-    return np.bincount(g, weights=terms, minlength=groups)
+    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group (m = pos + neg), without overflow:
+    ln(1 − σ(η)) = ln σ(η) − η, one ``logaddexp``."""
+    return _sum_by(g, groups, -(m * np.logaddexp(0.0, -eta) + neg * eta))
 
 
 def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
-    """The maximum-likelihood logistic recalibration of each group's threshold state:
+    """:func:`_fit` over the points of a column of threshold states, one value per group."""
+    return _fit(*_points(states), slope=slope)
+
+
+def _recalibrate_runs(runs: pl.Series, *, slope: bool) -> pl.Series:
+    """:func:`_fit` over the runs of one group's unweighted rows (``score_runs``: the
+    signed key of the score's bits, the positives and rows of each run of equal score
+    and label); one value."""
+    k = runs.struct.field("k").to_numpy()
+    bits = np.where(k < 0, (-k) | np.int64(-(2**63)), k) if (k < 0).any() else k  # sign bit
+    pos = runs.struct.field("pos").to_numpy().astype(np.float64)
+    neg = runs.struct.field("n").to_numpy().astype(np.float64) - pos
+    return _fit(1, np.zeros(len(k), dtype=np.int64), bits.view(np.float64), pos, neg, slope=slope)
+
+
+def _fit(
+    groups: int,
+    g: np.ndarray,
+    t: np.ndarray,
+    pos: np.ndarray,
+    neg: np.ndarray,
+    *,
+    slope: bool,
+) -> pl.Series:
+    """The maximum-likelihood logistic recalibration of each group's points (group,
+    score, positive weight, negative weight; a score may repeat):
     logit P(y = 1) = a + b·x with x = logit(p) (``slope``: b; else b = 1 and a).
 
     Vectorised Newton–Raphson over every group at once (numpy: the 2 × 2 score equations
-    are sums per group, ``bincount``; a Polars expression would have to unroll the
-    iterations), from a = 0, b = 1, with step halving while the log-likelihood falls, until
-    every step is below 1e-12 (relative) or after 100 iterations; each iteration reads
-    the points of the groups still moving only. A group is null when it has one class
-    only, when no estimate exists (the slope of separated scores: every positive's score
-    ≥ every negative's, or ≤), or without convergence; NaN when a score is NaN.
+    are sums per group, ``bincount``, a plain sum for one group; a Polars expression
+    would have to unroll the iterations), from a = 0, b = 1, with step halving while the
+    log-likelihood falls, until every step is below 1e-12 (relative) or, once Newton's
+    convergence is quadratic (a step below 1% of the one before, s ≤ s₀/100), the next
+    step it predicts, s³/s₀², is below 1e-15; at most 100 iterations. The points of a
+    group that stops are dropped from the next iterations. A group is null when it has
+    one class only, when no estimate exists (the slope of separated scores: every
+    positive's score ≥ every negative's, or ≤), or without convergence; NaN when a score
+    is NaN.
     """
-    groups, g, t, pos, neg = _points(states)
-    has_nan = np.bincount(g, weights=np.isnan(t), minlength=groups) > 0
-    fit = (
-        (np.bincount(g, weights=pos, minlength=groups) > 0)
-        & (np.bincount(g, weights=neg, minlength=groups) > 0)
-        & ~has_nan
-    )
-    used = fit[g]  # the points of the groups to fit
-    g, t, pos, neg = g[used], t[used], pos[used], neg[used]
+    if groups == 1:
+        has_nan = np.array([np.isnan(t).any()])
+    else:
+        has_nan = np.bincount(g, weights=np.isnan(t), minlength=groups) > 0
+    fit = (_sum_by(g, groups, pos) > 0) & (_sum_by(g, groups, neg) > 0) & ~has_nan
+    g, t, pos, neg = _points_of(fit, g, groups, t, pos, neg)
     p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    x = np.log(p) - np.log1p(-p)
-    if slope:
-        fit &= ~_separated(g, groups, x, pos, neg)
+    if slope:  # z: x = logit(p); 1 − p and the ratio within 2 ulp: |error of x| ~ 1e-16
+        z = np.log(p / (1.0 - p))
+        fit &= ~_separated(g, groups, z, pos, neg)
+    else:  # z: 1 / odds, and σ(a + x) = 1 / (1 + e^−a / odds): no exp per point
+        z = (1.0 - p) / p
+    m = pos + neg
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
-    loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
-    stale = False
-    for _ in range(MAX_ITERATIONS):
-        keep = active[g]
-        if not keep.any():
+    g, p, z, pos, neg, m = _points_of(active, g, groups, p, z, pos, neg, m)
+    loglik, stale = np.zeros(groups), True  # computed when first needed
+    buf: tuple[np.ndarray, ...] = (np.empty(0),)
+    before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
+    unit, units = bool((m == 1.0).all()), len(m)
+    for iteration in range(MAX_ITERATIONS):
+        if not active.any():
             break
-        g, x, pos, neg = g[keep], x[keep], pos[keep], neg[keep]
-        m = pos + neg
-        mu = 0.5 * (1.0 + np.tanh(0.5 * (a[g] + b[g] * x)))  # σ(η), no overflow
-        r = pos - m * mu
-        v = m * mu * (1.0 - mu)
-        ga = np.bincount(g, weights=r, minlength=groups)
-        haa = np.bincount(g, weights=v, minlength=groups)
+        x = z if slope else None
+        unit = unit if len(m) == units else bool((m == 1.0).all())
+        units = len(m)
+        # σ(η), q = m·σ, v = m·σ(1 − σ) = q − q·σ and r = pos − q in three buffers, in
+        # place (a fresh array per operation costs more than the arithmetic at 1e6 points)
+        if len(buf[0]) != len(p):
+            buf = tuple(np.empty(len(p)) for _ in range(3))
+        sigma, q, v = buf
+        if iteration == 0:  # a = 0, b = 1: σ(logit p) = p
+            sigma = p
+        else:
+            if slope:
+                np.multiply(z, -b[0] if groups == 1 else -b[g], out=sigma)  # one group: no gather
+                sigma -= a[0] if groups == 1 else a[g]
+                with np.errstate(over="ignore"):  # exp(−η) = inf: σ = 0
+                    np.exp(sigma, out=sigma)
+            else:
+                np.multiply(z, np.exp(-a[0]) if groups == 1 else np.exp(-a)[g], out=sigma)
+            sigma += 1.0
+            np.reciprocal(sigma, out=sigma)
+        if unit:  # every point one row (distinct unweighted scores): q = σ
+            q = sigma
+        else:
+            np.multiply(m, sigma, out=q)
+        np.multiply(q, sigma, out=v)
+        np.subtract(q, v, out=v)
+        r = np.subtract(pos, q, out=buf[1])
+        ga, haa = _sum_by(g, groups, r), _sum_by(g, groups, v)
         with np.errstate(divide="ignore", invalid="ignore"):
             if slope:
-                gb = np.bincount(g, weights=r * x, minlength=groups)
-                hab = np.bincount(g, weights=v * x, minlength=groups)
-                hbb = np.bincount(g, weights=v * x * x, minlength=groups)
+                gb = _dot_by(g, groups, r, z)
+                hab = _dot_by(g, groups, v, z)
+                hbb = _dot_by(g, groups, v, z, z)
                 det = haa * hbb - hab * hab
                 da = (hbb * ga - hab * gb) / det
                 db = (haa * gb - hab * ga) / det
@@ -495,11 +615,13 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
         # below 0.1, near the maximum, are taken without the check)
         scale = np.ones(groups)
         if np.max(np.maximum(np.abs(da), np.abs(db))) > 0.1:
+            if x is None:
+                x = -np.log(z)
             if stale:  # the steps since the last check were taken unchecked
-                loglik = _log_likelihood(g, groups, a[g] + b[g] * x, pos, neg)
+                loglik = _log_likelihood(g, groups, a[g] + b[g] * x, m, neg)
             for _ in range(60):
                 eta = (a + scale * da)[g] + (b + scale * db)[g] * x
-                after = _log_likelihood(g, groups, eta, pos, neg)
+                after = _log_likelihood(g, groups, eta, m, neg)
                 worse = active & (after < loglik - 1e-13 * np.abs(loglik))
                 if not worse.any():
                     break
@@ -509,7 +631,14 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
             stale = True
         a, b = a + scale * da, b + scale * db
         step = np.maximum(np.abs(scale * da), np.abs(scale * db))
-        active &= step > TOLERANCE * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+        size = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            quadratic = (step <= 0.01 * before) & (step**3 <= PREDICTED * size * before**2)
+        moving = active & (step > TOLERANCE * size) & ~quadratic
+        before = step
+        if not np.array_equal(moving, active) and moving.any():  # the groups moving only
+            g, p, z, pos, neg, m = _points_of(moving, g, groups, p, z, pos, neg, m)
+        active = moving
     fit &= ~active  # not converged
     value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
     return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
@@ -523,12 +652,23 @@ def _separated(
     maximum-likelihood estimate (Albert & Anderson 1984)."""
     inf = np.inf
 
+    has_pos, has_neg = pos > 0, neg > 0
+    if groups == 1:
+        if not (has_pos.any() and has_neg.any()):
+            return np.array([True])
+        if (x[1:] <= x[:-1]).all():  # descending scores (both callers'): the ends of a class
+            n = len(x) - 1
+            first_pos, last_pos = np.argmax(has_pos), n - np.argmax(has_pos[::-1])
+            first_neg, last_neg = np.argmax(has_neg), n - np.argmax(has_neg[::-1])
+            return np.array([(x[last_pos] >= x[first_neg]) | (x[first_pos] <= x[last_neg])])
+        xp, xn = x[has_pos], x[has_neg]  # plain reductions (ufunc.at is ~10x slower)
+        return np.array([(xp.min() >= xn.max()) | (xp.max() <= xn.min())])
+
     def extreme(values: np.ndarray, mask: np.ndarray, fn: Any, empty: float) -> np.ndarray:
         out = np.full(groups, empty)
         fn.at(out, g[mask], values[mask])
         return out
 
-    has_pos, has_neg = pos > 0, neg > 0
     min_pos = extreme(x, has_pos, np.minimum, inf)
     max_pos = extreme(x, has_pos, np.maximum, -inf)
     min_neg = extreme(x, has_neg, np.minimum, inf)
@@ -546,9 +686,15 @@ def recalibration(state: pl.Expr, *, slope: bool) -> pl.Expr:
 def _recalibration_spec(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, slope: bool
 ) -> MetricSpec:
+    alone = None
+    if weight is None:  # alone: the fit over the runs of equal (score, label), no state
+        kernel = functools.partial(_recalibrate_runs, slope=slope)
+        runs = score_runs(label, score, pos_label)
+        alone = runs.map_batches(kernel, return_dtype=F64, returns_scalar=True)
     return MetricSpec(
         {"c": thresholds(label, score, weight, pos_label)},
         lambda s: recalibration(s["c"], slope=slope),
+        alone=alone,
     )
 
 
@@ -570,7 +716,9 @@ _RECALIBRATION_DOC = """{summary}
 
     State: the threshold state of the sort-based binary metrics (one point per distinct
     score with its weighted positives and negatives: exact, merged per score); the fit is
-    Newton–Raphson over those points in numpy, every group at once. Null {undefined};
+    Newton–Raphson over those points in numpy, every group at once. The bare unweighted
+    expression fits over the runs of equal (score, label) of the sorted rows instead (no
+    state: the same points, one sort of integer keys). Null {undefined};
     NaN when a score is NaN.
 
     References
