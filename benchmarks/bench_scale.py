@@ -331,6 +331,12 @@ def main() -> None:
         default="segment",
         help="segment: a hive lake, one segment per file; mixed: every segment in every file",
     )
+    parser.add_argument(
+        "--max-mib",
+        type=float,
+        default=None,
+        help="mixed: kill a run whose resident memory passes this (a shared machine's guard)",
+    )
     args = parser.parse_args()
     print(machine_line(), f"| polars_eval from {Path(pe.__file__).parent}")
     if args.layout == "mixed":
@@ -372,13 +378,23 @@ def mixed(args: argparse.Namespace) -> None:
         print(f"\n{args.task}: {int(rows):.0e} rows in {files} files, {SEGMENTS} segments in each")
         base = None
         for name in args.runs or list(runs):
-            result = run_child(runs[name].replace("{lake}", str(lake)), timeout=6 * 3600)
+            load = os.getloadavg()[0]
+            code = runs[name].replace("{lake}", str(lake))
+            result = run_child(code, timeout=6 * 3600, max_mib=args.max_mib)
+            if "killed_at_s" in result:
+                print(
+                    f"  {name:36s} killed after {result['killed_at_s']:.0f} s at "
+                    f"{result['peak_mib']:.0f} MiB (--max-mib)  load {load:.1f}",
+                    flush=True,
+                )
+                continue
             base = base or result
             print(
                 f"  {name:36s} {result['seconds']:8.2f} s  CPU {result['cpu_s']:7.1f} s  "
                 f"peak {result['peak_mib']:6.0f} MiB  ({result['seconds'] / base['seconds']:.2f}× "
                 f"the first's time, {result['cpu_s'] / base['cpu_s']:.2f}× its CPU, "
-                f"{result['peak_mib'] / base['peak_mib']:.2f}× its peak)",
+                f"{result['peak_mib'] / base['peak_mib']:.2f}× its peak)  "
+                f"load {load:.1f}/{os.getloadavg()[0]:.1f}",
                 flush=True,
             )
 
