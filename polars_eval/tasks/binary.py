@@ -256,37 +256,16 @@ class BinaryMethods:
                 metrics=metrics,
             )
         result = run(table, self._frame)
-        windowed = g is not None and g.windows is not None
-        if isinstance(self._frame, pl.LazyFrame) and validate and windowed:
-            return _windows_lazy(
-                self._frame,
-                result,
-                table.query.specs,
-                g,
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                bins=bins,
-                metrics=metrics,
-            )
-        if isinstance(self._frame, pl.LazyFrame) and validate and g is None:
-            assert isinstance(table.query, Specs)
+        if not isinstance(self._frame, pl.LazyFrame) or not validate:
+            return result
+        common = dict(label=label, score=score, weight=weight, pos_label=pos_label)
+        common |= dict(threshold=threshold, probability=probability, metrics=metrics)
+        assert isinstance(table.query, Specs)
+        if g is not None and g.windows is not None:
+            return _windows_lazy(self._frame, result, table.query.specs, g, bins=bins, **common)
+        if g is None:
             return _distinct_lazy(
-                self._frame,
-                result,
-                table.query.specs,
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                baseline=baseline,
-                metrics=metrics,
-                by=table.by,
+                self._frame, result, table.query.specs, baseline=baseline, by=table.by, **common
             )
         return result
 
@@ -308,16 +287,10 @@ def _distinct_lazy(
     """
     from polars_eval.scale.evaluation import Evaluation, W
 
-    states = [state for spec in specs.values() for state in spec.states.values()]
     by, weight, metrics = kwargs["by"], kwargs["weight"], kwargs["metrics"]
     names = [kwargs["label"], kwargs["score"], *by, *([] if weight is None else [weight])]
-    if all(st.kind not in ("rows", "list") for st in states) or not all(
-        isinstance(n, str) for n in names
-    ):
-        return planned
-    try:
-        schema = planned.collect_schema()
-    except DataValidationError:
+    schema = _deferrable(planned, specs, names)
+    if schema is None:
         return planned
     options = {k: kwargs[k] for k in ("pos_label", "threshold", "probability", "baseline")}
     if metrics is not None:
@@ -355,20 +328,12 @@ def _windows_lazy(
     and runs as it is where the table is all sums or an argument is an expression."""
     from polars_eval.scale.evaluation import Evaluation
 
-    states = [state for spec in specs.values() for state in spec.states.values()]
     weight, metrics = kwargs["weight"], kwargs["metrics"]
     names = [kwargs["label"], kwargs["score"], *g.finest, g.windows.time, weight or ""]
-    # min_rows counts rows; pe.Evaluation's exact state holds distinct (label, score) rows
-    # and counts those (noted in issue 21's table layer): the plain query there
-    if (
-        all(st.kind not in ("rows", "list") for st in states)
-        or not all(isinstance(n, str) for n in names)
-        or g.min_rows is not None
-    ):
-        return planned
-    try:
-        schema = planned.collect_schema()
-    except DataValidationError:
+    # min_rows counts rows, pe.Evaluation's exact state distinct (label, score) rows: with
+    # min_rows= the plain query
+    schema = None if g.min_rows is not None else _deferrable(planned, specs, names)
+    if schema is None:
         return planned
     win = g.windows
     options = dict(kwargs)
@@ -383,6 +348,25 @@ def _windows_lazy(
         return ev.compute(period=win.period.text, grouping_sets=sets, min_rows=g.min_rows)
 
     return _deferred(run, schema)
+
+
+def _deferrable(
+    planned: pl.LazyFrame, specs: dict[str, MetricSpec], names: list[Any]
+) -> Mapping[str, Any] | None:
+    """The schema of ``planned`` (the plain query) where a LazyFrame's table can run as a
+    bounded evaluation instead: its specs keep sorted scores (a ``rows`` or ``list``
+    state) and every argument in ``names`` is a column name. None where the plain query
+    runs as it is: a table of sums, an expression argument, or a schema error to raise
+    at collect."""
+    states = [state for spec in specs.values() for state in spec.states.values()]
+    if all(st.kind not in ("rows", "list") for st in states) or not all(
+        isinstance(n, str) for n in names
+    ):
+        return None
+    try:
+        return planned.collect_schema()
+    except DataValidationError:
+        return None
 
 
 def _binned(frame: pl.DataFrame | pl.LazyFrame, planned: pl.LazyFrame, **kwargs: Any) -> Any:
