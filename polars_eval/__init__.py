@@ -10,6 +10,7 @@ from __future__ import annotations
 from polars_eval import metrics
 from polars_eval import namespace as _namespace
 from polars_eval._core.registry import MetricInfo
+from polars_eval._version import __version__ as __version__
 from polars_eval.diagnostics import aic, bic
 from polars_eval.exceptions import (
     DataValidationError,
@@ -184,8 +185,6 @@ from polars_eval.stats import (
     rmse_chi2,
     wilson,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DataValidationError",

@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval._core.registry import Role
 from polars_eval._exprs import column_name, count_true, to_expr
+from polars_eval._typing import Role
 from polars_eval.exceptions import DataValidationError
 
 N_EXAMPLES = 3

@@ -326,8 +326,8 @@ def _stub_signature(name: str, sig: inspect.Signature) -> str:
 
 def render_stub() -> str:
     """The ``.pyi`` text of the namespace: every method with its signature."""
-    import polars_eval  # noqa: F401  (installs the namespace and imports every family)
-
+    # importing this module imported the package first: the namespace is installed and
+    # every family registered
     namespace = type(pl.DataFrame().eval)
     lines = []
     for name in sorted(dir(namespace)):

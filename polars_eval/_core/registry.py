@@ -21,24 +21,10 @@ import polars as pl
 from polars_eval._core.origin import recording
 from polars_eval._core.spec import MetricSpec
 from polars_eval._core.tasks import TASKS
+from polars_eval._typing import Role
 from polars_eval.exceptions import InvalidParameterError
 
 Kind = Literal["scalar", "struct", "curve"]
-Role = Literal[
-    "binary_label",  # 0/1, bool, or str/categorical with pos_label=
-    "binary_pred",  # hard 0/1 predictions
-    "score",  # any finite real score (order-only metrics)
-    "proba",  # a probability in [0, 1]
-    "class_proba",  # class probabilities: one List/Array column (checked by the metric's
-    # check= hook) or one column per class (each checked as "proba")
-    "class_score",  # decision scores per class, in the same forms (each column as "score")
-    "numeric",  # any finite real value (regression targets and predictions)
-    "weight",  # finite, >= 0
-    "key",  # an identifier column of any dtype (query, series, item, class label)
-    "row_id",  # names rows only (an item id for the duplicate check): a null drops no row
-    "relevance",  # a finite relevance grade >= 0
-    "positive",  # a finite value > -1 (logarithmic errors)
-]
 
 F = TypeVar("F", bound=Callable[..., pl.Expr])
 

@@ -1,4 +1,4 @@
-"""Regression metrics (SPEC §5; the model diagnostics are in :mod:`polars_eval.diagnostics`).
+"""Regression metrics (SPEC §5; the model diagnostics: :mod:`polars_eval.metrics.diagnostics`).
 
 Every metric takes ``(actual, pred, *, weight=None)`` and returns one Polars aggregation
 expression aliased to its name, usable in ``select``, ``group_by().agg()`` and ``over()``.

@@ -572,7 +572,7 @@ def body(report: Report) -> str:
     Without the ``plot`` extra (altair, vl-convert-python) the charts are replaced by one
     line saying how to install it; the tables are all there.
     """
-    from polars_eval import __version__
+    from polars_eval._version import __version__
     from polars_eval.report.calibration import calibration_html
 
     return (

@@ -9,7 +9,6 @@ from typing import Any
 
 import polars as pl
 
-from polars_eval import diagnostics
 from polars_eval._core import registry as _registry
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
@@ -20,6 +19,7 @@ from polars_eval._exprs import to_float, weight_expr
 from polars_eval._params import check_choice
 from polars_eval._typing import IntoExpr, ZeroActuals
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
+from polars_eval.metrics import diagnostics
 from polars_eval.metrics import regression as r
 
 NUMERIC_INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
