@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import polars as pl
 
@@ -31,3 +31,11 @@ Role = Literal[
     "positive",  # a finite value > -1 (logarithmic errors)
 ]
 """The role of an input column: what its values must be (checked by ``_validate``)."""
+
+
+class Interval(NamedTuple):
+    """A metric value with its confidence interval (``df.eval.<metric>(..., ci=...)``)."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None

@@ -20,6 +20,7 @@ from polars_eval._core.registry import MetricInfo
 from polars_eval._core.table import run_metric
 from polars_eval._core.windows import grouping
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.tasks._methods import _RETURNS, method_doc
 
 
 class EvalBase:
@@ -27,83 +28,6 @@ class EvalBase:
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
         self._frame = frame
-
-
-_RETURNS = {
-    "scalar": (
-        "float | pl.DataFrame | pl.LazyFrame",
-        "float\n    Without ``by`` on a DataFrame: the value (``pe.UndefinedMetricError`` when it is\n"
-        "    undefined on the data).\n"
-        "pl.DataFrame\n    With ``by``: the group columns and ``{name}``, one row per group, sorted\n"
-        "    by the keys (null for undefined groups, reported in one warning).\n"
-        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
-    ),
-    "struct": (
-        "Any | pl.DataFrame | pl.LazyFrame",
-        "value\n    Without ``by`` on a DataFrame: the value as Python objects.\n"
-        "pl.DataFrame\n    With ``by``: the group columns and the value's fields, one row per\n"
-        "    group.\n"
-        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
-    ),
-    "curve": (
-        "pl.DataFrame | pl.LazyFrame",
-        "pl.DataFrame\n    One row per point (with ``by``, the group columns first).\n"
-        "pl.LazyFrame\n    On a LazyFrame: the same, computed (and validated) at ``collect()``.",
-    ),
-}
-
-_NAMESPACE_PARAMS = """by : str or list of str, optional
-    Group columns: one result per group instead of one for the frame.
-validate : bool, default True
-    Check the rows first (SPEC §2): labels in the task's domain, probabilities in
-    [0, 1], no NaN or ±inf, no negative weight; a clear ``pe.DataValidationError``
-    naming the column otherwise. ``False`` skips the checks.
-time, every, period, offset : optional
-    Windows (SPEC §13): one value per window of ``group_by_dynamic(time, every=,
-    period=, offset=, closed="left", label="left", start_by="window", group_by=by)``
-    that holds rows, as a table (the time column holds the window's start,
-    ``window_end`` its end), merged from one state per ``every`` step."""
-
-_CI_PARAMS = """ci : {{{methods}}}, optional
-    Add a confidence interval: the result becomes ``pe.Interval(value, lower, upper)``
-    (columns ``{name}``, ``{name}_lower``, ``{name}_upper`` with ``by``).
-level : float, default 0.95
-    The interval's confidence level.{bootstrap}"""
-
-
-def method_doc(
-    info: MetricInfo,
-    params: str = _NAMESPACE_PARAMS,
-    returns: str | None = None,
-    form: str = "evaluated on the frame",
-) -> str:
-    """The docstring of a namespace method: the metric's, with the namespace's arguments
-    and return values (the metric's own ``Returns`` describe the expression). A task with
-    keys passes its own ``params``, ``returns`` and a line on the ``form``."""
-    doc = inspect.getdoc(info.fn) or ""
-    summary, _, body = doc.partition("\n")
-    if info.intervals:
-        bootstrap = (
-            '\nn_resamples, seed, method : optional\n    With ``ci="bootstrap"``: the number of'
-            ' resamples (1000), the seed (0) and\n    ``"multinomial"`` or ``"poisson"``'
-            " resampling."
-            if "bootstrap" in info.intervals
-            else ""
-        )
-        params += "\n" + _CI_PARAMS.format(
-            methods=", ".join(repr(m) for m in info.intervals),
-            name=info.name,
-            bootstrap=bootstrap,
-        )
-    returns = returns or _RETURNS[info.kind][1].format(name=info.name)
-    return (
-        f"{summary}\n\n"
-        f"The ``.eval`` form of :func:`polars_eval.{info.fn.__name__}`: the same arguments,\n"
-        f"{form}.\n\n"
-        f"Namespace parameters\n--------------------\n{params}\n\n"
-        f"Returns\n-------\n{returns}\n"
-        f"{body}"
-    )
 
 
 _NAMESPACE_TYPES = {
@@ -247,7 +171,8 @@ def install() -> type:
         if task is None:
             setattr(namespace, name, _make_method(info))
             continue
-        method = task.load("metric_method")(info)
+        # the task's factory wraps the generic method (or writes its own)
+        method = task.load("metric_method")(info, _make_method(info))
         setattr(namespace, name, _typed(method, getattr(namespace, task.name)))
     pl.api.register_dataframe_namespace("eval")(namespace)
     pl.api.register_lazyframe_namespace("eval")(namespace)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, overload
 
 import numpy as np
 import polars as pl
@@ -34,7 +34,7 @@ from polars_eval._exprs import (
     weight_expr,
 )
 from polars_eval._params import check_level
-from polars_eval._typing import IntoExpr
+from polars_eval._typing import Interval, IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as _binary
 
@@ -106,14 +106,6 @@ def _wilson_parts(successes: pl.Expr, total: pl.Expr, z: float) -> tuple[pl.Expr
     lower = pl.when(defined).then(pl.min_horizontal(centre - half, p).clip(0.0, 1.0))
     upper = pl.when(defined).then(pl.max_horizontal(centre + half, p).clip(0.0, 1.0))
     return p, lower, upper
-
-
-class Interval(NamedTuple):
-    """A metric value with its confidence interval (``df.eval.<metric>(..., ci=...)``)."""
-
-    value: float | None
-    lower: float | None
-    upper: float | None
 
 
 def _is_number(value: Any) -> bool:

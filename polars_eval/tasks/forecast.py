@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval._core import units
 from polars_eval._core import windows as _windows
 from polars_eval._core.planner import Planned, no_rows_reason, normalize_by, plan_specs
 from polars_eval._core.registry import REGISTRY, MetricInfo
@@ -33,14 +34,11 @@ from polars_eval._core.table import Checks, Output, Query, Stage, Table, deferre
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import count_true, not_null, to_float, weight_expr
 from polars_eval._params import check_choice, check_fraction, check_positive_int
-from polars_eval._typing import IntoExpr, ZeroActuals
+from polars_eval._typing import Interval, IntoExpr, ZeroActuals
 from polars_eval._validate import check_aggs, column_problems, raise_for_checks, row_checks
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics import forecast as fc
 from polars_eval.metrics import regression as reg
-from polars_eval.namespace import _make_method
-from polars_eval.stats import units
-from polars_eval.stats.intervals import Interval
 
 STATE = "__pe_s_"
 POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
@@ -951,9 +949,9 @@ def scale_frame(
     return scale.map_batches(checked, schema=scale.collect_schema())
 
 
-def keyed_method(info: MetricInfo) -> Any:
-    """The namespace method of a regression / forecast metric, with the forecast keys."""
-    base = _make_method(info)
+def keyed_method(info: MetricInfo, base: Any) -> Any:
+    """The namespace method of a regression / forecast metric, with the forecast keys:
+    ``base`` (the generic method the namespace generates) with ``series=``, ``time=`` ..."""
     base_sig = inspect.signature(base)
     scaled = info.name in TRAIN_SCALED
 

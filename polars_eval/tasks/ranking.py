@@ -23,18 +23,17 @@ from typing import Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval._core import units
 from polars_eval._core import windows as _windows
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.table import Checks, Output, Query, Stage, Table, finish, run
 from polars_eval._core.windows import Grouping, Units
 from polars_eval._exprs import column_name, count_true, to_expr, to_float
-from polars_eval._typing import IntoExpr
+from polars_eval._typing import Interval, IntoExpr
 from polars_eval._validate import Check
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
 from polars_eval.metrics.ranking import engine as rk
-from polars_eval.namespace import method_doc
-from polars_eval.stats import units
-from polars_eval.stats.intervals import Interval
+from polars_eval.tasks._methods import method_doc
 
 Frame = pl.DataFrame | pl.LazyFrame
 WEIGHT = "__pe_query_weight"
@@ -526,10 +525,10 @@ def _make_method(
     return method
 
 
-def metric_method(info: _registry.MetricInfo) -> Any:
+def metric_method(info: _registry.MetricInfo, base: Any = None) -> Any:
     """The namespace method of a registered ranking metric (the task list's
     ``metric_method``): the mean over queries. ``map`` is ``ap_at_k`` over the whole list
-    (trec_eval's map)."""
+    (trec_eval's map). ``base``, the generic method the namespace passes, is not used."""
     if info.name == "map":
         return _make_method(_registry.get("ap_at_k"), out="map", defaults={"k": None})
     return _make_method(info)
