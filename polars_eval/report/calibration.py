@@ -15,7 +15,7 @@ from polars_eval.metrics.calibration import recalibration
 from polars_eval.report import _states
 
 if TYPE_CHECKING:
-    from polars_eval.report._report import Report
+    from polars_eval.report._kit import ReportView as Report
 
 QUANTILE_TABLE = "calibration_table_quantile"
 SUMMARY = "calibration"
@@ -61,8 +61,8 @@ def calibration_tables(
 
 def calibration_html(report: Report) -> str:
     """The section: the errors over both bin strategies, slope and intercept."""
-    from polars_eval.report.html import _e as escape
-    from polars_eval.report.html import table_html
+    from polars_eval.report._kit import _e as escape
+    from polars_eval.report._kit import table_html
 
     summary = report.tables.get(SUMMARY)
     if summary is None:

@@ -25,6 +25,19 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval.report._kit import (
+    INK,
+    PALETTE,
+    PLOT_EXTRA,
+    REFERENCE,
+    WIDE,
+    WIDTH,
+    PlotExtraMissing,
+    downsample,
+    require_altair,
+)
+from polars_eval.report._kit import PRE_THIN as PRE_THIN
+from polars_eval.report._kit import WIDE_CHARTS as WIDE_CHARTS
 from polars_eval.report.compare import compare_chart, wtl_chart
 from polars_eval.report.fairness import fairness_chart
 from polars_eval.report.tables import ALL, SEGMENT, SERIES_SAMPLE, segment_label
@@ -33,133 +46,11 @@ from polars_eval.report.trend import trend_chart
 if TYPE_CHECKING:
     import altair as alt
 
-    from polars_eval.report._report import Report
+    from polars_eval.report._kit import ReportView as Report
 
 ORDER = "order"
-PRE_THIN = 16
 MAX_ROWS = 5000
-WIDTH = 560
-"""Width of a chart in pixels, axes and legend included: a card of the report's grid."""
-WIDE = 1160
-"""Width of a chart that spans the page (the per-segment chart, the series sample)."""
 HEIGHT = 380
-WIDE_CHARTS = ("segments", "series", "fairness", "trend", "compare")
-"""The charts drawn across the page (``WIDE`` pixels), not in a card of the grid."""
-INK = "#222222"
-REFERENCE = "#9a9a9a"
-PALETTE = (
-    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
-    "#b279a2", "#ff9da6", "#9d755d", "#eeca3b", "#bab0ac",
-)  # fmt: skip
-
-
-PLOT_EXTRA = (
-    "charts need the optional extra 'plot' (altair and vl-convert-python): "
-    "pip install 'polars-eval[plot]'"
-)
-
-
-class PlotExtraMissing(ModuleNotFoundError):
-    """The ``plot`` extra (altair, vl-convert-python) is not installed.
-
-    A :class:`ModuleNotFoundError`, so ``except ModuleNotFoundError`` still catches it; the
-    HTML report catches exactly this one and writes its tables with a line saying how to
-    add the charts.
-    """
-
-
-def require_altair() -> Any:
-    """Import Altair, or say how to install the ``plot`` extra."""
-    try:
-        import altair as alt
-    except ModuleNotFoundError as error:
-        raise PlotExtraMissing(PLOT_EXTRA) from error
-    return alt
-
-
-# ---------------------------------------------------------------------------------------
-# Downsampling
-# ---------------------------------------------------------------------------------------
-
-
-def downsample(
-    table: pl.DataFrame,
-    columns: Sequence[str],
-    max_points: int,
-    *,
-    group: str | None = None,
-    by_rank: bool = False,
-) -> pl.DataFrame:
-    """At most ``max_points`` rows per curve (per ``group``), first and last always kept.
-
-    ``by_rank=False``: rows where the curve's length through ``columns`` (each scaled to
-    its range; nulls and infinities count as no move) crosses one of ``max_points - 1``
-    equal steps (the first row after each crossing). ``by_rank=True``: evenly spaced rows. Row order is kept.
-    """
-    if max_points < 2:
-        raise ValueError(f"max_points must be at least 2; got {max_points}")
-    over = [group] if group else None
-
-    def win(e: pl.Expr) -> pl.Expr:
-        return e.over(over) if over else e
-
-    if table.height <= max_points:
-        return table
-    # staged with_columns: each window result is materialised once, not re-evaluated
-    index = [win(pl.int_range(pl.len())).alias("__i"), win(pl.len()).alias("__n")]
-    lf = table.lazy().with_columns(index)
-    dense = PRE_THIN * max_points
-    if not by_rank and table.height > dense:
-        # a cheap first pass on long curves: evenly spaced rows, PRE_THIN times more than
-        # drawn (finer than any pixel), then the length-based choice below
-        i, n = pl.col("__i"), pl.col("__n")
-        step = (i * dense // n) != ((i - 1) * dense // n)
-        lf = lf.filter((n <= dense) | step | (i == n - 1)).with_columns(index)
-    if by_rank:
-        lf = lf.with_columns(
-            (pl.col("__i") / (pl.col("__n") - 1).clip(lower_bound=1)).alias("__pos")
-        )
-    else:
-        finite = [
-            pl.when(pl.col(c).cast(pl.Float64).is_finite()).then(pl.col(c).cast(pl.Float64))
-            for c in columns
-        ]
-        lf = lf.with_columns(f.alias(f"__f{k}") for k, f in enumerate(finite))
-        fs = [pl.col(f"__f{k}") for k in range(len(columns))]
-        lf = lf.with_columns(
-            [win(f.max() - f.min()).alias(f"__s{k}") for k, f in enumerate(fs)]
-            + [win(f.shift(1)).alias(f"__p{k}") for k, f in enumerate(fs)]
-        )
-        steps = [
-            pl.when(pl.col(f"__s{k}") > 0)
-            .then(((f - pl.col(f"__p{k}")) / pl.col(f"__s{k}")) ** 2)
-            .otherwise(0.0)
-            .fill_null(0.0)
-            .fill_nan(0.0)
-            for k, f in enumerate(fs)
-        ]
-        lf = lf.with_columns(pl.sum_horizontal(steps).sqrt().alias("__step"))
-        lf = lf.with_columns(
-            win(pl.col("__step").cum_sum()).alias("__len"),
-            win(pl.col("__step").sum()).alias("__tot"),
-        )
-        lf = lf.with_columns(
-            pl.when(pl.col("__tot") > 0)
-            .then(pl.col("__len") / pl.col("__tot"))
-            .otherwise(pl.col("__i") / (pl.col("__n") - 1).clip(lower_bound=1))
-            .alias("__pos")
-        )
-    # buckets 0 .. max_points - 2 keep their first row; bucket max_points - 1 holds only the
-    # end of the curve (position 1), represented by the last row
-    lf = lf.with_columns((pl.col("__pos") * (max_points - 1)).floor().alias("__b"))
-    lf = lf.with_columns(win(pl.col("__b").shift(1)).alias("__pb"))
-    first_of_bucket = (pl.col("__b") != pl.col("__pb")).fill_null(True)
-    keep = (
-        (pl.col("__n") <= max_points)
-        | (first_of_bucket & (pl.col("__b") < max_points - 1))
-        | (pl.col("__i") == pl.col("__n") - 1)
-    )
-    return lf.filter(keep).select(table.columns).collect()
 
 
 def _with_order(table: pl.DataFrame, group: str | None = None) -> pl.DataFrame:

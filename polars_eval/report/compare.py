@@ -25,7 +25,7 @@ from polars_eval.exceptions import InvalidParameterError
 from polars_eval.stats import compare_tasks
 
 if TYPE_CHECKING:
-    from polars_eval.report._report import Report
+    from polars_eval.report._kit import ReportView as Report
 
 SETTINGS = ("test", "correction", "n_resamples", "seed", "missing", "unit", "metrics")
 """The options of a report that go to its comparison only (with ``system`` and a named
@@ -223,7 +223,7 @@ def compare_chart(report: Report) -> tuple[Any, str] | None:
     """The per-unit differences (system − baseline) of each system, sorted: one line per
     system, one panel per metric (the data: ``compare_units`` of the drawn metrics with
     each unit's ``rank`` in its sorted line, thinned evenly by rank to ``max_points``)."""
-    from polars_eval.report.charts import PALETTE, REFERENCE, WIDE, downsample, require_altair
+    from polars_eval.report._kit import PALETTE, REFERENCE, WIDE, downsample, require_altair
 
     names = chart_metrics(report)
     if not names:
@@ -285,7 +285,7 @@ def compare_chart(report: Report) -> tuple[Any, str] | None:
 def wtl_chart(report: Report) -> tuple[Any, str] | None:
     """Wins, ties and losses of each system against the baseline on the drawn metrics:
     stacked bars (the data: the compare table's rows of those metrics)."""
-    from polars_eval.report.charts import WIDTH, require_altair
+    from polars_eval.report._kit import WIDTH, require_altair
 
     names = chart_metrics(report)
     if not names:
@@ -346,7 +346,7 @@ def _significance(row: Mapping[str, Any], hib: bool | None, alpha: float) -> str
 
 
 def _rows_html(table: pl.DataFrame, info: Mapping[str, Any]) -> str:
-    from polars_eval.report.html import _e, fmt
+    from polars_eval.report._kit import _e, fmt
 
     alpha = 1.0 - float(info["level"])
     body = []
@@ -391,8 +391,7 @@ def _rows_html(table: pl.DataFrame, info: Mapping[str, Any]) -> str:
 def compare_html(report: Report) -> str:
     """The page's comparison section: the compare table (the rows of the drawn metrics
     first when it is long, the whole table one click away) and the section's charts."""
-    from polars_eval.report.charts import PlotExtraMissing
-    from polars_eval.report.html import _e, figure_html
+    from polars_eval.report._kit import PlotExtraMissing, _e, figure_html
 
     table = report.tables.get("compare")
     if table is None:

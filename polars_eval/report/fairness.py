@@ -22,7 +22,7 @@ from polars_eval.exceptions import InvalidParameterError, UndefinedMetricWarning
 from polars_eval.report._states import SEGMENT, segment_label
 
 if TYPE_CHECKING:
-    from polars_eval.report._report import Report
+    from polars_eval.report._kit import ReportView as Report
     from polars_eval.report.tables import Built
 
 RESAMPLES = 1000
@@ -106,7 +106,7 @@ def fairness_metrics(table: pl.DataFrame, keys: Sequence[str]) -> list[str]:
 def fairness_chart(report: Report) -> tuple[Any, str] | None:
     """Each metric per sensitive group: a dot per group with its interval, one panel per
     metric side by side (the data: the fairness table with the group's label)."""
-    from polars_eval.report.charts import PALETTE, WIDE, require_altair
+    from polars_eval.report._kit import PALETTE, WIDE, require_altair
 
     if "fairness" not in report.tables:
         return None
@@ -165,7 +165,7 @@ def disparity_rows(report: Report) -> pl.DataFrame:
 
 def fairness_html(report: Report) -> str:
     """The page's fairness section: the per-group table and the disparity summary."""
-    from polars_eval.report.html import _e, _metric_cell, fmt
+    from polars_eval.report._kit import _e, _metric_cell, fmt
 
     if "fairness" not in report.tables:
         return ""

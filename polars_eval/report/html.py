@@ -8,8 +8,6 @@ sits inside a notebook cell (``_repr_html_``) without restyling the notebook.
 
 from __future__ import annotations
 
-import html
-import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_eval._core import registry as _registry
+from polars_eval.report._kit import PlotExtraMissing, _e, _metric_cell, figure_html, fmt, table_html
+from polars_eval.report._kit import scope_svg as scope_svg
 from polars_eval.report.compare import CHARTS as SECTION_CHARTS
 from polars_eval.report.compare import compare_html
 from polars_eval.report.fairness import fairness_html
 from polars_eval.report.trend import trend_html
 
 if TYPE_CHECKING:
-    from polars_eval.report._report import Report
-
-MAX_TABLE_ROWS = 200
+    from polars_eval.report._kit import ReportView as Report
 
 CSS = """
 .pe-report { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -71,10 +69,6 @@ CSS = """
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 _LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
 _ROLE = re.compile(r":(?:func|class|meth|attr|mod|data|obj):`~?([^`]+)`")
 
@@ -89,54 +83,6 @@ def desc_html(text: str) -> str:
         last = match.end()
     out.append(_e(text[last:]))
     return "".join(out)
-
-
-def fmt(value: Any) -> str:
-    """A cell: floats to 4 significant digits, integers with thousands separators."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "∞" if value > 0 else "−∞"
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
-            return f"{value:.3e}"
-        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def table_html(df: pl.DataFrame, *, max_rows: int = MAX_TABLE_ROWS) -> str:
-    """A DataFrame as an HTML table (nulls as an em dash); the first ``max_rows`` rows."""
-    text_cols = {c for c, t in df.schema.items() if not (t.is_numeric() or t == pl.Boolean)}
-    head = "".join(
-        f'<th class="pe-text">{_e(c)}</th>' if c in text_cols else f"<th>{_e(c)}</th>"
-        for c in df.columns
-    )
-    rows = []
-    for row in df.head(max_rows).iter_rows():
-        cells = []
-        for c, v in zip(df.columns, row, strict=True):
-            cls = "pe-text" if c in text_cols else ""
-            if v is None:
-                cls = (cls + " pe-null").strip()
-            attr = f' class="{cls}"' if cls else ""
-            cells.append(f"<td{attr}>{_e(fmt(v))}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    more = (
-        f'<p class="pe-meta">First {max_rows:,} of {df.height:,} rows; all of them are in '
-        "<code>report.tables</code>.</p>"
-        if df.height > max_rows
-        else ""
-    )
-    return (
-        f'<div class="pe-scroll"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>{more}"
-    )
 
 
 AVERAGES = ("_micro", "_macro", "_weighted", "_pooled")
@@ -296,37 +242,7 @@ def _cards(report: Report) -> str:
     return '<div class="pe-cards" id="pe-counts">' + "".join(out) + "</div>"
 
 
-_ID = re.compile(r'\bid="([^"]+)"')
-
-
-def scope_svg(svg: str, prefix: str) -> str:
-    """Prefix every id of an inline SVG (and its references) so that charts never collide."""
-    ids = set(_ID.findall(svg))
-    if not ids:
-        return svg
-    for old in sorted(ids, key=len, reverse=True):
-        new = f"{prefix}-{old}"
-        svg = svg.replace(f'id="{old}"', f'id="{new}"')
-        svg = svg.replace(f"url(#{old})", f"url(#{new})")
-        svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
-    return svg
-
-
-def figure_html(report: Report, name: str, svg: str) -> str:
-    """One chart as a figure of the page, with its caption."""
-    from polars_eval.report.charts import WIDE_CHARTS
-
-    wide = " pe-wide" if name in WIDE_CHARTS else ""
-    caption = report.captions.get(name, "")
-    return (
-        f'<figure class="pe-chart{wide}" id="pe-chart-{_e(name)}" data-chart="{_e(name)}">'
-        f"{scope_svg(svg, f'pe-{name}')}<figcaption>{_e(caption)}</figcaption></figure>"
-    )
-
-
 def _charts_html(report: Report) -> str:
-    from polars_eval.report.charts import PlotExtraMissing
-
     try:
         svgs = report.svgs()
     except PlotExtraMissing as error:
@@ -354,16 +270,6 @@ SEGMENT_ROWS_ALL = 25
 
 KEY_COLUMNS = 6
 """Most metric columns of the compact per-segment table (the task's key metrics)."""
-
-
-def _metric_cell(row: dict[str, Any], name: str) -> str:
-    value = row.get(name)
-    lower, upper = row.get(f"{name}_lower"), row.get(f"{name}_upper")
-    ci = ""
-    if lower is not None and upper is not None:
-        ci = f'<span class="pe-ci">{_e(fmt(lower))}–{_e(fmt(upper))}</span>'
-    cls = ' class="pe-null"' if value is None else ""
-    return f"<td{cls}>{_e(fmt(value))}{ci}</td>"
 
 
 def key_columns(report: Report, segments: pl.DataFrame) -> tuple[list[str], list[str]]:

@@ -28,12 +28,12 @@ from polars_eval._core import windows as _windows
 from polars_eval._exprs import drop_null_rows, to_float, weight_expr
 from polars_eval.exceptions import InvalidParameterError
 from polars_eval.report._states import SEGMENT, segment_label
+from polars_eval.report.tables import ALL
 
 if TYPE_CHECKING:
-    from polars_eval.report._report import Report
+    from polars_eval.report._kit import ReportView as Report
     from polars_eval.report.tables import Built
 
-ALL = "all rows"  # the label of the line of all rows (tables.ALL; not imported: a cycle)
 PSI_BINS = 10
 PSI_RULES = (0.1, 0.25)
 """The usual reading of a PSI (Siddiqi 2006): below 0.1 stable, above 0.25 a shift."""
@@ -330,7 +330,7 @@ def _time_column(report: Report) -> str:
 
 def trend_chart(report: Report) -> tuple[Any, str] | None:
     """Each key metric per window, a line per segment (interval bands), and the PSI."""
-    from polars_eval.report.charts import INK, PALETTE, WIDE, require_altair
+    from polars_eval.report._kit import INK, PALETTE, WIDE, require_altair
 
     table = report.tables.get("trend")
     if table is None or table.height == 0:
@@ -445,7 +445,7 @@ def _caption(report: Report, shown: list[str], names: list[str], psi: bool) -> s
 
 def trend_html(report: Report) -> str:
     """The page's trend section: the latest window of each line and the full tables."""
-    from polars_eval.report.html import _e, _metric_cell, fmt, table_html
+    from polars_eval.report._kit import _e, _metric_cell, fmt, table_html
 
     table = report.tables.get("trend")
     if table is None:
