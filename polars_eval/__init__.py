@@ -36,11 +36,9 @@ from polars_eval.metrics.binary import (
     balanced_accuracy,
     best_threshold,
     brier,
-    calibration_table,
     cohen_kappa,
     confusion_matrix,
     det_curve,
-    ece,
     f1,
     f_beta,
     fdr,
@@ -81,6 +79,8 @@ from polars_eval.metrics.calibration import (
     calibration_error,
     calibration_intercept,
     calibration_slope,
+    calibration_table,
+    ece,
     multiclass_calibration_error,
 )
 from polars_eval.metrics.fairness import selection_rate

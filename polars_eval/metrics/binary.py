@@ -46,7 +46,6 @@ from polars_eval._params import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
-from polars_eval.metrics._calibration import quantile_finalizers, table_of_bins
 from polars_eval.metrics._curve import (
     Curve,
     Runs,
@@ -186,6 +185,7 @@ AUC_FINALIZE = {
     upper=1.0,
     undefined=ONE_CLASS,
     intervals=("hanley",),
+    auc_kernel=True,  # the bootstrap resamples it with its Mann–Whitney kernel
 )
 def auc(
     label: IntoExpr,
@@ -246,6 +246,7 @@ def auc(
     lower=-1.0,
     upper=1.0,
     undefined=ONE_CLASS,
+    auc_kernel=True,  # the bootstrap resamples it with its Mann–Whitney kernel
 )
 def gini(
     label: IntoExpr,
@@ -2017,215 +2018,4 @@ def gain_table(
         {"c": state},
         lambda s: s["c"].list.eval(ends(pl.element())).list.eval(table),
         one_group=lambda s: ends(s["c"]).implode().list.eval(table),
-    )
-
-
-def _calibration_starts(c: Curve, bins: int) -> pl.Expr:
-    """The first stage of :func:`calibration_list`: at most ``bins`` + 1 points.
-
-    The points are in descending score order (a NaN score first), so each bin's points
-    are one stretch: bin b (``numpy.searchsorted(edges[1:-1], t)``) starts after the
-    points above its upper edge, a count that a binary search of the edges finds. Only
-    the ``bins`` starts are gathered; the one pass over every point is the reverse
-    cumulative sum of score·weight (four times cheaper than computing each point's bin
-    and filtering a struct of every point).
-    """
-    inner = np.linspace(0.0, 1.0, bins + 1)[1:-1]
-    total = c.tp + c.fp
-    # the points above each inner edge, from the highest edge down (a NaN score is above)
-    above_edge = c.threshold.search_sorted(
-        pl.lit(pl.Series(inner[::-1].tolist(), dtype=F64)), side="left", descending=True
-    ).cast(pl.Int64)
-    start = pl.concat([pl.lit(0, dtype=pl.Int64), above_edge])
-    end = pl.concat([above_edge, c.tp.len().cast(pl.Int64)])
-    bin_id = pl.int_range(bins - 1, -1, -1, dtype=pl.Int64)
-    first = start.filter(start < end)  # the bins with points, highest first
-    before = (first - 1).clip(lower_bound=0)
-
-    def prev_at(value: pl.Expr) -> pl.Expr:  # prev(value) at the first points
-        return pl.when(first > 0).then(value.gather(before)).otherwise(0.0)
-
-    sw_below = (c.threshold * (total - prev(total))).cum_sum(reverse=True)
-    starts = pl.struct(
-        bin=bin_id.filter(start < end),
-        above=prev_at(total),
-        pos_above=prev_at(c.tp),
-        sw_below=sw_below.gather(first),
-    )
-    totals = pl.struct(
-        bin=pl.lit(-1, dtype=pl.Int64),
-        above=total.last(),
-        pos_above=c.tp.last(),
-        sw_below=pl.lit(0.0, dtype=F64),
-    )
-    return pl.concat([starts, totals])
-
-
-def _calibration_bins(starts: pl.Expr, bins: int) -> pl.Expr:
-    """The second stage of :func:`calibration_list`: the table from the first's points."""
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    bin_id, above, pos_above, sw_below = (
-        starts.struct.field(f) for f in ("bin", "above", "pos_above", "sw_below")
-    )
-    count = above.shift(-1) - above
-    index = bin_id.clip(lower_bound=0)
-    per_bin = pl.struct(
-        bin=bin_id + 1,
-        lower=pl.lit(pl.Series(edges[:-1].tolist(), dtype=F64)).gather(index),
-        upper=pl.lit(pl.Series(edges[1:].tolist(), dtype=F64)).gather(index),
-        mean_score=(sw_below - sw_below.shift(-1)) / count,
-        positive_rate=(pos_above.shift(-1) - pos_above) / count,
-        count=count,
-    )
-    # the totals row (bin -1) only closes the last bin; an empty state has no bin
-    return per_bin.filter(bin_id >= 0).reverse()
-
-
-def calibration_list(state: pl.Expr, bins: int) -> pl.Expr:
-    """The reliability table as ``List[Struct]`` from a threshold state (empty bins omitted).
-
-    One pass over the distinct scores (descending) keeps only the first score of each bin,
-    with the weight and positives above it and the score·weight of it and every score
-    below (a reverse cumulative sum); each bin's sums are then differences of these over
-    at most ``bins`` + 1 rows (a last row holds the totals). Every field is computed in
-    one struct filtered once: inside ``list.eval`` nothing is shared between expressions.
-    Bin edges as scikit-learn's uniform ``calibration_curve``: bin =
-    ``numpy.searchsorted(edges[1:-1], p)``; a NaN score falls in the last bin, whose mean
-    is then NaN.
-    """
-    starts = state.list.eval(_calibration_starts(Curve(), bins))
-    return starts.list.eval(_calibration_bins(pl.element(), bins))
-
-
-def _ece(table: pl.Expr) -> pl.Expr:
-    """ECE from the points of a reliability table (a column of structs)."""
-    count = table.struct.field("count")
-    gap = (table.struct.field("positive_rate") - table.struct.field("mean_score")).abs()
-    return safe_div((count * gap).sum(), count.sum())
-
-
-def ece_from_state(state: pl.Expr, bins: int) -> pl.Expr:
-    """ECE from a threshold state (NaN scores give NaN through the bin means)."""
-    return ece_from_calibration(calibration_list(state, bins))
-
-
-def calibration_one(points: pl.Expr, bins: int) -> pl.Expr:
-    """:func:`calibration_list` over the points of one state as a column
-    (``MetricSpec.one_group``): the pass over the points in columns, the bins in
-    ``list.eval``."""
-    starts = _calibration_starts(Curve(points), bins).implode()
-    return starts.list.eval(_calibration_bins(pl.element(), bins))
-
-
-def ece_one(points: pl.Expr, bins: int) -> pl.Expr:
-    """:func:`ece_from_state` over the points of one state as a column."""
-    return ece_from_calibration(calibration_one(points, bins))
-
-
-def ece_from_calibration(table: pl.Expr) -> pl.Expr:
-    """ECE from the reliability table of :func:`calibration_list` (one list per group)."""
-    return table.list.eval(_ece(pl.element())).list.first().cast(F64)
-
-
-@register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    kind="curve",
-    summary=False,
-    fields=("bin", "lower", "upper", "mean_score", "positive_rate", "count"),
-)
-def calibration_table(
-    label: IntoExpr,
-    score: IntoExpr,
-    *,
-    bins: int = 10,
-    strategy: str = "uniform",
-    weight: IntoExpr | None = None,
-    pos_label: Any = None,
-) -> MetricSpec:
-    """Reliability table: ``bins`` probability bins, empty bins omitted.
-
-    Per bin: its edges, the weighted mean score, the weighted positive rate and the
-    weighted count. Bins as scikit-learn's ``calibration_curve``: ``strategy="uniform"``
-    cuts [0, 1] into equal widths (the first bin is [0, 1/bins], the others (a, b]);
-    ``strategy="quantile"`` at the scores' quantiles (``numpy.percentile`` of the scores at
-    ``linspace(0, 1, bins + 1) * 100``, a weight counted as that many rows; the first bin
-    [min, e₁], the others (a, b]; coinciding edges leave no empty bin). Either way
-    (positive_rate, mean_score) of the non-empty bins are ``calibration_curve``'s
-    (prob_true, prob_pred). The state is the threshold state of the sort-based metrics.
-
-    References
-    ----------
-    Niculescu-Mizil & Caruana (2005), Predicting good probabilities with supervised learning. ICML.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import polars_eval as pe
-    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.2, 0.7, 0.9]})
-    >>> df.eval.calibration_table("y", "p", bins=2).select("bin", "mean_score", "positive_rate", "count")
-    shape: (2, 4)
-    ┌─────┬────────────┬───────────────┬───────┐
-    │ bin ┆ mean_score ┆ positive_rate ┆ count │
-    │ --- ┆ ---        ┆ ---           ┆ ---   │
-    │ i64 ┆ f64        ┆ f64           ┆ f64   │
-    ╞═════╪════════════╪═══════════════╪═══════╡
-    │ 1   ┆ 0.15       ┆ 0.0           ┆ 2.0   │
-    │ 2   ┆ 0.8        ┆ 1.0           ┆ 2.0   │
-    └─────┴────────────┴───────────────┴───────┘
-    """
-    check_positive_int("bins", bins)
-    check_choice("strategy", strategy, ("uniform", "quantile"))
-    state = thresholds(label, score, weight, pos_label)
-    if strategy == "quantile":
-        per_bin, _ = quantile_finalizers(bins)
-        return MetricSpec(
-            {"c": state}, lambda s: per_bin(s["c"]).list.eval(table_of_bins(pl.element()))
-        )
-    return MetricSpec({"c": state}, lambda s: calibration_list(s["c"], bins))
-
-
-@register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    upper=1.0,
-    undefined="empty group",
-)
-def ece(
-    label: IntoExpr,
-    score: IntoExpr,
-    *,
-    bins: int = 10,
-    weight: IntoExpr | None = None,
-    pos_label: Any = None,
-) -> MetricSpec:
-    """Expected calibration error over ``bins`` equal-width bins.
-
-    ECE = Σ_b (n_b / n) |positive_rate_b − mean_score_b| with the bins of
-    :func:`calibration_table`: ``pe.calibration_error(..., norm="l1", bins=bins)``, with
-    ECE's own default of 10 bins (``calibration_error``'s is 15, SPEC §15). Computed from
-    the threshold state that ``df.eval.binary`` shares between its sort-based metrics;
-    ``calibration_error`` keeps per-bin sums instead (bounded by the bins).
-
-    References
-    ----------
-    Naeini, Cooper, Hauskrecht (2015), Obtaining well calibrated probabilities using
-    Bayesian binning. AAAI.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import polars_eval as pe
-    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.2, 0.7, 0.9]})
-    >>> round(df.eval.ece("y", "p", bins=2), 6)
-    0.175
-    """
-    check_positive_int("bins", bins)
-    state = thresholds(label, score, weight, pos_label)
-    return MetricSpec(
-        {"c": state},
-        lambda s: ece_from_state(s["c"], bins),
-        one_group=lambda s: ece_one(s["c"], bins),
     )

@@ -473,7 +473,13 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
 
 
 @register(
-    task="regression", inputs=INPUTS, higher_is_better=True, lower=0.0, upper=1.0, undefined=CORR
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=0.0,
+    upper=1.0,
+    undefined=CORR,
+    baseline=False,  # undefined for the constant prediction of the baseline
 )
 def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Squared Pearson correlation of actual and prediction (H2O's R² of a fit line).
@@ -489,7 +495,13 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
 
 
 @register(
-    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=-1.0,
+    upper=1.0,
+    undefined=CORR,
+    baseline=False,  # undefined for the constant prediction of the baseline
 )
 def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Pearson correlation, Σ w (y − ȳ)(ŷ − ŷ̄) / √(Σ w (y − ȳ)² · Σ w (ŷ − ŷ̄)²).
@@ -512,7 +524,13 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
 
 
 @register(
-    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=-1.0,
+    upper=1.0,
+    undefined=CORR,
+    baseline=False,  # undefined for the constant prediction of the baseline
 )
 def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Spearman rank correlation: Pearson correlation of the average ranks.
@@ -887,7 +905,13 @@ def _kendall_batch(s: pl.Series, weighted: bool) -> pl.Series:
 
 
 @register(
-    task="regression", inputs=INPUTS, higher_is_better=True, lower=-1.0, upper=1.0, undefined=CORR
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=-1.0,
+    upper=1.0,
+    undefined=CORR,
+    baseline=False,  # undefined for the constant prediction of the baseline
 )
 def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Kendall's tau-b rank correlation, in O(n log n).

@@ -40,6 +40,7 @@ from polars_eval.exceptions import (
     UndefinedMetricWarning,
 )
 from polars_eval.metrics import binary as binary_family
+from polars_eval.metrics import calibration as calibration_family
 from polars_eval.report import _states
 from polars_eval.report.calibration import calibration_tables
 from polars_eval.tasks.binary import (
@@ -266,11 +267,11 @@ def build_binary(
     shared_cal = probability and bins == 10 and "ece" in names
     point_fins = [f for f in on_whole_state if not (shared_cal and f.meta.output_name() == "ece")]
     if shared_cal:
-        point_fins.append(binary_family.calibration_one(pl.col(column), 10).alias(CALIBRATION))
+        point_fins.append(calibration_family.calibration_one(pl.col(column), 10).alias(CALIBRATION))
     whole_q = whole_q.join(whole_q.select(pl.col(column).explode()).select(point_fins), how="cross")
     if shared_cal:
         whole_q = whole_q.with_columns(
-            binary_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
+            calibration_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
         )
     state_queries = [whole_q]
     if segments_q is not None:
@@ -367,7 +368,7 @@ def build_binary(
             _short_curve(whole_state, "calibration_table", pl.col(CALIBRATION), points=False)
             if shared_cal
             else _short_curve(
-                whole_state, "calibration_table", binary_family.calibration_one(points, bins)
+                whole_state, "calibration_table", calibration_family.calibration_one(points, bins)
             )
         )
         for name, table in calibration_tables(whole_state, args, bins).items():

@@ -96,7 +96,6 @@ rows and more a block is one resample; at 1e3 rows, 131). Measured with int64 co
 per 1000 resamples, 1e4 rows): 0.11 with one resample per block, 0.065 with 13, 0.15 with
 104."""
 
-KERNEL_METRICS = ("auc", "gini")
 """The registered metrics evaluated by :class:`AucKernel` instead of their expression."""
 
 SUMMARY_SCHEMA = {
@@ -916,7 +915,7 @@ def _kernel_for(
     """A kernel for a recognised metric: :class:`AucKernel` for ``auc``/``gini`` on plain
     numeric columns, :class:`CurveKernel` for the other metrics of the threshold state,
     :class:`StateKernel` for a spec of sums, minima and maxima; None: the expression path."""
-    if item.info.name in KERNEL_METRICS:
+    if item.info.extra.get("auc_kernel"):
         label, score, weight = (item.args.get(k) for k in ("label", "score", "weight"))
         if "pos_label" in item.args or not all(
             isinstance(c, str) for c in (label, score, weight) if c is not None

@@ -551,18 +551,16 @@ def _table_metrics() -> tuple[list[str], list[str]]:
     return cutoff, whole
 
 
-EXPENSIVE = ("ap_11pt",)
-"""Whole-list metrics left out of the default table with ``ties="average"`` (costly exact
-expectation on large tie blocks); computed when named in ``metrics=``."""
-
-
 def _in_default_table(name: str, ties: str) -> bool:
     """Whether ``df.eval.ranking`` computes ``name`` without ``metrics=``: not the metrics
     registered with ``default_table=False`` (SPEC §12's additions, kept out to keep the
-    default table readable), nor 11-point AP with ``ties="average"``."""
-    if _registry.get(name).extra.get("default_table", True) is False:
+    default table readable), nor, with ``ties="average"``, those registered
+    ``costly_ties=True`` (11-point AP: a costly exact expectation on large tie blocks);
+    each is computed when named in ``metrics=``."""
+    extra = _registry.get(name).extra
+    if extra.get("default_table", True) is False:
         return False
-    return ties == "first" or name not in EXPENSIVE
+    return ties == "first" or not extra.get("costly_ties", False)
 
 
 ALL_CUTOFFS = object()

@@ -23,8 +23,6 @@ from polars_eval.metrics import diagnostics
 from polars_eval.metrics import regression as r
 
 NUMERIC_INPUTS = {"actual": "numeric", "pred": "numeric", "weight": "weight"}
-LOG_METRICS = ("msle", "rmsle")
-NO_BASELINE = ("pearson", "spearman", "kendall_tau", "r2_pearson")
 """Correlations with a constant prediction are undefined: no baseline column for them."""
 ZERO = "__pe_zero"  # the state of ``zero_actuals`` (a count)
 
@@ -52,10 +50,16 @@ def regression_specs(
         if info.name in skip:
             continue
         spec = _registry.bind(info, available)
-        if info.name in LOG_METRICS:
+        if _log_domain(info):
             spec = spec.null_when(out_of_domain)
         out[info.name + suffix] = spec
     return out
+
+
+def _log_domain(info: _registry.MetricInfo) -> bool:
+    """A metric of logarithmic errors (its inputs registered with the role ``positive``):
+    null where some actual or prediction is <= -1."""
+    return "positive" in info.inputs.values()
 
 
 def regression_table(a: Mapping[str, Any]) -> Table:
@@ -76,9 +80,8 @@ def regression_table(a: Mapping[str, Any]) -> Table:
     )
     specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
     undefined = {info.name: info.undefined or "no defined value" for info in infos}
-    for name in LOG_METRICS:
-        if name in undefined:
-            undefined[name] = "some actual or prediction is <= -1, or the group is empty"
+    for info in filter(_log_domain, infos):
+        undefined[info.name] = "some actual or prediction is <= -1, or the group is empty"
     baseline_specs: dict[str, MetricSpec] = {}
     if baseline:
         y = to_float(actual)
@@ -93,7 +96,7 @@ def regression_table(a: Mapping[str, Any]) -> Table:
             weight=weight,
             zero_actuals=zero_actuals,
             suffix="_baseline",
-            skip=NO_BASELINE,
+            skip=tuple(i.name for i in infos if i.extra.get("baseline", True) is False),
         )
     # the count as a state of its own column (the name pe.Evaluation's states keep)
     count = r.zero_actual_count(actual, pred, weight=weight).alias(ZERO)

@@ -529,6 +529,7 @@ def map_(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="ap_11pt",
+    costly_ties=True,  # left out of the default table with ties="average" (see below)
 )
 def ap_11pt(
     relevance: IntoExpr,
