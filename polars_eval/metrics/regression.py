@@ -472,6 +472,18 @@ def r2(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> M
     return MetricSpec(states, finalize)
 
 
+CORRELATION: dict[str, Any] = dict(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=True,
+    lower=-1.0,
+    upper=1.0,
+    undefined=CORR,
+    baseline=False,  # undefined for the constant prediction of the baseline
+)
+"""The registration of the correlations (Pearson, Spearman, Kendall)."""
+
+
 @register(
     task="regression",
     inputs=INPUTS,
@@ -494,15 +506,7 @@ def r2_pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = No
     return MetricSpec(_shape(*_kept(actual, pred, weight)), lambda s: _pearson(s) ** 2)
 
 
-@register(
-    task="regression",
-    inputs=INPUTS,
-    higher_is_better=True,
-    lower=-1.0,
-    upper=1.0,
-    undefined=CORR,
-    baseline=False,  # undefined for the constant prediction of the baseline
-)
+@register(**CORRELATION)
 def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Pearson correlation, Σ w (y − ȳ)(ŷ − ŷ̄) / √(Σ w (y − ȳ)² · Σ w (ŷ − ŷ̄)²).
 
@@ -523,15 +527,7 @@ def pearson(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None)
     return MetricSpec(_shape(*_kept(actual, pred, weight)), _pearson)
 
 
-@register(
-    task="regression",
-    inputs=INPUTS,
-    higher_is_better=True,
-    lower=-1.0,
-    upper=1.0,
-    undefined=CORR,
-    baseline=False,  # undefined for the constant prediction of the baseline
-)
+@register(**CORRELATION)
 def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Spearman rank correlation: Pearson correlation of the average ranks.
 
@@ -904,15 +900,7 @@ def _kendall_batch(s: pl.Series, weighted: bool) -> pl.Series:
     return pl.Series("kendall_tau", [_kendall_tau_b(x, y, w)], dtype=F64)
 
 
-@register(
-    task="regression",
-    inputs=INPUTS,
-    higher_is_better=True,
-    lower=-1.0,
-    upper=1.0,
-    undefined=CORR,
-    baseline=False,  # undefined for the constant prediction of the baseline
-)
+@register(**CORRELATION)
 def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Kendall's tau-b rank correlation, in O(n log n).
 
