@@ -152,6 +152,12 @@ def by_task(task: str) -> list[MetricInfo]:
     return [info for info in REGISTRY.values() if info.task == task]
 
 
+def declared(key: str) -> dict[str, Any]:
+    """The metrics that declare ``key`` at ``@register`` (``train_scale=``, ``late_of=``
+    ...) -> the value declared, in registration order."""
+    return {name: info.extra[key] for name, info in REGISTRY.items() if key in info.extra}
+
+
 def aliases(task: str) -> dict[str, MetricInfo]:
     """Other names of the metrics of ``task`` (declared ``aliases=`` at ``@register``, e.g.
     fairlearn's ``true_positive_rate`` for ``recall``) -> the metric."""

@@ -121,9 +121,17 @@ def _mean_nan_guarded(term: pl.Expr, weight: IntoExpr | None, *inputs: pl.Expr) 
     return MetricSpec({**mean.states, "nan": nan}, lambda s: nan_or(s["nan"], mean.finalize(s)))
 
 
-@register(
+SCALED: dict[str, Any] = dict(
     task="forecast", inputs=SCALED_INPUTS, higher_is_better=False, lower=0.0, undefined=NO_SCALE
 )
+"""The registration of the scaled errors. Each also declares ``train_scale=``, the column of
+:func:`seasonal_scale` that ``train=`` computes for its ``scale``; ``late_of=``, the unscaled
+metric whose per-series states, divided by the series' scale, are its states (so a table
+joins one scale per series, not per row); ``forecast_table=``, its place in the default
+table of ``df.eval.forecast`` (with ``train=``)."""
+
+
+@register(**SCALED, train_scale="mase_scale", late_of="mae", forecast_table=8)
 def mase(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -165,9 +173,7 @@ def mase(
     return weighted_mean((y - f).abs() / s, w)
 
 
-@register(
-    task="forecast", inputs=SCALED_INPUTS, higher_is_better=False, lower=0.0, undefined=NO_SCALE
-)
+@register(**SCALED, train_scale="rmsse_scale", late_of="mse", forecast_table=9)
 def rmsse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -329,9 +335,7 @@ def _mean_pinball(y: pl.Expr, preds: list[pl.Expr], quantiles: list[float]) -> p
     return pl.sum_horizontal(losses) / float(len(losses))
 
 
-@register(
-    task="forecast", inputs=SCALED_INPUTS, higher_is_better=False, lower=0.0, undefined=NO_SCALE
-)
+@register(**SCALED, train_scale="rmsse_scale", late_of="mse")
 def msse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -464,9 +468,7 @@ def pis(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None)
     return _weighted_sum((f - y).abs(), _row_weight(weight, y, f))
 
 
-@register(
-    task="forecast", inputs=SCALED_INPUTS, higher_is_better=False, lower=0.0, undefined=NO_SCALE
-)
+@register(**SCALED, train_scale="spis_scale")
 def spis(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -599,6 +601,7 @@ def tweedie_deviance(
     higher_is_better=False,
     lower=0.0,
     undefined=NO_SCALE,
+    train_scale="mase_scale",
 )
 def scaled_quantile_loss(
     actual: IntoExpr,
@@ -688,6 +691,7 @@ def mqloss(
     higher_is_better=False,
     lower=0.0,
     undefined=NO_SCALE,
+    train_scale="mase_scale",
 )
 def scaled_mqloss(
     actual: IntoExpr,

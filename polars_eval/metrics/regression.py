@@ -309,7 +309,14 @@ def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
 # ---------------------------------------------------------------------------------------
 
 
-@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=EMPTY,
+    forecast_table=2,
+)
 def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean squared error, Σ w (y − ŷ)² / Σ w.
 
@@ -347,6 +354,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     lower=0.0,
     undefined=EMPTY,
     intervals=("chi2",),
+    forecast_table=3,  # its place in df.eval.forecast's default table
 )
 def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Root mean squared error, √MSE.
@@ -362,7 +370,14 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
-@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=EMPTY,
+    forecast_table=1,
+)
 def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean absolute error, Σ w |y − ŷ| / Σ w.
 
@@ -420,7 +435,9 @@ def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = Non
     return MetricSpec(states, lambda s: nan_or(s["nan"], s["max"].cast(F64)))
 
 
-@register(task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY)
+@register(
+    task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY, forecast_table=4
+)
 def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean error of the prediction, Σ w (ŷ − y) / Σ w: positive when over-predicting.
 
@@ -1044,6 +1061,7 @@ def rmspe(
     higher_is_better=False,
     lower=0.0,
     undefined=NO_NONZERO,
+    forecast_table=5,  # its place in df.eval.forecast's default table
 )
 def mape(
     actual: IntoExpr,
@@ -1086,6 +1104,7 @@ def mape(
     lower=0.0,
     upper=2.0,
     undefined=EMPTY,
+    forecast_table=6,  # its place in df.eval.forecast's default table
 )
 def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Symmetric mean absolute percentage error, Σ w · 2|y − ŷ| / (|y| + |ŷ|) / Σ w, in [0, 2].
@@ -1151,7 +1170,14 @@ def mer(
     return replace(spec, alone=nan_or(nan, pl.when(wk > 0.0).then(term).drop_nulls().median()))
 
 
-@register(task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=NO_NONZERO)
+@register(
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=NO_NONZERO,
+    forecast_table=7,
+)
 def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Weighted absolute percentage error, Σ w |y − ŷ| / Σ w |y| (null when Σ w |y| = 0).
 

@@ -41,21 +41,30 @@ from polars_eval.metrics import forecast as fc
 from polars_eval.metrics import regression as reg
 
 STATE = "__pe_s_"
-POINT_METRICS = ("mae", "mse", "rmse", "bias", "mape", "smape", "wape")
-"""The point-forecast metrics of ``df.eval.forecast``, per series then across series."""
-SCALED_METRICS = ("mase", "rmsse")
+TRAIN_SCALED: dict[str, str] = _registry.declared("train_scale")
+"""The metrics whose ``scale`` column ``train=`` can replace, and which scale of
+``pe.seasonal_scale`` each reads (declared ``train_scale=`` at ``@register``)."""
+_TABLE = sorted((place, name) for name, place in _registry.declared("forecast_table").items())
+POINT_METRICS = tuple(name for _, name in _TABLE if name not in TRAIN_SCALED)
+"""The point-forecast metrics of ``df.eval.forecast``, per series then across series
+(declared ``forecast_table=`` at ``@register``, in that order)."""
+SCALED_METRICS = tuple(name for _, name in _TABLE if name in TRAIN_SCALED)
 """The scaled metrics of ``df.eval.forecast`` (with ``train=``)."""
-UNDEFINED = {
-    "mape": reg.NO_NONZERO,
-    "wape": "all actuals are 0",
-    "mase": fc.NO_SCALE,
-    "rmsse": fc.NO_SCALE,
-}
-SCALED_LATE = {"mase": "mae", "rmsse": "mse", "msse": "mse"}
-"""Scaled metrics whose states are those of an unscaled one (Σ w, Σ w·term) with each term
+SCALED_LATE: dict[str, str] = _registry.declared("late_of")
+"""Scaled metrics (declared ``late_of=``) whose states are those of an unscaled one (Σ w, Σ w·term) with each term
 divided by the scale, and the weight 0 where the scale is not positive: with one scale per
 series, the table sums the unscaled states per series and scales the sums, and so joins the
 scales onto the series, not onto every row."""
+
+
+def _series_undefined(name: str) -> str:
+    """Why a metric of the forecast table is undefined for a series: its registered reason,
+    or "empty series" where that reason is an empty group (or for a column that is no
+    registered metric, such as a quantile's ``pinball_0.1``)."""
+    info = REGISTRY.get(name)
+    return "empty series" if info is None or info.undefined == reg.EMPTY else info.undefined
+
+
 LATE = "__pe_unscaled_"
 DUP = "__pe_dup"
 ONE_SERIES = "__pe_series"
@@ -421,7 +430,7 @@ def _grouped_table(
 
 def table_undefined(names: Sequence[str], per_series: bool) -> dict[str, str]:
     """Why each metric column of the forecast table may be null."""
-    undefined = {name: UNDEFINED.get(name, "empty series") for name in names}
+    undefined = {name: _series_undefined(name) for name in names}
     if not per_series:
         undefined.update({name + "_pooled": why for name, why in undefined.items()})
     return undefined
@@ -783,16 +792,6 @@ def forecast_table(
 # ---------------------------------------------------------------------------------------
 
 KEY_TASKS = TASKS["forecast"].metric_tasks  # the tasks whose metrics read the forecast keys
-TRAIN_SCALED = {
-    "mase": "mase_scale",
-    "rmsse": "rmsse_scale",
-    "msse": "rmsse_scale",
-    "spis": "spis_scale",
-    "scaled_quantile_loss": "mase_scale",
-    "scaled_mqloss": "mase_scale",
-}
-"""The metrics whose ``scale`` column ``train=`` can replace, and which scale of
-``pe.seasonal_scale`` each reads."""
 SCALE = "__pe_scale"
 
 KEYS_DOC = """    On the ``.eval`` namespace, the forecast keys (SPEC §6): ``time=`` (with ``series=``)
