@@ -308,15 +308,13 @@ def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
 # Errors
 # ---------------------------------------------------------------------------------------
 
-
-@register(
-    task="regression",
-    inputs=INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    undefined=EMPTY,
-    forecast_table=2,
+ERROR: dict[str, Any] = dict(
+    task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY
 )
+"""The registration of the mean errors (≥ 0, lower is better, undefined on an empty group)."""
+
+
+@register(**ERROR, forecast_table=2)
 def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean squared error, Σ w (y − ŷ)² / Σ w.
 
@@ -370,14 +368,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
-@register(
-    task="regression",
-    inputs=INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    undefined=EMPTY,
-    forecast_table=1,
-)
+@register(**ERROR, forecast_table=1)
 def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean absolute error, Σ w |y − ŷ| / Σ w.
 
