@@ -28,8 +28,6 @@ PENDING = {
     "io/trec.py:GAIN_MEASURES",
     "io/trec.py:PLAIN_MEASURES",
     "io/trec.py:SPEC_OF",
-    "report/charts.py:AT_K_METRICS",
-    "report/charts.py:LEAD_METRICS",
     "report/html.py:SMALL_TABLES",
     "report/tables.py:PER_CLASS",
     "stats/intervals.py:PROPORTIONS",
@@ -72,6 +70,13 @@ def test_forecast_declarations() -> None:
         "scaled_quantile_loss": "mase_scale",
         "scaled_mqloss": "mase_scale",
     }
+
+
+def test_report_chart_declarations() -> None:
+    from polars_eval.report import charts
+
+    assert charts.AT_K_METRICS == ("ndcg", "precision", "recall", "map", "mrr", "hit_rate")
+    assert charts.LEAD_METRICS == ("mae", "rmse", "bias")
 
 
 def _literals_of_metric_names(path: Path) -> list[str]:

@@ -353,6 +353,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     undefined=EMPTY,
     intervals=("chi2",),
     forecast_table=3,  # its place in df.eval.forecast's default table
+    lead_chart=2,
 )
 def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Root mean squared error, √MSE.
@@ -368,7 +369,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
-@register(**ERROR, forecast_table=1)
+@register(**ERROR, forecast_table=1, lead_chart=1)
 def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean absolute error, Σ w |y − ŷ| / Σ w.
 
@@ -427,7 +428,12 @@ def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = Non
 
 
 @register(
-    task="regression", inputs=INPUTS, higher_is_better=None, undefined=EMPTY, forecast_table=4
+    task="regression",
+    inputs=INPUTS,
+    higher_is_better=None,
+    undefined=EMPTY,
+    forecast_table=4,
+    lead_chart=3,
 )
 def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean error of the prediction, Σ w (ŷ − y) / Σ w: positive when over-predicting.

@@ -786,7 +786,14 @@ def _metric_lines(
     )
 
 
-AT_K_METRICS = ("ndcg", "precision", "recall", "map", "mrr", "hit_rate")
+def _ranked(key: str) -> tuple[str, ...]:
+    """The metrics declaring ``key=`` (a place) at ``@register``, in the declared order."""
+    return tuple(name for _, name in sorted((v, n) for n, v in _registry.declared(key).items()))
+
+
+AT_K_METRICS = tuple(_registry.get(name).extra.get("short", name) for name in _ranked("at_k_chart"))
+"""The ranking metrics drawn against k (declared ``at_k_chart=`` at ``@register``, in that
+order), by their column names in the ``at_k`` table."""
 
 
 def at_k_chart(report: Report) -> tuple[Any, str] | None:
@@ -838,7 +845,8 @@ def per_query_chart(report: Report) -> tuple[Any, str] | None:
     return _props(chart, f"{metric} per query"), caption
 
 
-LEAD_METRICS = ("mae", "rmse", "bias")
+LEAD_METRICS = _ranked("lead_chart")
+"""The forecast errors drawn against the lead (declared ``lead_chart=``, in that order)."""
 
 
 def lead_chart(report: Report) -> tuple[Any, str] | None:

@@ -163,6 +163,7 @@ def _ranking_spec(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="ndcg",
+    at_k_chart=1,
 )
 @_doc
 def ndcg(
@@ -281,6 +282,7 @@ def dcg(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="precision",
+    at_k_chart=2,
 )
 @_doc
 def precision_at_k(
@@ -334,6 +336,7 @@ def precision_at_k(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="recall",
+    at_k_chart=3,
 )
 @_doc
 def recall_at_k(
@@ -377,6 +380,7 @@ def recall_at_k(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="hit_rate",
+    at_k_chart=6,
 )
 @_doc
 def hit_rate_at_k(
@@ -425,6 +429,7 @@ def hit_rate_at_k(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="map",
+    at_k_chart=4,
 )
 @_doc
 def ap_at_k(
@@ -640,6 +645,7 @@ def reciprocal_rank(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="mrr",
+    at_k_chart=5,
 )
 def mrr(
     relevance: IntoExpr,
