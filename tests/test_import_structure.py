@@ -13,8 +13,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "polars_eval"
 
 MAX_CIRCLE = 4
@@ -46,10 +44,6 @@ FLOORS = {
     "cli": 8,
     "__main__": 8,
 }
-
-PENDING_CIRCLES = {"polars_eval.cli"}
-"""Packages whose circle another branch of issue 21 is breaking (cli._common and the
-sub-commands it imports back); the strict xfail below says when it is gone."""
 
 
 def floor(module: str) -> int:
@@ -169,20 +163,8 @@ def test_the_graph_is_read() -> None:
 
 def test_no_import_circle_of_more_than_four_files() -> None:
     edges, _ = import_graph()
-    big = [
-        c
-        for c in circles(edges)
-        if len(c) > MAX_CIRCLE and not any(m.startswith(p) for m in c for p in PENDING_CIRCLES)
-    ]
+    big = [c for c in circles(edges) if len(c) > MAX_CIRCLE]
     assert not big, big
-
-
-@pytest.mark.xfail(strict=True, reason="cli/'s circle: broken on another branch of issue 21")
-def test_no_pending_circle() -> None:
-    """Fails (XPASS) once cli/'s circle is broken: then empty :data:`PENDING_CIRCLES`
-    and drop this test."""
-    edges, _ = import_graph()
-    assert max(map(len, circles(edges)), default=0) <= MAX_CIRCLE
 
 
 def test_few_imports_run_back_up_a_floor() -> None:

@@ -17,12 +17,11 @@ from polars_eval.cli._common import (
     CliError,
     Progress,
     _clock,
-    build_parser,
     one_line,
     progress,
     render_table,
 )
-from polars_eval.cli.main import _shorten, main, native_stderr_filtered
+from polars_eval.cli.main import _shorten, build_parser, main, native_stderr_filtered
 
 __all__ = [
     "CliError",

@@ -19,9 +19,10 @@ import polars as pl
 
 import polars_eval as pe
 from polars_eval._core import registry as _registry
-from polars_eval._core.tasks import TASKS
 from polars_eval.cli import windows as _windows
-from polars_eval.exceptions import PolarsEvalError
+from polars_eval.cli._base import CliError as CliError
+from polars_eval.cli._base import _expand, _format_of
+from polars_eval.cli._base import scan as scan
 from polars_eval.io import files
 
 PROG = "polars-eval"
@@ -52,10 +53,6 @@ REPORT_SUFFIXES = (".html", ".htm")
 
 
 PROGRESS_AFTER_S = 2.0
-
-
-class CliError(Exception):
-    """A user error detected by the command line itself (bad option, missing file...)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,83 +149,6 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write the result to FILE instead of stdout"
     )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``polars-eval`` argument parser, with one sub-command per available task."""
-    parser = _Parser(
-        prog=PROG,
-        formatter_class=_formatter,
-        description="Model evaluation native to Polars: evaluate predictions stored in "
-        "parquet, CSV or NDJSON files.",
-        epilog=_MAIN_EPILOG,
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {pe.__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for task in TASKS.values():
-        task.load("cli")(sub)
-    from polars_eval.cli import demo, fuse, psi, trec
-
-    trec.command(sub)
-    fuse.command(sub)
-    psi.command(sub)
-    demo.command(sub)
-    return parser
-
-
-_MAIN_EPILOG = """\
-examples:
-  polars-eval demo
-  polars-eval binary scores.parquet --label y --score p
-  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --format json
-
-Run 'polars-eval COMMAND --help' for the options of one command.
-Bad input prints one line 'polars-eval: error: ...' on stderr and exits with status 2.
-"""
-
-
-def _expand(pattern: str) -> list[str]:
-    """The files one command-line path names (a file, a glob or a directory)."""
-    try:
-        return files.expand(pattern)
-    except FileNotFoundError as error:
-        raise CliError(str(error)) from None
-
-
-def _format_of(path: str, forced: str | None) -> str:
-    try:
-        return files.format_of(path, forced)
-    except PolarsEvalError:
-        known = ", ".join(INPUT_FORMATS)
-        raise CliError(
-            f"cannot tell the format of {path!r} from its extension (known: {known}); "
-            "use --input-format"
-        ) from None
-
-
-def scan(
-    paths: Sequence[str], input_format: str | None = None, columns: Sequence[str] | None = None
-) -> pl.LazyFrame:
-    """One LazyFrame over every input file; only the files' structure is read here.
-
-    :func:`polars_eval.io.files.scan` checks the files before the query is built: a CSV
-    line with too few or too many fields, a repeated CSV column name, a column that some
-    files lack or whose type changes between files (Float64 here, String there) are
-    errors naming the file and the line or the column. Numeric types that differ
-    between files (Int32 and Int64, Float32 and Float64, integers and floats) are read
-    as their common type. Parquet files are scanned with hive partitioning (``key=value``
-    directories become columns). ``columns``: the columns the evaluation needs; other
-    columns that drift between files are left out instead of being an error.
-    """
-    names: list[str] = []
-    for pattern in paths:
-        for file in _expand(pattern):
-            _format_of(file, input_format)
-            names.append(file)
-    try:
-        return files.scan(names, input_format=input_format, columns=columns)
-    except FileNotFoundError as error:  # a file removed meanwhile: not "file: file not found"
-        raise CliError(str(error)) from None
 
 
 class Progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -12,16 +13,52 @@ from collections.abc import Iterator, Sequence
 
 import polars as pl
 
+import polars_eval as pe
+from polars_eval._core.tasks import TASKS
+from polars_eval.cli import demo, fuse, psi, trec
 from polars_eval.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
     PROG,
     CliError,
-    build_parser,
+    _formatter,
+    _Parser,
     check_outputs,
     one_line,
 )
 from polars_eval.exceptions import PolarsEvalError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``polars-eval`` argument parser, with one sub-command per available task."""
+    parser = _Parser(
+        prog=PROG,
+        formatter_class=_formatter,
+        description="Model evaluation native to Polars: evaluate predictions stored in "
+        "parquet, CSV or NDJSON files.",
+        epilog=_MAIN_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {pe.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for task in TASKS.values():
+        task.load("cli")(sub)
+    trec.command(sub)
+    fuse.command(sub)
+    psi.command(sub)
+    demo.command(sub)
+    return parser
+
+
+_MAIN_EPILOG = """\
+examples:
+  polars-eval demo
+  polars-eval binary scores.parquet --label y --score p
+  polars-eval binary 'lake/**/*.parquet' --label y --score p --by segment --format json
+
+Run 'polars-eval COMMAND --help' for the options of one command.
+Bad input prints one line 'polars-eval: error: ...' on stderr and exits with status 2.
+"""
+
 
 _USER_ERRORS: tuple[type[BaseException], ...] = (
     CliError,

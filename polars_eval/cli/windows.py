@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from polars_eval._core.windows import GROUPING, WINDOW_END
+from polars_eval.cli._base import CliError, scan
 
 
 def add_options(p: argparse.ArgumentParser, task: str) -> None:
@@ -90,7 +91,6 @@ def options(
 def check_report(args: argparse.Namespace, grouped: dict[str, Any]) -> None:
     """``--report`` takes the windows (its trend section), not the slices; ``--reference``
     needs ``--report`` and ``--every``."""
-    from polars_eval.cli._common import CliError  # (_common imports this module)
 
     report = getattr(args, "report", None)
     if report and ("rollup" in grouped or "min_rows" in grouped):
@@ -104,8 +104,6 @@ def check_report(args: argparse.Namespace, grouped: dict[str, Any]) -> None:
 
 def report_reference(args: argparse.Namespace) -> dict[str, Any]:
     """The report's ``reference=`` of ``--reference`` (scanned lazily), if given."""
-    from polars_eval.cli._common import scan
-
     if not args.reference:
         return {}
     return {"reference": scan(args.reference, args.input_format)}
