@@ -152,11 +152,8 @@ def bins_table(a: Mapping[str, Any]) -> BinsTable:
     exact = binary_table({**a, "bins": n_bins, "metrics": None, "grouping": None})
     y, s = binary_label(label, pos_label), to_float(score)
     b = score_bin(s, n_bins, probability=probability)
-    rows = {
-        LABEL: y.cast(pl.Float64),
-        BIN: b,
-        ABOVE: pl.when(b.is_not_null()).then(s >= threshold),
-    }
+    # a null score has a null bin and side (the rows are validated: no NaN score)
+    rows = {LABEL: y.cast(pl.Float64), BIN: b, ABOVE: s >= threshold}
     sums, specs, columns = score_sums(label, score, weight, pos_label)
     by = list(exact.by)
     bins = Table(
