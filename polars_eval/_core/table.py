@@ -272,6 +272,14 @@ class Table:
         assert isinstance(self.query, Specs)
         return [e.meta.output_name() for e in self.query.partitioned.finals]
 
+    @property
+    def bounded(self) -> bool:
+        """Every state of the table's specs is of a bounded size (no ``rows``, no per-score
+        ``list``): ``pe.Evaluation`` keeps its states (SPEC §10)."""
+        assert isinstance(self.query, Specs)
+        specs = self.query.specs.values()
+        return all(s.kind not in ("rows", "list") for spec in specs for s in spec.states.values())
+
     def partition(self, frame: Frame) -> pl.LazyFrame:
         """The states of the rows of ``frame``, one row per ``by`` group: stacked with
         those of disjoint rows, :meth:`merge` merges them and :meth:`finalize` gives the

@@ -41,6 +41,18 @@ class Task:
     required: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     roles: Mapping[str, str] = field(default_factory=dict)
+    # the column arguments a ``train=`` frame holds (the task method takes one)
+    train: tuple[str, ...] = ()
+    # ``pe.Evaluation``'s hooks (``"module:function"``, as above): ``evaluation(d,
+    # trained)`` gives, for a definition ``d``, the bounded state it keeps (a table whose
+    # states merge, the bins table, the forecast state; None: it keeps the rows) and the
+    # checks of a batch (None: the roles above); ``request(d)`` the task method's
+    # arguments for its ``metrics=`` and whether the names then select the columns
+    evaluation: str = ""
+    request: str = ""
+    # the task method on a LazyFrame whose table keeps sorted scores or bins, run as a
+    # bounded ``pe.Evaluation`` in chunks (SPEC §10: the state, not the rows)
+    bounded: str = ""
 
     def load(self, what: str) -> Any:
         """The object a ``"module:attribute"`` field of this task names."""
@@ -72,6 +84,8 @@ TASKS: dict[str, Task] = {
             required=("label", "score"),
             options=("pos_label", "threshold", "probability", "baseline"),
             roles={"label": "binary_label", "score": "score"},
+            evaluation="polars_eval.tasks._binary_bins:evaluation_state",
+            bounded="polars_eval.scale.bounded:run_binary",
         ),
         Task(
             "regression",
@@ -84,6 +98,7 @@ TASKS: dict[str, Task] = {
             required=("actual", "pred"),
             options=("zero_actuals", "baseline"),
             roles={"actual": "numeric", "pred": "numeric"},
+            evaluation="polars_eval.tasks.regression:evaluation_state",
         ),
         Task(
             "multiclass",
@@ -96,6 +111,8 @@ TASKS: dict[str, Task] = {
             required=("label",),
             options=("classes", "k", "multi_class", "weights", "adjusted", "baseline"),
             roles={"label": "key", "pred": "key", "proba": "proba"},
+            evaluation="polars_eval.tasks.multiclass:evaluation_state",
+            request="polars_eval.tasks.multiclass:evaluation_request",
         ),
         Task(
             "forecast",
@@ -111,6 +128,9 @@ TASKS: dict[str, Task] = {
             required=("actual", "forecast", "series", "time"),
             options=("season_length", "zero_actuals", "quantiles", "interval"),
             roles={"actual": "numeric", "forecast": "numeric", "series": "key", "time": "key"},
+            train=("series", "time", "actual"),
+            evaluation="polars_eval.scale.forecast_state:evaluation_state",
+            request="polars_eval.scale.forecast_state:evaluation_request",
         ),
         Task(
             "ranking",
@@ -128,6 +148,7 @@ TASKS: dict[str, Task] = {
             options=("k", "gain", "ties", "min_relevance", "no_relevant", "max_relevance")
             + ("unscored", "baseline"),
             roles={"relevance": "relevance", "score": "score", "query": "key", "item": "key"},
+            request="polars_eval.tasks.ranking:evaluation_request",
         ),
     )
 }

@@ -1,9 +1,11 @@
-"""The state rows of the binned binary task (``pe.Evaluation(..., bins=N)``, SPEC §10).
+"""The bins rows of the binned binary task, reduced fast (``pe.Evaluation(..., bins=N)``, SPEC §10).
 
-One row per (group, label, bin, side of the threshold) with the summed weight and the
-summed weighted log loss and squared error terms (exact: ``compute()`` sums them per
-group). Rows with a null label or score keep a null label, or a null bin and side, and
-weight 0, as a ``group_by`` of those columns gives them.
+The bins table (:func:`polars_eval.tasks._binary_bins.bins_table`) says what a row adds
+to its (group, label, bin, side of the threshold): its weight and the row values of the
+exact metrics' sums; ``compute()`` sums them per group. Rows with a null label or score
+keep a null label, or a null bin and side, and weight 0, as a ``group_by`` of those
+columns gives them (the table's own ``partition``). This module gives the same rows
+faster over a lake.
 
 Speed (this aggregation runs over every row of a lake): the label, the bin and the side
 are packed into one Int64 key, and so are the ``by`` columns when they are integers (or
@@ -25,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
-from polars_eval.metrics._curve import score_bin
+from polars_eval.tasks._binary_bins import KEYS, BinsTable
 
 KEY = "__pe_key"
 _CODE_BITS = {
@@ -42,40 +44,22 @@ _DENSE_RANGE = 1 << 20
 
 
 class Binned:
-    """The binned state of one definition over frames of one schema.
+    """The bins rows of one bins table over frames of one schema (its keys: the 0/1
+    label, the bin and the side of the threshold of a row; its values: the sums)."""
 
-    ``y`` the 0/1 label, ``s`` the score, ``w`` the weight and ``ll`` the log loss term
-    of a row, counted where ``valid``; ``columns`` the names of the state's label, bin,
-    side, weight, log loss and squared error columns.
-    """
-
-    def __init__(
-        self,
-        schema: pl.Schema,
-        by: Sequence[str],
-        y: pl.Expr,
-        s: pl.Expr,
-        w: pl.Expr,
-        valid: pl.Expr,
-        ll: pl.Expr,
-        *,
-        bins: int,
-        probability: bool,
-        threshold: float,
-        columns: tuple[str, str, str, str, str, str],
-    ) -> None:
-        self.by = list(by)
-        self.columns = columns
-        label, bin_, above, weight, logloss, squared = columns
-        # the score's part: 0 for a null score, else 1 + 2·bin + (s >= threshold); the
-        # label's: 0 for a null label, else 1 + y
-        b = score_bin(s, bins, probability=probability).cast(pl.Int64)
-        side = (s >= threshold).cast(pl.Int64)
-        parts = [((1 + 2 * b + side).fill_null(0), 2 * bins + 1)]
-        parts.append(((1 + y.cast(pl.Int64)).fill_null(0), 3))
+    def __init__(self, table: BinsTable, schema: pl.Schema) -> None:
+        self.by = table.by
+        self.columns = table.columns
+        label, bin_, above = (table.rows[k] for k in KEYS)
+        bins = table.n_bins
+        # the score's part: 0 for a null bin, else 1 + 2·bin + side; the label's: 0 for a
+        # null label, else 1 + y
+        score = 1 + 2 * bin_.cast(pl.Int64) + above.cast(pl.Int64)
+        parts = [(score.fill_null(0), 2 * bins + 1)]
+        parts.append(((1 + label.cast(pl.Int64)).fill_null(0), 3))
         room = (1 << 63) // ((2 * bins + 1) * 3)  # what the by columns' codes may take
         self._decoders: dict[str, Callable[[pl.Expr], pl.Expr]] = {}
-        for name in by:
+        for name in self.by:
             width = _CODE_BITS.get(type(schema[name]))
             if width is None or (1 << width) + 1 > room:
                 continue
@@ -83,15 +67,12 @@ class Binned:
             parts.append((code, size))
             room //= size
         self._sizes = [size for _, size in parts]
-        self.keys = [name for name in by if name not in self._decoders]
-        self.values = [weight, logloss, squared]
-        zero = pl.lit(0.0)
+        self.keys = [name for name in self.by if name not in self._decoders]
+        self.values = list(table.sums)
         self._rows = [
             *self.keys,
             _pack([expr for expr, _ in parts], self._sizes).alias(KEY),
-            pl.when(valid).then(w).otherwise(zero).alias(weight),
-            pl.when(valid).then(w * ll).otherwise(zero).alias(logloss),
-            pl.when(valid).then(w * (s - y) ** 2).otherwise(zero).alias(squared),
+            *(value.alias(name) for name, value in table.sums.items()),
         ]
 
     def rows(self, lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -125,8 +106,8 @@ class Binned:
         )
 
     def unpack(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-        """The state rows of reduced keys: ``[*by, label, bin, above, weight, ll, sq]``."""
-        label, bin_, above, weight, logloss, squared = self.columns
+        """The bins rows of reduced keys: ``[*by, label, bin, above, *sums]``."""
+        label, bin_, above = KEYS
         score_code, label_code, *codes = _unpack(pl.col(KEY), self._sizes)
         decoded = dict(zip(self._decoders, codes, strict=True))
         return frame.select(
@@ -134,9 +115,7 @@ class Binned:
             pl.when(label_code > 0).then(label_code - 1).cast(pl.Float64).alias(label),
             pl.when(score_code > 0).then((score_code - 1) // 2).cast(pl.Int32).alias(bin_),
             pl.when(score_code > 0).then((score_code - 1) % 2 == 1).alias(above),
-            weight,
-            logloss,
-            squared,
+            *self.values,
         )
 
     def state_rows(self, lf: pl.LazyFrame) -> pl.LazyFrame:

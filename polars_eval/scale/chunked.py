@@ -18,9 +18,9 @@ aggregation at all (the forecast state's stretches of times):
 1. the streaming engine reads the input columns and hands them over
    ``CHUNK_ROWS`` rows at a time (``collect_batches``: it reads ahead a few morsels,
    not the lake);
-2. each chunk becomes its state rows (``Evaluation._batch_rows``: a ``group_by`` of at
+2. each chunk becomes its state rows (``Evaluation.batch_rows``: a ``group_by`` of at
    most one chunk's rows) and its validation counts, in one query;
-3. the chunks' states are buffered and merged into one (``Evaluation._merge_rows``:
+3. the chunks' states are buffered and merged into one (``Evaluation.merge_rows``:
    summed per key, or the forecast state's merge) once the buffered rows are at least
    the merged state's rows and either ``MERGE_ROWS`` rows or ``MERGE_EVERY`` chunks.
 
@@ -44,11 +44,12 @@ LazyFrame whose collect runs such an evaluation (``polars_eval.tasks.binary``), 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from polars_eval._validate import raise_for_checks
+from polars_eval._validate import check_aggs, raise_for_checks
+from polars_eval.scale.kept import BinsKept
 
 if TYPE_CHECKING:
     from polars_eval.scale.evaluation import Evaluation
@@ -75,7 +76,7 @@ def few_groups(ev: Evaluation, lf: pl.LazyFrame) -> bool:
     rows, against 0.67 GB in chunks) take the chunks instead. Reads the ``by`` columns
     of the first rows only.
     """
-    by = list(ev._def.by)
+    by = list(ev.definition.by)
     if not by:
         return True
     first = lf.select(by).head(CHUNK_ROWS).select(pl.struct(by).n_unique())
@@ -85,13 +86,14 @@ def few_groups(ev: Evaluation, lf: pl.LazyFrame) -> bool:
 def streamed_states(
     ev: Evaluation,
     lf: pl.LazyFrame,
-    checks: list[pl.Expr],
+    checks: list[Any],
     chunk_rows: int | None = None,
     merge_every: int | None = None,
 ) -> pl.DataFrame:
     """The validated state rows of ``lf``, from its rows ``chunk_rows`` at a time (the
     streaming engine reads them), merged as they come; the bad rows of every chunk are
-    counted and raised once the whole input is read, as one query would count them.
+    counted (``checks``: those of :meth:`Evaluation.check`) and raised once the whole
+    input is read, as one query would count them.
     ``chunk_rows`` and ``merge_every`` default to :data:`CHUNK_ROWS` and
     :data:`MERGE_EVERY`."""
     chunk_rows = chunk_rows or CHUNK_ROWS
@@ -99,23 +101,23 @@ def streamed_states(
     parts: list[pl.DataFrame] = []
     bad: list[pl.DataFrame] = []
     held = merged = 0  # state rows buffered since the last merge; rows of the merged state
-    chunks = lf.select(ev._inputs()).collect_batches(
-        chunk_size=chunk_rows, maintain_order=False, engine="streaming"
-    )
-    rows_of, merge, finish, every = _reduction(ev, lf.select(ev._inputs()).collect_schema())
+    inputs = lf.select(ev.model.inputs)
+    chunks = inputs.collect_batches(chunk_size=chunk_rows, maintain_order=False, engine="streaming")
+    rows_of, merge, finish, every = _reduction(ev, inputs.collect_schema())
     merge_every = min(merge_every, every)
+    aggs = check_aggs(checks, examples=False) if checks else []
     for chunk in chunks:
-        if checks:
-            bad.append(chunk.lazy().select(checks).collect(engine="streaming"))
+        if aggs:
+            bad.append(chunk.lazy().select(aggs).collect(engine="streaming"))
         parts.append(rows_of(chunk))
         held += parts[-1].height
         if held >= merged and (held >= MERGE_ROWS or len(parts) >= merge_every):
             parts = [merge(parts)]
             held, merged = 0, parts[0].height
     if bad:
-        raise_for_checks(pl.concat(bad).sum(), ev._checks, per_row=False, source=lf)
+        raise_for_checks(pl.concat(bad).sum(), checks, per_row=False, source=lf)
     if not parts:
-        return ev._batch_rows(lf.select(ev._inputs()).limit(0)).collect()
+        return ev.batch_rows(inputs.limit(0)).collect()
     return finish(merge(parts) if len(parts) > 1 else parts[0])
 
 
@@ -135,8 +137,8 @@ def _reduction(ev: Evaluation, schema: pl.Schema) -> Reduction:
     comes (a merge of two dense states is a ``bincount``: nothing is saved by waiting);
     any other state is the chunk's state rows, merged by its rule (binned with ``time=``
     and ``every=`` too: its states are then the table's, per step)."""
-    if ev._def.task == "binary" and ev._def.bins is not None and ev._table is None:
-        binned = ev._binned(schema)
+    if isinstance(ev.model, BinsKept):
+        binned = ev.model.binned(schema)
 
         def reduced(chunk: pl.DataFrame) -> pl.DataFrame:
             return binned.reduce([binned.rows(chunk.lazy()).collect()])
@@ -144,7 +146,7 @@ def _reduction(ev: Evaluation, schema: pl.Schema) -> Reduction:
         return reduced, binned.reduce, binned.unpack, 2  # type: ignore[return-value]
 
     def rows(chunk: pl.DataFrame) -> pl.DataFrame:
-        return ev._batch_rows(chunk.lazy()).collect()
+        return ev.batch_rows(chunk.lazy()).collect()
 
     return rows, lambda parts: _merge(ev, parts), lambda frame: frame, MERGE_EVERY
 
@@ -152,11 +154,11 @@ def _reduction(ev: Evaluation, schema: pl.Schema) -> Reduction:
 def _merge(ev: Evaluation, parts: list[pl.DataFrame]) -> pl.DataFrame:
     """The states of disjoint rows merged into one: the distinct rows' value columns
     summed per key by a streaming ``group_by`` (in no particular order: half the time
-    of ``Evaluation._merge_rows``' in-memory one, which keeps the order of the keys),
+    of ``Evaluation.merge_rows``' in-memory one, which keeps the order of the keys),
     any other state by its own merge."""
-    values = ev._value_columns()
+    values = ev.model.values
     if not values:
-        return ev._merge_rows(parts)
+        return ev.merge_rows(parts)
     keys = [c for c in parts[0].columns if c not in values]
     stacked = pl.concat(parts, how="vertical_relaxed").lazy()
     return stacked.group_by(keys).agg(pl.col(values).sum()).collect(engine="streaming")

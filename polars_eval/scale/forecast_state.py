@@ -41,8 +41,10 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval._core import registry as _registry
 from polars_eval._core.planner import no_rows_text, row_counts
-from polars_eval._core.table import Output, finish
+from polars_eval._core.table import Checks, Output, finish
+from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import count_true, to_float
 from polars_eval.exceptions import DataValidationError
 from polars_eval.metrics import forecast as _fc
@@ -447,3 +449,46 @@ class ForecastState:
             f"duplicate ({named}) rows: expected one row per key; found {n} row(s) "
             f"repeating the key of another row, e.g. [{listed}]"
         )
+
+
+# -- pe.Evaluation's hooks of the forecast task (polars_eval._core.tasks.Task) ------------
+
+
+def evaluation_metrics(names: Sequence[str] | None) -> list[str] | None:
+    """The forecast table's ``metrics=`` behind ``metrics=``: the names when every one is
+    a registered metric the table takes (regression and forecasting metrics of one value),
+    otherwise None (the default table, whose columns the names then select)."""
+    if names is None:
+        return None
+    known = {
+        info.name
+        for info in _registry.REGISTRY.values()
+        if info.task in _task.KEY_TASKS and info.kind == "scalar" and info.spec is not None
+    }
+    return list(names) if set(names) <= known and len(set(names)) == len(names) else None
+
+
+def evaluation_state(d: Any, trained: bool) -> tuple[ForecastState | None, Checks]:
+    """What ``pe.Evaluation`` keeps for a forecast definition ``d``: the states per series
+    where every metric's state is bounded (not with windows: the rows, keyed by their own
+    times), else None (the rows); and the checks of the task method's numeric inputs."""
+    roles: dict[str, Any] = {**TASKS["forecast"].roles, "weight": "weight"}
+    args: dict[str, Any] = {**d.columns, "weight": d.weight}
+    quantiles = list((d.options.get("quantiles") or {}).values())
+    if quantiles:
+        roles["quantiles"], args["quantiles"] = "numeric", quantiles
+    if d.options.get("interval") is not None:
+        args["lower"], args["upper"] = d.options["interval"]
+        roles["lower"] = roles["upper"] = "numeric"
+    checks = Checks(roles, args)
+    if d.windows is not None:
+        return None, checks
+    metrics = evaluation_metrics(d.metrics)
+    state = ForecastState(d.columns, d.options, d.by, metrics, d.weight, trained=trained)
+    return (state if state.bounded else None), checks
+
+
+def evaluation_request(d: Any) -> tuple[dict[str, Any], bool]:
+    """``pe.Evaluation``'s ``metrics=`` as the task method's (:func:`evaluation_metrics`);
+    the names then select the columns."""
+    return {"metrics": evaluation_metrics(d.metrics)}, True

@@ -53,7 +53,6 @@ executor; the driver refuses a result where two executors disagreed).
 from __future__ import annotations
 
 import base64
-import copy
 import io
 import json
 import re
@@ -67,15 +66,15 @@ import polars as pl
 import pyarrow as pa
 
 from polars_eval import exceptions
-from polars_eval._validate import raise_for_checks
+from polars_eval._validate import check_aggs, raise_for_checks
 from polars_eval.exceptions import (
     DataValidationError,
     ExecutorImportError,
     InvalidParameterError,
     PolarsEvalError,
 )
-from polars_eval.scale.evaluation import Evaluation, W, _ci_arguments
-from polars_eval.stats.units import unit_ci
+from polars_eval.scale.evaluation import Evaluation
+from polars_eval.scale.kept import W
 
 __all__ = ["evaluate"]
 
@@ -168,22 +167,21 @@ def evaluate(
             "train= must be a polars DataFrame or LazyFrame (the training rows, sent to the "
             f"executors with the task); got {type(train).__name__}"
         )
-    ev = Evaluation(task, by=by, metrics=metrics, bins=bins, weight=weight, **columns)
-    # the interval is an option of compute(), sent to the executors with the evaluation
-    ev._compute_options = _ci_arguments(unit_ci(ci, level, n_resamples, seed))
-    if ev._compute_options and task not in ("ranking", "forecast"):
-        ev.compute(**ev._compute_options)  # its error: the task has no units
+    # the interval is the default of compute() (the definition's), sent to the executors
+    interval = {} if ci is None else {"ci": ci, "level": level}
+    interval |= {} if ci is None else {"n_resamples": n_resamples, "seed": seed}
+    ev = Evaluation(task, by=by, metrics=metrics, bins=bins, weight=weight, **interval, **columns)
 
     # the Spark schema, checked on the driver: missing, repeated, mistyped columns are ours
-    names = ev._inputs()
+    names = ev.model.inputs
     timezone = spark_df.sparkSession.conf.get("spark.sql.session.timeZone")
     empty = _empty_frame(spark_df.schema, names, timezone)
-    ev._check(empty.lazy())
+    ev.check(empty.lazy())
 
-    d = ev._def
+    d = ev.definition
     n = (partitions or _default_parallelism(spark_df)) if d.by else 1
     selected = spark_df.select(*[F.col(_quote(name)) for name in names])
-    schema = dict(ev._batch_rows(empty.lazy()).collect_schema())  # the state's types
+    schema = dict(ev.batch_rows(empty.lazy()).collect_schema())  # the state's types
     try:
         collected = _run(selected, ev, n, schema)
     except Exception as err:
@@ -195,7 +193,7 @@ def evaluate(
     frames = [pl.read_ipc(io.BytesIO(result)) for result, _ in collected]
     if not frames:
         # no rows at all: what pe.Evaluation says about an evaluation that saw none
-        return ev.compute(**ev._compute_options)
+        return ev.compute()
     out = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
     if d.by:
         if out.select(pl.struct(list(d.by)).is_duplicated().any()).item():
@@ -449,19 +447,20 @@ def _frame(batches: list[pa.RecordBatch]) -> pl.DataFrame:
 def _weighted_rows(ev: Evaluation, frame: pl.DataFrame) -> pl.DataFrame:
     """The validated rows of a chunk as an unmerged state: the state's columns, each row
     with its weight (a null weight as 0, as the distinct rows sum it)."""
-    checks = ev._check(frame.lazy())
+    checks = ev.check(frame.lazy())
     if checks:
-        raise_for_checks(frame.select(checks), ev._checks, per_row=False, source=frame.lazy())
-    weight = ev._def.weight
+        bad = frame.select(check_aggs(checks, examples=False))
+        raise_for_checks(bad, checks, per_row=False, source=frame.lazy())
+    weight = ev.definition.weight
     w = pl.col(weight).cast(pl.Float64).fill_null(0.0) if weight is not None else pl.lit(1.0)
-    values = [c for c in ev._row_columns() if c != W]
+    values = [c for c in ev.model.columns if c != W]
     return frame.select(*values, w.alias(W))
 
 
 def _few_distinct(ev: Evaluation, frame: pl.DataFrame) -> bool:
     """Whether the distinct rows of ``chunk`` are at most ``_KEEP_ROWS`` of its rows (an
     estimate: a HyperLogLog count of the keys' hashes, a twentieth of a group_by's time)."""
-    keys = [c for c in ev._row_columns() if c != W]
+    keys = [c for c in ev.model.columns if c != W]
     try:
         estimate = frame.select(pl.struct(keys).hash(seed=0).approx_n_unique()).item()
     except pl.exceptions.PolarsError:  # a key type without a hash: take the distinct rows
@@ -531,13 +530,13 @@ def _state_blobs(
     ev: Evaluation, n: int, batches: Iterable[pa.RecordBatch]
 ) -> Iterator[tuple[int, bytes]]:
     """The state rows of a partition's rows, chunk by chunk, as (target, blob) pairs."""
-    by = ev._def.by
+    by = ev.definition.by
     # the rows themselves are a state (each with its weight) where the distinct rows are
-    distinct: bool | None = None if ev._value_columns() == [W] else True
+    distinct: bool | None = None if ev.model.values == [W] else True
     for chunk in _chunks(batches):
         if distinct is None:  # the first chunk tells whether the distinct rows pay
             distinct = _few_distinct(ev, chunk)
-        rows = ev._state_rows(chunk) if distinct else _weighted_rows(ev, chunk)
+        rows = ev.state_rows(chunk) if distinct else _weighted_rows(ev, chunk)
         if rows.height:
             yield from _blobs(rows, by, n)
 
@@ -573,17 +572,17 @@ def _finalize(ev: Evaluation) -> pl.DataFrame:
     task, the task method asked for the ``metrics=`` requested only (the other columns of
     the table are not built) and, where every row check it would run is a check of the
     input roles, without running them again (the states were made of validated rows)."""
-    d = ev._def
-    if d.task != "binary" or d.bins is not None or ev._table is not None:
-        return ev.compute(**getattr(ev, "_compute_options", {}))
+    d = ev.definition
+    if d.task != "binary" or d.bins is not None or ev.model.table is not None:
+        return ev.compute()
     from polars_eval._core.registry import data_checks
     from polars_eval.tasks.binary import summary_infos
 
-    assert ev._rows is not None
+    assert ev.rows is not None
     o = d.options
     label, score = d.columns["label"], d.columns["score"]
     infos = summary_infos(o["probability"], d.metrics)
-    return ev._rows.eval.binary(
+    return ev.rows.eval.binary(
         label,
         score,
         weight=W,
@@ -606,12 +605,11 @@ def _table(
         frames.append(frame)
     if not frames:
         return None
-    local = copy.copy(ev)
     # the partial states of every input partition that holds these groups: the task method
     # sums equal keys itself (as merging first would), so they are not re-aggregated here
     rows = pl.concat(frames, how="vertical_relaxed", rechunk=False)
     narrowed = {c: t for c, t in schema.items() if t.is_integer() and rows.schema.get(c) != t}
-    local._rows = rows.cast(narrowed) if narrowed else rows
+    local = ev.with_rows(rows.cast(narrowed) if narrowed else rows)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = _finalize(local)

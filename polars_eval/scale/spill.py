@@ -46,12 +46,23 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from polars_eval._validate import check_aggs, raise_for_checks
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.scale.definition import Definition
+from polars_eval.scale.kept import N
 from polars_eval.stats import units
-from polars_eval.tasks.ranking import COUNTS, combine_partials, run_ranking, table_arguments
+from polars_eval.tasks.ranking import (
+    combine_partials,
+    evaluation_request,
+    run_ranking,
+    table_arguments,
+)
 
 if TYPE_CHECKING:
-    from polars_eval.scale.evaluation import Evaluation, _Definition
+    from polars_eval.scale.evaluation import Evaluation
+
+TASK = "ranking"
+"""The task whose evaluations spill (whole queries in buckets: its mean over queries)."""
 
 SPILL_VERSION = 1
 """The format version of a spill directory; a newer one is refused."""
@@ -300,11 +311,10 @@ def _sink(
 # ---------------------------------------------------------------------------------------
 
 
-def table_request(d: _Definition) -> dict[str, Any]:
+def table_request(d: Definition) -> dict[str, Any]:
     """The ``df.eval.ranking`` arguments of a ranking evaluation. With ``metrics=``, only
-    the columns kept are computed (``k=None`` and an entry per column: ``"ndcg@10"``,
-    ``"map"`` for the whole list), unless a name is no table column (then the whole table,
-    and :meth:`~polars_eval.Evaluation.compute` names what is missing)."""
+    the columns kept are computed (the task's hook:
+    :func:`~polars_eval.tasks.ranking.evaluation_request`)."""
     cols = d.columns
     request: dict[str, Any] = {
         "relevance": cols["relevance"],
@@ -316,78 +326,59 @@ def table_request(d: _Definition) -> dict[str, Any]:
         **{k: v for k, v in d.options.items() if k not in units.OPTIONS},
     }
     table_arguments(**request)  # the options checked as the task method checks them
-    if d.metrics is None:
-        return request
-    entries: list[str] = []
-    for name in d.metrics:
-        if name in COUNTS:
-            continue
-        if d.options.get("baseline") and name.endswith("_baseline"):
-            name = name[: -len("_baseline")]
-        if name not in entries:
-            entries.append(name)
-    narrowed = {**request, "k": None, "metrics": entries}
-    try:
-        table_arguments(**narrowed)
-    except InvalidParameterError:
-        return request
-    return narrowed if entries else request
+    return {**request, **evaluation_request(d)[0]}
 
 
 def _query(ev: Evaluation) -> list[str]:
-    query = ev._def.columns["query"]
+    query = ev.definition.columns["query"]
     return [query] if isinstance(query, str) else list(query)
+
+
+def _store(ev: Evaluation) -> Spill:
+    assert ev.spill is not None
+    return ev.spill
 
 
 def update(ev: Evaluation, lf: pl.LazyFrame) -> None:
     """Validate the batch as :meth:`Evaluation.update` does and stream it to the buckets."""
-    from polars_eval._validate import raise_for_checks
-
-    assert ev._spill is not None
-    aggs = ev._check(lf)
+    checks = ev.check(lf)
 
     def accept(bad: pl.DataFrame) -> None:
-        raise_for_checks(bad, ev._checks, per_row=False, source=lf)
+        raise_for_checks(bad, checks, per_row=False, source=lf)
 
-    checks = lf.select(aggs) if aggs else None
-    ev._spill.write(lf.select(ev._inputs()), _query(ev), checks, accept)
+    counts = lf.select(check_aggs(checks, examples=False)) if checks else None
+    _store(ev).write(lf.select(ev.model.inputs), _query(ev), counts, accept)
 
 
 def rows(ev: Evaluation) -> pl.DataFrame | None:
     """The state rows of a spilled evaluation, read into memory (as large as the rows)."""
-    assert ev._spill is not None
-    source = ev._spill.scan()
-    return None if source is None else ev._batch_rows(source).collect(engine="streaming")
+    source = _store(ev).scan()
+    return None if source is None else ev.batch_rows(source).collect(engine="streaming")
 
 
 def merge(ev: Evaluation, other: Evaluation) -> None:
     """Add ``other``'s rows (same definition, checked), one of the two or both spilled."""
-    from polars_eval.scale.evaluation import N
-
-    if ev._spill is None:
-        assert other._spill is not None
+    if ev.spill is None:
         spilled = rows(other)
         if spilled is not None:
-            ev._add(spilled)
-    elif other._spill is not None:
-        ev._spill.link_from(other._spill, _query(ev))
-    elif other._rows is not None:
-        kept = other._rows
+            ev.add_rows(spilled)
+    elif other.spill is not None:
+        ev.spill.link_from(other.spill, _query(ev))
+    elif other.rows is not None:
+        kept = other.rows
         if N in kept.columns:  # rows counted per distinct key: one row each again
             values = [c for c in kept.columns if c != N]
             kept = kept.with_columns(pl.col(values).repeat_by(N)).explode(values).drop(N)
-        ev._spill.write(kept.lazy(), _query(ev))
+        ev.spill.write(kept.lazy(), _query(ev))
 
 
 def compute(ev: Evaluation, ci: Any = None) -> pl.DataFrame:
     """``df.eval.ranking`` on every row, bucket by bucket: sums per ``by`` group combined
     (with ``ci="t"`` the sums of squares too; with ``ci="bootstrap"`` one row per query of
     each bucket, resampled once all are in)."""
-    assert ev._spill is not None
-    arguments = {**table_arguments(**table_request(ev._def)), "ci": ci}
-    parts = [
-        run_ranking(frame, **arguments, partial=True) for frame in ev._spill.frames(_query(ev))
-    ]
-    source = ev._spill.scan()
+    store = _store(ev)
+    arguments = {**table_arguments(**table_request(ev.definition)), "ci": ci}
+    parts = [run_ranking(frame, **arguments, partial=True) for frame in store.frames(_query(ev))]
+    source = store.scan()
     assert source is not None
     return combine_partials(parts, arguments, source)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -12,10 +12,11 @@ from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.tasks import TASKS
 from polars_eval._core.windows import BASELINE_NOT_MERGEABLE, Grouping, grouped_method
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
 from polars_eval._typing import IntoExpr
-from polars_eval.exceptions import DataValidationError, InvalidParameterError, UndefinedMetricError
+from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics import binary as b
 from polars_eval.metrics._curve import score_bin
 
@@ -30,7 +31,12 @@ def binned_representative(score: pl.Expr, bins: int, *, probability: bool) -> pl
     order is all that counts)."""
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
         raise InvalidParameterError(f"bins must be an integer >= 2; got {bins!r}")
-    binned = score_bin(score, bins, probability=probability).cast(pl.Float64)
+    return bin_score(score_bin(score, bins, probability=probability), bins, probability=probability)
+
+
+def bin_score(b: pl.Expr, bins: int, *, probability: bool) -> pl.Expr:
+    """The score of bin ``b`` (:func:`binned_representative`), as Float64."""
+    binned = b.cast(pl.Float64)
     return (binned + 0.5) / bins if probability else binned
 
 
@@ -239,160 +245,8 @@ class BinaryMethods:
         arguments = dict(locals())  # every argument by name (the first statement)
         del arguments["self"]
         table = binary_table(arguments)
-        g = grouping
-        if bins is not None and g is None:
-            return _binned(
-                self._frame,
-                run(table, self._frame.lazy()),
-                label=label,
-                score=score,
-                weight=weight,
-                pos_label=pos_label,
-                threshold=threshold,
-                probability=probability,
-                baseline=baseline,
-                bins=bins,
-                by=by,
-                metrics=metrics,
-            )
-        result = run(table, self._frame)
-        if not isinstance(self._frame, pl.LazyFrame) or not validate:
-            return result
-        common = dict(label=label, score=score, weight=weight, pos_label=pos_label)
-        common |= dict(threshold=threshold, probability=probability, metrics=metrics)
-        assert isinstance(table.query, Specs)
-        if g is not None and g.windows is not None:
-            return _windows_lazy(self._frame, result, table.query.specs, g, bins=bins, **common)
-        if g is None:
-            return _distinct_lazy(
-                self._frame, result, table.query.specs, baseline=baseline, by=table.by, **common
-            )
-        return result
-
-
-def _distinct_lazy(
-    frame: pl.LazyFrame, planned: pl.LazyFrame, specs: dict[str, MetricSpec], **kwargs: Any
-) -> pl.LazyFrame:
-    """``lf.eval.binary(...)`` on a LazyFrame whose table keeps the sorted scores (AUC,
-    KS ...): a LazyFrame whose collect evaluates the distinct (group, label, score) rows
-    with their summed weight (SPEC §10: the state, not the rows), as ``pe.Evaluation``
-    takes a lake, in bounded chunks (:mod:`polars_eval.scale.chunked`). The same table
-    (to rounding, 1e-12: the weights are summed per key first), warnings and errors.
-
-    ``planned`` is the plain query (the planner's, over the rows): its schema is the
-    result's; it is returned as it is where the table is all sums (a streaming
-    aggregation per group already), where an argument is an expression rather than a
-    column name, or where the schema is an error to raise at collect; and it runs where
-    no row can be evaluated, to say so with the input's own row counts.
-    """
-    from polars_eval.scale.evaluation import Evaluation, W
-
-    by, weight, metrics = kwargs["by"], kwargs["weight"], kwargs["metrics"]
-    names = [kwargs["label"], kwargs["score"], *by, *([] if weight is None else [weight])]
-    schema = _deferrable(planned, specs, names)
-    if schema is None:
-        return planned
-    options = {k: kwargs[k] for k in ("pos_label", "threshold", "probability", "baseline")}
-    if metrics is not None:
-        options["metrics"] = [metrics] if isinstance(metrics, str) else list(metrics)
-    label, score = kwargs["label"], kwargs["score"]
-
-    def run() -> pl.DataFrame:
-        ev = Evaluation("binary", label=label, score=score, by=by, weight=weight, **options)
-        ev.update(frame)
-        rows = ev._rows if ev._rows is not None else ev._empty_rows()
-        try:
-            return rows.eval.binary(label, score, weight=W, by=by or None, **options)
-        except UndefinedMetricError:
-            planned.collect()  # no row to evaluate: the error with the input's row counts
-            raise
-
-    return _deferred(run, schema)
-
-
-def _windows_lazy(
-    frame: pl.LazyFrame,
-    planned: pl.LazyFrame,
-    specs: dict[str, MetricSpec],
-    g: Grouping,
-    **kwargs: Any,
-) -> pl.LazyFrame:
-    """``lf.eval.binary(..., time=, every=)`` on a LazyFrame whose table keeps sorted
-    scores or bins (AUC, KS ...): a LazyFrame whose collect runs ``pe.Evaluation(...,
-    time=, every=)`` over ``frame`` and computes the windows (SPEC §13 "Lakes": memory
-    bounded by groups x steps x state). Polars' streaming ``group_by`` keeps the rows of
-    the keys it does not find hot until the input ends, and a list state per (group,
-    step) is never pre-aggregated: the plain query's memory grew with the rows (2.2 GB
-    at 2e7 rows against 0.8 GB at 2e6); the evaluation takes the lake in bounded chunks
-    (:mod:`polars_eval.scale.chunked`). ``planned`` (the plain query) gives the schema,
-    and runs as it is where the table is all sums or an argument is an expression."""
-    from polars_eval.scale.evaluation import Evaluation
-
-    weight, metrics = kwargs["weight"], kwargs["metrics"]
-    names = [kwargs["label"], kwargs["score"], *g.finest, g.windows.time, weight or ""]
-    # min_rows counts rows, pe.Evaluation's exact state distinct (label, score) rows: with
-    # min_rows= the plain query
-    schema = None if g.min_rows is not None else _deferrable(planned, specs, names)
-    if schema is None:
-        return planned
-    win = g.windows
-    options = dict(kwargs)
-    if metrics is not None:
-        options["metrics"] = [metrics] if isinstance(metrics, str) else list(metrics)
-    definition = dict(by=g.finest or None, time=win.time, every=win.every.text)
-    definition["offset"] = win.offset.text
-
-    def run() -> pl.DataFrame:
-        ev = Evaluation("binary", **options, **definition).update(frame)
-        sets = [list(keys) for keys in g.sets] if g.stacked else None
-        return ev.compute(period=win.period.text, grouping_sets=sets, min_rows=g.min_rows)
-
-    return _deferred(run, schema)
-
-
-def _deferrable(
-    planned: pl.LazyFrame, specs: dict[str, MetricSpec], names: list[Any]
-) -> Mapping[str, Any] | None:
-    """The schema of ``planned`` (the plain query) where a LazyFrame's table can run as a
-    bounded evaluation instead: its specs keep sorted scores (a ``rows`` or ``list``
-    state) and every argument in ``names`` is a column name. None where the plain query
-    runs as it is: a table of sums, an expression argument, or a schema error to raise
-    at collect."""
-    states = [state for spec in specs.values() for state in spec.states.values()]
-    if all(st.kind not in ("rows", "list") for st in states) or not all(
-        isinstance(n, str) for n in names
-    ):
-        return None
-    try:
-        return planned.collect_schema()
-    except DataValidationError:
-        return None
-
-
-def _binned(frame: pl.DataFrame | pl.LazyFrame, planned: pl.LazyFrame, **kwargs: Any) -> Any:
-    """``df.eval.binary(..., bins=N)``: a binned ``pe.Evaluation`` of the frame. Where no
-    row can be evaluated, ``planned`` (the exact table's query) runs to say so with the
-    input's row counts (the state has none)."""
-    from polars_eval.scale.evaluation import Evaluation
-
-    def run() -> pl.DataFrame:
-        try:
-            return Evaluation("binary", **kwargs).update(frame).compute()
-        except UndefinedMetricError:
-            planned.collect()
-            raise
-
-    if isinstance(frame, pl.DataFrame):
-        return run()
-    # the result's schema: the same evaluation over no rows, grouped (a stand-in key
-    # without ``by``, since an ungrouped evaluation of no rows raises "no rows")
-    by = kwargs["by"] or ["__pe_all"]
-    empty = pl.DataFrame(schema=frame.collect_schema()).with_columns(pl.lit(0).alias("__pe_all"))
-    probe = Evaluation("binary", **{**kwargs, "by": by}).update(empty).compute()
-    return _deferred(run, probe.drop("__pe_all", strict=False).schema)
-
-
-def _deferred(run: Callable[[], pl.DataFrame], schema: Mapping[str, Any]) -> pl.LazyFrame:
-    """A LazyFrame of ``schema`` whose collect runs ``run`` (a bounded evaluation of a
-    LazyFrame: nothing is read before; its errors and warnings come at collect)."""
-    return pl.defer(lambda: run().cast(dict(schema)), schema=dict(schema))  # type: ignore[arg-type]
+        lazy = isinstance(self._frame, pl.LazyFrame) and validate
+        if bins is None and not (lazy and (grouping is None or grouping.windows is not None)):
+            return run(table, self._frame)
+        # bins=, or a LazyFrame whose table may keep sorted scores: a bounded evaluation
+        return TASKS["binary"].load("bounded")(self._frame, table, arguments)

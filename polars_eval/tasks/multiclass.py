@@ -438,3 +438,45 @@ class MulticlassMethods:
         arguments = dict(locals())  # every argument by name (the first statement)
         del arguments["self"]
         return run(multiclass_table(arguments), self._frame)
+
+
+def evaluation_state(d: Any, trained: bool) -> tuple[Table | None, Checks]:
+    """What ``pe.Evaluation`` keeps for a multiclass definition ``d`` (the task's hook,
+    :class:`~polars_eval._core.tasks.Task`): with ``classes=``, the table where its states
+    are bounded (not the AUCs, whose state is the rows); else None: the rows (classes
+    learnt from each group's rows, or the task method's error). ``metrics=`` may name
+    columns: the states kept are those of the metrics behind them."""
+    a = d.arguments()
+    if a["classes"] is None or (a["pred"] is None and a["proba"] is None):
+        args = {key: a[key] for key in (*m.PRED_INPUTS, "classes")}
+        return None, Checks(m.PRED_INPUTS, args)
+    table = multiclass_table({**a, "metrics": _behind(d.metrics)})
+    if table.bounded:
+        return table, table.checks
+    return None, Checks(table.checks.inputs, table.checks.args)
+
+
+def _behind(names: Sequence[str] | None) -> list[str] | None:
+    """The registered metrics behind ``metrics=``: the names themselves when every one is
+    registered, else the metrics whose columns they name (``multiclass_f1_macro`` is a
+    column of ``multiclass_f1``; None: the task's defaults)."""
+    if names is None:
+        return None
+    infos = _registry.by_task("multiclass")
+    if set(names) <= {info.name for info in infos}:
+        return list(names)
+    return [
+        info.name
+        for info in infos
+        if any(n == info.name or n.startswith(info.name + "_") for n in names)
+    ] or None
+
+
+def evaluation_request(d: Any) -> tuple[dict[str, Any], bool]:
+    """``pe.Evaluation``'s ``metrics=`` as the task method's (the task's hook): the names
+    when every one is a registered multiclass metric (the method's columns then stand);
+    otherwise the whole table, whose columns the names select."""
+    names = d.metrics
+    if names is not None and set(names) <= {i.name for i in _registry.by_task("multiclass")}:
+        return {"metrics": list(names)}, False
+    return {}, True

@@ -786,3 +786,27 @@ class RankingMethods:
 
     _frame: Frame
     ranking = _ranking
+
+
+def evaluation_request(d: Any) -> tuple[dict[str, Any], bool]:
+    """``pe.Evaluation``'s ``metrics=`` (columns of the ranking table) as arguments of
+    ``df.eval.ranking`` (the task's hook, :class:`~polars_eval._core.tasks.Task`): only
+    the columns kept are computed (``k=None`` and an entry per column: ``"ndcg@10"``,
+    ``"map"`` for the whole list), unless a name is no table column (then the whole
+    table); the names then select the columns (and name what is missing)."""
+    if d.metrics is None:
+        return {}, True
+    entries: list[str] = []
+    for name in d.metrics:
+        if name in COUNTS:
+            continue
+        if d.options.get("baseline") and name.endswith("_baseline"):
+            name = name[: -len("_baseline")]
+        if name not in entries:
+            entries.append(name)
+    narrowed = {"k": None, "metrics": entries}
+    try:
+        table_arguments(**d.arguments(**narrowed))
+    except InvalidParameterError:
+        return {}, True
+    return (narrowed if entries else {}), True

@@ -310,3 +310,16 @@ def _run_numpy(
     if isinstance(frame, pl.LazyFrame):
         return frame.select(columns).map_batches(compute, schema=schema)
     return compute(frame.select(columns))
+
+
+def evaluation_state(d: Any, trained: bool) -> tuple[Table | None, Checks]:
+    """What ``pe.Evaluation`` keeps for a regression definition ``d`` (the task's hook,
+    :class:`~polars_eval._core.tasks.Task`): the table where its states are bounded,
+    else None: the rows (the order statistics; the baseline's mean, a function of each
+    group's rows). ``metrics=`` names columns: ``zero_actuals`` is the table's count."""
+    baseline = d.options["baseline"]
+    names = None if d.metrics is None else [n for n in d.metrics if n != "zero_actuals"]
+    table = regression_table(d.arguments(metrics=None if baseline else names))
+    if not baseline and table.bounded:
+        return table, table.checks
+    return None, Checks(table.checks.inputs, table.checks.args)
