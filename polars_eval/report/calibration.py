@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import F64
-from polars_eval.metrics._calibration import SUMS, _edge_ends, _lerp, error_of_list, table_of_bins
-from polars_eval.metrics._curve import prev
+from polars_eval.metrics._calibration import (
+    SUMS,
+    _percentile_points,
+    error_of_list,
+    table_of_bins,
+)
 from polars_eval.metrics.calibration import recalibration
 from polars_eval.report import _states
 
@@ -25,60 +28,97 @@ ERRORS = (("ece", "l1"), ("rmsce", "l2"), ("mce", "max"))
 """The calibration errors of the section: expected, root-mean-square, maximum."""
 
 
-def _bins_of_points(points: pl.DataFrame, bins: int, strategy: str) -> pl.DataFrame:
-    """``state_bins(state, bins, strategy)`` of one threshold state, from its points as
-    columns (``t``, ``tp``, ``fp``, descending): one row, the list of per-bin structs
-    ``{b, lower, upper, w, y, p}``, equal to it bit for bit.
+def _quantile_edges(t: np.ndarray, cum: np.ndarray, bins: int) -> np.ndarray:
+    """The inner quantile edges of ``_edge_ends`` and ``_lerp`` (numpy's percentiles of
+    the rows' scores, a weight counted as that many rows): the same operations over the
+    ascending scores ``t`` and their cumulative weights ``cum``."""
+    last = len(t) - 1
+    total = cum[-1]
+    h = (total - 1.0) * _percentile_points(bins)[1:-1]
+    lo = np.floor(h)
+    top, below = h >= total - 1.0, h < 0.0
+
+    def at(position: np.ndarray) -> np.ndarray:  # the score at a 0-based row rank
+        index = np.minimum(np.searchsorted(cum, position, side="right"), last)
+        return t[np.where(top, last, np.where(below, 0, index))]
+
+    a, b, g = at(lo), at(lo + 1.0), h - lo
+    diff = b - a
+    return np.where(g >= 0.5, b - diff * (1.0 - g), a + diff * g)
+
+
+def _bins_of_points(points: pl.DataFrame, bins: int) -> dict[str, pl.DataFrame]:
+    """``state_bins(state, bins, strategy)`` of one threshold state for both strategies,
+    from its points as columns (``t``, ``tp``, ``fp``, descending): per strategy one
+    row, the list of per-bin structs ``{b, lower, upper, w, y, p}``, equal to it bit for
+    bit.
 
     ``state_bins`` sorts the points with the inner edges (rows of no weight, after the
     points of an equal score) and reads each bin's sums off the cumulative sums at the
     edge rows. The points are already in order (the state's, reversed), so here each
     edge finds its place by a binary search (``side="right"``: after the points of an
     equal score; NaN sorts last in both) and the cumulative sums of the points alone are
-    read there: the same sums in the same order (an edge row adds 0.0), without sorting
-    the state's points. In steps, each collected (Polars evaluates a repeated
-    subexpression again at every reference).
+    read there: the same sums in the same order (an edge row adds 0.0; a cumulative sum
+    is a plain sequential sum in numpy as in Polars), without sorting the state's
+    points. In numpy rather than Polars: the ascending points are reversed views of the
+    state's columns, not copies, each cumulative sum is computed once for both
+    strategies and read at a few indices only, and the quantile edges are a dozen
+    scalars (2e7 points: 0.4 s of CPU against 5.4 in Polars, ``list.eval`` and copies).
     """
-    t, tp, fp = pl.col("t"), pl.col("tp"), pl.col("fp")
-    count = tp + fp - prev(tp + fp)
-    # the ascending points of ``_ascending``: the same operations, then reversed
-    ascending = points.select(
-        t.reverse(),
-        count.reverse().alias("w"),
-        (tp - prev(tp)).reverse().alias("y"),
-        (t * count).reverse().alias("p"),
-    )
-    if bins == 1:
-        inner = pl.Series("t", [], dtype=F64)
-    elif strategy == "quantile":  # numpy's percentiles of the rows' scores (the state's)
-        rows = pl.struct("t", "w").implode().list.eval(_edge_ends(bins)).list.eval(_lerp())
-        found = ascending.select(rows.list.eval(pl.element().struct.field("t")))
-        inner = found.to_series().explode().sort().alias("t")
-    else:
-        inner = pl.Series("t", np.linspace(0.0, 1.0, bins + 1)[1:-1].tolist(), dtype=F64)
-    # per bin its sums: the cumulative sums at its end (0 before every point), the last
-    # bin's at the last point, less those at the previous end
-    ends = ascending.get_column("t").search_sorted(inner, side="right").cast(pl.Int64)
-    zero = pl.lit(0.0, dtype=F64)
-    cums = ascending.select(pl.concat([zero, pl.col(f).cum_sum()]).alias(f) for f in SUMS)
-    stops = pl.concat([cums[ends], cums.tail(1)])
-    sums = stops.select(pl.col(f) - prev(pl.col(f)) for f in SUMS)
-    # the outer edges: the smallest and largest of the points and inner edges (NaN last)
-    scores = pl.concat([ascending.get_column("t").head(1), inner.head(1)]).sort()
-    first = scores.drop_nulls().head(1)
-    scores = pl.concat([ascending.get_column("t").tail(1), inner.tail(1)]).sort()
-    last = scores.drop_nulls().tail(1)
-    edges = pl.concat([first, inner, last])
-    b = pl.int_range(bins, dtype=pl.Int32, eager=True)
-    lower, upper = edges.slice(0, bins), edges.slice(1, bins)
-    if strategy == "uniform":  # the outer edges are 0 and 1, not the extreme scores
-        outer = np.linspace(0.0, 1.0, bins + 1)
-        lower = pl.Series(outer[:-1].tolist(), dtype=F64).gather(b)
-        upper = pl.Series(outer[1:].tolist(), dtype=F64).gather(b)
-    table = sums.select(
-        pl.struct(b=b, lower=lower, upper=upper, **{f: pl.col(f) for f in SUMS}).alias(strategy)
-    )
-    return table.filter(pl.col(strategy).struct.field("w") > 0.0).select(pl.col(strategy).implode())
+    with np.errstate(invalid="ignore"):  # a NaN score: NaN sums and edges, as in Polars
+        return _bins_of_arrays(
+            *(points.get_column(c).to_numpy() for c in ("t", "tp", "fp")), bins=bins
+        )
+
+
+def _bins_of_arrays(
+    t: np.ndarray, tp: np.ndarray, fp: np.ndarray, *, bins: int
+) -> dict[str, pl.DataFrame]:
+    n = len(t)
+    # the ascending points of ``_ascending``: the same operations, then reversed (views)
+    c = tp + fp
+    count = c - np.concatenate([[0.0], c[:-1]])
+    del c
+    y = tp - np.concatenate([[0.0], tp[:-1]])
+    ascending = {"w": count[::-1], "y": y[::-1], "p": (t * count)[::-1]}
+    t = t[::-1]
+    cums = {"w": np.cumsum(ascending["w"])}
+    outer = np.linspace(0.0, 1.0, bins + 1)
+    inner = {"uniform": outer[1:-1], "quantile": np.empty(0)}
+    if bins > 1 and n > 0:
+        inner["quantile"] = np.sort(_quantile_edges(t, cums["w"], bins))
+    ends = {k: np.searchsorted(t, v, side="right") for k, v in inner.items()}
+    for f in ("y", "p"):
+        cums[f] = np.cumsum(ascending[f])
+    found = {}
+    for strategy, edge in inner.items():
+        # per bin its sums: the cumulative sums at its end (0 before every point), the
+        # last bin's at the last point, less those at the previous end
+        sums = {}
+        for f in SUMS:
+            at = cums[f][np.maximum(ends[strategy] - 1, 0)] if n else np.zeros(len(edge))
+            stops = np.append(np.where(ends[strategy] > 0, at, 0.0), cums[f][-1] if n else 0.0)
+            sums[f] = stops - np.concatenate([[0.0], stops[:-1]])
+        # the outer edges: the smallest and largest of the points and inner edges (NaN last)
+        first = np.sort(np.concatenate([t[:1], edge[:1]]))[:1]
+        last = np.sort(np.concatenate([t[-1:], edge[-1:]]))[-1:]
+        edges = np.concatenate([first, edge, last])
+        b = np.arange(bins, dtype=np.int32)
+        lower, upper = (outer[:-1], outer[1:]) if strategy == "uniform" else (edges[:-1], edges[1:])
+        if n == 0:  # no point: no bin (``state_bins``' bins are all empty)
+            b = b[:0]
+        table = pl.DataFrame(
+            {
+                "b": b,
+                "lower": lower[: len(b)],
+                "upper": upper[: len(b)],
+                **{f: v[: len(b)] for f, v in sums.items()},
+            }
+        )
+        found[strategy] = table.filter(pl.col("w") > 0.0).select(
+            pl.struct(pl.all()).implode().alias(strategy)
+        )
+    return found
 
 
 def calibration_tables(
@@ -97,7 +137,7 @@ def calibration_tables(
     points = whole_state.select(state.explode()).unnest(_states.STATE)
     binned = pl.concat(
         [
-            *[_bins_of_points(points, bins, s) for s in strategies],
+            *_bins_of_points(points, bins).values(),
             whole_state.select(
                 recalibration(state, slope=True).alias("calibration_slope|"),
                 recalibration(state, slope=False).alias("calibration_intercept|"),
