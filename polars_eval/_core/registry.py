@@ -158,6 +158,12 @@ def declared(key: str) -> dict[str, Any]:
     return {name: info.extra[key] for name, info in REGISTRY.items() if key in info.extra}
 
 
+def ranked(key: str) -> tuple[str, ...]:
+    """The metrics that declare a place ``key=`` at ``@register`` (``forecast_table=2``
+    ...), in the order of the places."""
+    return tuple(name for _, name in sorted((v, n) for n, v in declared(key).items()))
+
+
 def aliases(task: str) -> dict[str, MetricInfo]:
     """Other names of the metrics of ``task`` (declared ``aliases=`` at ``@register``, e.g.
     fairlearn's ``true_positive_rate`` for ``recall``) -> the metric."""

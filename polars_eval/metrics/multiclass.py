@@ -643,6 +643,7 @@ def _per_class_table(metric: str, name: str) -> Callable[[Mapping[str, Any]], An
     upper=1.0,
     undefined="no class with a prediction (0/0)",
     namespace=_per_class_table("precision", "multiclass_precision"),
+    report_per_class=1,  # a column of the multiclass report's per-class table
 )
 def multiclass_precision(
     label: IntoExpr,
@@ -665,6 +666,7 @@ def multiclass_precision(
     upper=1.0,
     undefined="no class with a true row (0/0)",
     namespace=_per_class_table("recall", "multiclass_recall"),
+    report_per_class=2,  # a column of the multiclass report's per-class table
 )
 def multiclass_recall(
     label: IntoExpr,
@@ -687,6 +689,7 @@ def multiclass_recall(
     upper=1.0,
     undefined="empty group (0/0)",
     namespace=_per_class_table("f_beta", "multiclass_f1"),
+    report_per_class=3,  # a column of the multiclass report's per-class table
 )
 def multiclass_f1(
     label: IntoExpr,

@@ -786,12 +786,9 @@ def _metric_lines(
     )
 
 
-def _ranked(key: str) -> tuple[str, ...]:
-    """The metrics declaring ``key=`` (a place) at ``@register``, in the declared order."""
-    return tuple(name for _, name in sorted((v, n) for n, v in _registry.declared(key).items()))
-
-
-AT_K_METRICS = tuple(_registry.get(name).extra.get("short", name) for name in _ranked("at_k_chart"))
+AT_K_METRICS = tuple(
+    _registry.get(name).extra.get("short", name) for name in _registry.ranked("at_k_chart")
+)
 """The ranking metrics drawn against k (declared ``at_k_chart=`` at ``@register``, in that
 order), by their column names in the ``at_k`` table."""
 
@@ -845,7 +842,7 @@ def per_query_chart(report: Report) -> tuple[Any, str] | None:
     return _props(chart, f"{metric} per query"), caption
 
 
-LEAD_METRICS = _ranked("lead_chart")
+LEAD_METRICS = _registry.ranked("lead_chart")
 """The forecast errors drawn against the lead (declared ``lead_chart=``, in that order)."""
 
 

@@ -881,7 +881,8 @@ def _series_sample(
 # ---------------------------------------------------------------------------------------
 
 MULTICLASS_OPTIONS = ("pred", "proba", "classes", "k", "baseline")
-PER_CLASS = ("multiclass_precision", "multiclass_recall", "multiclass_f1")
+PER_CLASS = _registry.ranked("report_per_class")
+"""The columns of the per-class table (declared ``report_per_class=`` at ``@register``)."""
 
 
 def _flat(value: Any) -> list[Any]:

@@ -44,11 +44,11 @@ STATE = "__pe_s_"
 TRAIN_SCALED: dict[str, str] = _registry.declared("train_scale")
 """The metrics whose ``scale`` column ``train=`` can replace, and which scale of
 ``pe.seasonal_scale`` each reads (declared ``train_scale=`` at ``@register``)."""
-_TABLE = sorted((place, name) for name, place in _registry.declared("forecast_table").items())
-POINT_METRICS = tuple(name for _, name in _TABLE if name not in TRAIN_SCALED)
+_TABLE = _registry.ranked("forecast_table")
+POINT_METRICS = tuple(name for name in _TABLE if name not in TRAIN_SCALED)
 """The point-forecast metrics of ``df.eval.forecast``, per series then across series
 (declared ``forecast_table=`` at ``@register``, in that order)."""
-SCALED_METRICS = tuple(name for _, name in _TABLE if name in TRAIN_SCALED)
+SCALED_METRICS = tuple(name for name in _TABLE if name in TRAIN_SCALED)
 """The scaled metrics of ``df.eval.forecast`` (with ``train=``)."""
 SCALED_LATE: dict[str, str] = _registry.declared("late_of")
 """Scaled metrics (declared ``late_of=``) whose states are those of an unscaled one (Σ w, Σ w·term) with each term
