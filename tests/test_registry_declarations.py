@@ -30,7 +30,6 @@ PENDING = {
     "io/trec.py:SPEC_OF",
     "report/html.py:SMALL_TABLES",
     "stats/intervals.py:PROPORTIONS",
-    "tasks/binary.py:EXACT_WHEN_BINNED",
 }
 
 
@@ -52,6 +51,16 @@ def test_costly_ties_leave_ap_11pt_out_of_the_average_ties_table() -> None:
     assert not _in_default_table("ap_11pt", "average")
     assert _in_default_table("ap_11pt", "first")
     assert _in_default_table("ndcg", "average")
+
+
+def test_exact_when_binned_is_the_threshold_metrics_and_the_row_sums() -> None:
+    from polars_eval.tasks.binary import EXACT_WHEN_BINNED
+
+    assert EXACT_WHEN_BINNED == {
+        *("accuracy", "balanced_accuracy", "cohen_kappa", "f1", "fdr", "fnr", "fpr"),
+        *("jaccard", "mcc", "negative_likelihood_ratio", "npv", "positive_likelihood_ratio"),
+        *("precision", "recall", "specificity", "youden_j", "logloss", "brier"),
+    }
 
 
 def test_forecast_declarations() -> None:

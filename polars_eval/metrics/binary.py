@@ -503,6 +503,7 @@ def partial_auc(
     lower=0.0,
     upper=None,
     undefined="empty group",
+    exact_binned=True,  # a sum over rows, exact on binned scores
 )
 def logloss(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
@@ -535,6 +536,7 @@ def logloss(
     lower=0.0,
     upper=1.0,
     undefined="empty group",
+    exact_binned=True,  # a sum over rows, exact on binned scores
 )
 def brier(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
@@ -979,6 +981,7 @@ def _make_threshold_metric(name: str, *, in_summary: bool = True) -> Any:
         undefined=undefined,
         intervals=("wilson",) if name in WILSON else (),
         aliases=ALIASES.get(name, ()),
+        exact_binned=True,  # confusion counts at a threshold: binned scores keep them exact
     )(metric)
 
 
@@ -1004,6 +1007,7 @@ accuracy = _make_threshold_metric("accuracy")
     lower=0.0,
     upper=1.0,
     undefined=_THRESHOLD_INFO["balanced_accuracy"][6],
+    exact_binned=True,  # confusion counts at a threshold: binned scores keep them exact
 )
 def balanced_accuracy(
     label: IntoExpr,

@@ -21,7 +21,7 @@ from polars_eval.metrics import binary as b
 from polars_eval.metrics._curve import score_bin
 
 BASELINE = "_baseline"
-EXACT_WHEN_BINNED = frozenset([*b.THRESHOLD_FORMULAS, "logloss", "brier"])
+EXACT_WHEN_BINNED = frozenset(_registry.declared("exact_binned"))
 """The metrics that ``bins=`` leaves exact (sums); the others run over the bins."""
 
 
