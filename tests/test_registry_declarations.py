@@ -29,7 +29,6 @@ PENDING = {
     "io/trec.py:PLAIN_MEASURES",
     "io/trec.py:SPEC_OF",
     "report/html.py:SMALL_TABLES",
-    "stats/intervals.py:PROPORTIONS",
 }
 
 
@@ -60,6 +59,22 @@ def test_exact_when_binned_is_the_threshold_metrics_and_the_row_sums() -> None:
         *("accuracy", "balanced_accuracy", "cohen_kappa", "f1", "fdr", "fnr", "fpr"),
         *("jaccard", "mcc", "negative_likelihood_ratio", "npv", "positive_likelihood_ratio"),
         *("precision", "recall", "specificity", "youden_j", "logloss", "brier"),
+    }
+
+
+def test_proportions_are_declared_with_their_counts() -> None:
+    from polars_eval.stats.intervals import PROPORTIONS
+
+    # each a share of confusion counts (Wilson 1927's interval applies)
+    assert PROPORTIONS == {
+        "accuracy": (("tp", "tn"), ("tp", "fp", "tn", "fn")),
+        "precision": (("tp",), ("tp", "fp")),
+        "recall": (("tp",), ("tp", "fn")),
+        "specificity": (("tn",), ("tn", "fp")),
+        "fpr": (("fp",), ("fp", "tn")),
+        "fnr": (("fn",), ("fn", "tp")),
+        "fdr": (("fp",), ("fp", "tp")),
+        "npv": (("tn",), ("tn", "fn")),
     }
 
 

@@ -979,14 +979,25 @@ def _make_threshold_metric(name: str, *, in_summary: bool = True) -> Any:
         upper=hi,
         summary=in_summary,
         undefined=undefined,
-        intervals=("wilson",) if name in WILSON else (),
+        intervals=("wilson",) if name in PROPORTIONS else (),
+        **({"proportion": PROPORTIONS[name]} if name in PROPORTIONS else {}),
         aliases=ALIASES.get(name, ()),
         exact_binned=True,  # confusion counts at a threshold: binned scores keep them exact
     )(metric)
 
 
-WILSON = ("accuracy", "precision", "recall", "specificity", "fpr", "fnr", "fdr", "npv")
-"""The proportions with a Wilson score interval (``ci="wilson"``, SPEC §8)."""
+PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # metric: (confusion counts in the numerator, confusion counts in the denominator)
+    "accuracy": (("tp", "tn"), ("tp", "fp", "tn", "fn")),
+    "precision": (("tp",), ("tp", "fp")),
+    "recall": (("tp",), ("tp", "fn")),
+    "specificity": (("tn",), ("tn", "fp")),
+    "fpr": (("fp",), ("fp", "tn")),
+    "fnr": (("fn",), ("fn", "tp")),
+    "fdr": (("fp",), ("fp", "tp")),
+    "npv": (("tn",), ("tn", "fn")),
+}
+"""The proportions, with a Wilson score interval (``ci="wilson"``, SPEC §8)."""
 
 ALIASES = {
     "recall": ("true_positive_rate",),

@@ -22,7 +22,7 @@ from typing import Any, overload
 import numpy as np
 import polars as pl
 
-from polars_eval._core.registry import REGISTRY
+from polars_eval._core.registry import REGISTRY, declared
 from polars_eval._core.spec import nan_or
 from polars_eval._exprs import (
     F64,
@@ -38,17 +38,9 @@ from polars_eval._typing import Interval, IntoExpr
 from polars_eval.exceptions import InvalidParameterError, UndefinedMetricError
 from polars_eval.metrics import binary as _binary
 
-PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # metric: (confusion counts in the numerator, confusion counts in the denominator)
-    "accuracy": (("tp", "tn"), ("tp", "fp", "tn", "fn")),
-    "precision": (("tp",), ("tp", "fp")),
-    "recall": (("tp",), ("tp", "fn")),
-    "specificity": (("tn",), ("tn", "fp")),
-    "fpr": (("fp",), ("fp", "tn")),
-    "fnr": (("fn",), ("fn", "tp")),
-    "fdr": (("fp",), ("fp", "tp")),
-    "npv": (("tn",), ("tn", "fn")),
-}
+PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = declared("proportion")
+"""The proportions among the binary metrics (declared ``proportion=`` at ``@register``):
+metric -> (confusion counts in the numerator, confusion counts in the denominator)."""
 """The binary metrics that are a proportion of confusion counts (they get a Wilson interval)."""
 
 
