@@ -66,6 +66,15 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
+def add_command(
+    sub: Any, name: str, help: str, description: str, epilog: str
+) -> argparse.ArgumentParser:
+    """The parser of one sub-command, with the help layout every command shares."""
+    return sub.add_parser(
+        name, help=help, description=description, epilog=epilog, formatter_class=_formatter
+    )
+
+
 def _split(values: Sequence[str] | None) -> list[str]:
     """Repeated and comma-separated option values as one list: ``--by a,b --by c``."""
     out: list[str] = []

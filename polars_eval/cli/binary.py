@@ -15,9 +15,9 @@ from polars_eval.cli._common import (
     _add_baseline,
     _add_common,
     _coerce_pos_label,
-    _formatter,
     _say,
     _split,
+    add_command,
     evaluate,
     output_format,
     reading,
@@ -51,14 +51,12 @@ written beside it, to FILE's name + .fairness / .disparity.
 """
 
 
+HELP = "binary classification: AUC, logloss, KS, threshold metrics ..."
+DESCRIPTION = "Evaluate binary-classification scores."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "binary",
-        help="binary classification: AUC, logloss, KS, threshold metrics ...",
-        description="Evaluate binary-classification scores.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "binary", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--label", required=True, metavar="COL", help="column of 0/1 labels")
     p.add_argument(
         "--score", required=True, metavar="COL", help="column of scores or probabilities"

@@ -13,8 +13,8 @@ import polars as pl
 
 from polars_eval.cli._common import (
     TABLE_WIDTH,
-    _formatter,
     _say,
+    add_command,
     one_line,
     progress,
     render_table,
@@ -36,15 +36,12 @@ examples:
 """
 
 
+HELP = "evaluate a bundled example (no input needed)"
+DESCRIPTION = "Evaluate bundled, synthetic examples, print the tables and write HTML reports."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="evaluate a bundled example (no input needed)",
-        description="Evaluate bundled, synthetic examples, print the tables and write HTML "
-        "reports.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "demo", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "--data-dir",
         metavar="DIR",

@@ -12,8 +12,8 @@ from polars_eval.cli import _common, compare
 from polars_eval.cli._common import (
     CliError,
     _add_common,
-    _formatter,
     _split,
+    add_command,
     evaluate,
     scan,
 )
@@ -51,14 +51,12 @@ def _quantiles(values: Sequence[str] | None) -> dict[float, str] | None:
     return out
 
 
+HELP = "forecasting: MASE, RMSSE, MAPE, pinball loss ... per series"
+DESCRIPTION = "Evaluate forecasts stored in long format."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "forecast",
-        help="forecasting: MASE, RMSSE, MAPE, pinball loss ... per series",
-        description="Evaluate forecasts stored in long format.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "forecast", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
     p.add_argument("--forecast", required=True, metavar="COL", help="column of forecasts")
     p.add_argument(

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval.cli import _common
-from polars_eval.cli._common import CliError, _formatter, _split, reading
+from polars_eval.cli._common import CliError, _split, add_command, reading
 
 EPILOG = """\
 Fuse TREC run files (query Q0 doc rank score tag) into one TREC run, with ranx's methods
@@ -25,16 +25,14 @@ examples:
 """
 
 
+HELP = "fuse TREC runs into one (RRF, CombSUM, CombMNZ ...)"
+DESCRIPTION = "Fuse several TREC runs of the same queries into one TREC run."
+
+
 def command(sub: Any) -> None:
     from polars_eval.fusion import METHODS, NORMS
 
-    p = sub.add_parser(
-        "fuse",
-        help="fuse TREC runs into one (RRF, CombSUM, CombMNZ ...)",
-        description="Fuse several TREC runs of the same queries into one TREC run.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "fuse", HELP, DESCRIPTION, EPILOG)
     p.add_argument("paths", nargs="+", metavar="RUN", help="TREC run files (at least two)")
     p.add_argument("--method", choices=METHODS, default="rrf", help="fusion method (default rrf)")
     p.add_argument("--norm", choices=NORMS, help="normalize each run's scores per query first")

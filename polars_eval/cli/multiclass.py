@@ -11,9 +11,9 @@ from polars_eval.cli._common import (
     CliError,
     _add_baseline,
     _add_common,
-    _formatter,
     _split,
     _typed_like,
+    add_command,
     evaluate,
 )
 
@@ -40,14 +40,12 @@ examples:
 """
 
 
+HELP = "multiclass: accuracy, macro/micro F1, log loss, AUC ..."
+DESCRIPTION = "Evaluate multiclass predictions and/or probabilities."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "multiclass",
-        help="multiclass: accuracy, macro/micro F1, log loss, AUC ...",
-        description="Evaluate multiclass predictions and/or probabilities.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "multiclass", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--label", required=True, metavar="COL", help="column of true class ids")
     p.add_argument("--pred", metavar="COL", help="column of predicted class ids")
     p.add_argument(

@@ -8,8 +8,8 @@ from typing import Any
 
 from polars_eval.cli._common import (
     _add_output,
-    _formatter,
     _split,
+    add_command,
     collect,
     progress,
     reading,
@@ -29,14 +29,12 @@ examples:
 """
 
 
+HELP = "population stability index of a score against a reference sample"
+DESCRIPTION = "The population stability index of a score (SPEC §13)."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "psi",
-        help="population stability index of a score against a reference sample",
-        description="The population stability index of a score (SPEC §13).",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "psi", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "paths", nargs="+", metavar="PATH", help="the current rows: files, globs or directories"
     )

@@ -13,8 +13,8 @@ from polars_eval.cli._common import (
     CliError,
     _add_baseline,
     _add_common,
-    _formatter,
     _split,
+    add_command,
     evaluate,
 )
 
@@ -49,14 +49,12 @@ def _cutoffs(values: Sequence[str] | None) -> list[int | None] | None:
     return out
 
 
+HELP = "ranking: NDCG, MAP, MRR, precision@k ... over query logs"
+DESCRIPTION = "Evaluate rankings stored one row per (query, item)."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "ranking",
-        help="ranking: NDCG, MAP, MRR, precision@k ... over query logs",
-        description="Evaluate rankings stored one row per (query, item).",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "ranking", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "--query", required=True, action="append", metavar="COL[,COL]", help="query id column(s)"
     )

@@ -11,7 +11,7 @@ from polars_eval.cli import compare
 from polars_eval.cli._common import (
     _add_baseline,
     _add_common,
-    _formatter,
+    add_command,
     evaluate,
 )
 
@@ -28,14 +28,12 @@ examples:
 """
 
 
+HELP = "regression: RMSE, MAE, R², MAPE ..."
+DESCRIPTION = "Evaluate numeric predictions against actual values."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "regression",
-        help="regression: RMSE, MAE, R², MAPE ...",
-        description="Evaluate numeric predictions against actual values.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "regression", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--actual", required=True, metavar="COL", help="column of actual values")
     p.add_argument("--pred", required=True, metavar="COL", help="column of predictions")
     p.add_argument(

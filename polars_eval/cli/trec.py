@@ -10,7 +10,7 @@ from polars_eval.cli import _common, compare
 from polars_eval.cli._common import (
     CliError,
     _add_output,
-    _formatter,
+    add_command,
     reading,
     write_output,
 )
@@ -42,14 +42,12 @@ examples:
 """
 
 
+HELP = "trec_eval on a TREC run and qrels file"
+DESCRIPTION = "Evaluate a TREC run against qrels, as trec_eval."
+
+
 def command(sub: Any) -> None:
-    p = sub.add_parser(
-        "trec",
-        help="trec_eval on a TREC run and qrels file",
-        description="Evaluate a TREC run against qrels, as trec_eval.",
-        epilog=EPILOG,
-        formatter_class=_formatter,
-    )
+    p = add_command(sub, "trec", HELP, DESCRIPTION, EPILOG)
     p.add_argument("run", metavar="RUN", help="TREC run file")
     p.add_argument(
         "qrels", metavar="QRELS", help="TREC qrels file (or preferences, judgment groups: -R)"
