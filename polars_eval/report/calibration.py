@@ -5,6 +5,7 @@ the rows of its own)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from polars_eval.metrics._calibration import (
     error_of_list,
     table_of_bins,
 )
-from polars_eval.metrics.calibration import recalibration
+from polars_eval.metrics.calibration import _fit, _points
 from polars_eval.report import _states
 
 if TYPE_CHECKING:
@@ -28,21 +29,81 @@ ERRORS = (("ece", "l1"), ("rmsce", "l2"), ("mce", "max"))
 """The calibration errors of the section: expected, root-mean-square, maximum."""
 
 
-def _quantile_edges(t: np.ndarray, cum: np.ndarray, bins: int) -> np.ndarray:
+CHUNK = 1 << 20
+"""Points per step of the sums over a state's points: arrays of 8 MiB, none as long as
+the state (the kernel would fault in and zero every page of each: at 2e7 points that
+cost several times the arithmetic)."""
+
+
+class _Ascending:
+    """The points of one threshold state in ascending score order (``_ascending``'s
+    fields ``w``, ``y``, ``p``: the same operations over the state's descending columns
+    ``t``, ``tp``, ``fp``, then reversed), read in chunks, and their cumulative sums:
+    sequential sums, as Polars' ``cum_sum``, carried from chunk to chunk."""
+
+    def __init__(self, t: np.ndarray, tp: np.ndarray, fp: np.ndarray) -> None:
+        self.t, self.tp, self.fp = t, tp, fp
+        self.n = len(t)
+        self.scores = t[::-1]  # ascending, NaN last (a view)
+
+    def _chunk(self, field: str, start: int, stop: int) -> np.ndarray:
+        """Points ``start:stop`` (ascending) of ``field``: x − prev(x) over the
+        descending points ``n − stop : n − start`` (prev 0 before the first), reversed."""
+        a, b = self.n - stop, self.n - start
+        lo = max(a - 1, 0)  # with the point before, if any
+
+        def step(x: np.ndarray) -> np.ndarray:
+            return x[1:] - x[:-1] if a > 0 else x - np.concatenate([[0.0], x[:-1]])
+
+        if field == "y":
+            return step(self.tp[lo:b])[::-1]
+        count = step(self.tp[lo:b] + self.fp[lo:b])
+        return (count if field == "w" else self.t[a:b] * count)[::-1]
+
+    def cumulative(self, field: str) -> Iterator[tuple[int, np.ndarray]]:
+        """(start, the cumulative sums of ``field`` at points start, start + 1 ...)."""
+        carry = 0.0
+        for start in range(0, self.n, CHUNK):
+            chunk = np.ascontiguousarray(self._chunk(field, start, min(start + CHUNK, self.n)))
+            if start > 0:
+                chunk[0] = carry + chunk[0]
+            np.cumsum(chunk, out=chunk)
+            carry = chunk[-1]
+            yield start, chunk
+
+    def before(self, field: str, ends: np.ndarray) -> np.ndarray:
+        """The sums of ``field`` over the first ``ends`` points (0 for none): its
+        cumulative sum at point end − 1."""
+        out = np.zeros(len(ends))
+        for start, cum in self.cumulative(field):
+            here = (ends > start) & (ends <= start + len(cum))
+            out[here] = cum[ends[here] - 1 - start]
+        return out
+
+    def rank(self, field: str, values: np.ndarray) -> np.ndarray:
+        """``searchsorted(cumsum(field), values, side="right")`` (the cumulative sums of
+        weights never decrease)."""
+        out = np.zeros(len(values), dtype=np.int64)
+        for _, cum in self.cumulative(field):
+            out += np.searchsorted(cum, values, side="right")
+        return out
+
+
+def _quantile_edges(points: _Ascending, bins: int) -> np.ndarray:
     """The inner quantile edges of ``_edge_ends`` and ``_lerp`` (numpy's percentiles of
     the rows' scores, a weight counted as that many rows): the same operations over the
-    ascending scores ``t`` and their cumulative weights ``cum``."""
-    last = len(t) - 1
-    total = cum[-1]
+    ascending scores and their cumulative weights."""
+    t, last = points.scores, points.n - 1
+    total = points.before("w", np.array([points.n]))[0]
     h = (total - 1.0) * _percentile_points(bins)[1:-1]
     lo = np.floor(h)
     top, below = h >= total - 1.0, h < 0.0
 
-    def at(position: np.ndarray) -> np.ndarray:  # the score at a 0-based row rank
-        index = np.minimum(np.searchsorted(cum, position, side="right"), last)
-        return t[np.where(top, last, np.where(below, 0, index))]
-
-    a, b, g = at(lo), at(lo + 1.0), h - lo
+    # the scores at the 0-based row ranks lo and lo + 1 (one pass for both)
+    index = np.minimum(points.rank("w", np.concatenate([lo, lo + 1.0])), last)
+    index = np.where(np.tile(top, 2), last, np.where(np.tile(below, 2), 0, index))
+    a, b = np.split(t[index], 2)
+    g = h - lo
     diff = b - a
     return np.where(g >= 0.5, b - diff * (1.0 - g), a + diff * g)
 
@@ -60,45 +121,32 @@ def _bins_of_points(points: pl.DataFrame, bins: int) -> dict[str, pl.DataFrame]:
     equal score; NaN sorts last in both) and the cumulative sums of the points alone are
     read there: the same sums in the same order (an edge row adds 0.0; a cumulative sum
     is a plain sequential sum in numpy as in Polars), without sorting the state's
-    points. In numpy rather than Polars: the ascending points are reversed views of the
-    state's columns, not copies, each cumulative sum is computed once for both
-    strategies and read at a few indices only, and the quantile edges are a dozen
-    scalars (2e7 points: 0.4 s of CPU against 5.4 in Polars, ``list.eval`` and copies).
+    points. In numpy rather than Polars: the cumulative sums are computed in chunks and
+    read at a few indices only, for both strategies at once, and the quantile edges are
+    a dozen scalars (2e7 points: about 0.3 s of CPU against 5.4 in Polars, ``list.eval``
+    and copies of every point).
     """
     with np.errstate(invalid="ignore"):  # a NaN score: NaN sums and edges, as in Polars
-        return _bins_of_arrays(
-            *(points.get_column(c).to_numpy() for c in ("t", "tp", "fp")), bins=bins
-        )
+        ascending = _Ascending(*(points.get_column(c).to_numpy() for c in ("t", "tp", "fp")))
+        return _bins_of_arrays(ascending, bins)
 
 
-def _bins_of_arrays(
-    t: np.ndarray, tp: np.ndarray, fp: np.ndarray, *, bins: int
-) -> dict[str, pl.DataFrame]:
-    n = len(t)
-    # the ascending points of ``_ascending``: the same operations, then reversed (views)
-    c = tp + fp
-    count = c - np.concatenate([[0.0], c[:-1]])
-    del c
-    y = tp - np.concatenate([[0.0], tp[:-1]])
-    ascending = {"w": count[::-1], "y": y[::-1], "p": (t * count)[::-1]}
-    t = t[::-1]
-    cums = {"w": np.cumsum(ascending["w"])}
+def _bins_of_arrays(points: _Ascending, bins: int) -> dict[str, pl.DataFrame]:
+    n, t = points.n, points.scores
     outer = np.linspace(0.0, 1.0, bins + 1)
     inner = {"uniform": outer[1:-1], "quantile": np.empty(0)}
     if bins > 1 and n > 0:
-        inner["quantile"] = np.sort(_quantile_edges(t, cums["w"], bins))
-    ends = {k: np.searchsorted(t, v, side="right") for k, v in inner.items()}
-    for f in ("y", "p"):
-        cums[f] = np.cumsum(ascending[f])
-    found = {}
+        inner["quantile"] = np.sort(_quantile_edges(points, bins))
+    # per bin its sums: the cumulative sums at its end (0 before every point), the last
+    # bin's at the last point, less those at the previous end
+    ends = {k: np.append(np.searchsorted(t, v, side="right"), n) for k, v in inner.items()}
+    every = np.concatenate(list(ends.values()))
+    at = {f: points.before(f, every) for f in SUMS}
+    found, offset = {}, 0
     for strategy, edge in inner.items():
-        # per bin its sums: the cumulative sums at its end (0 before every point), the
-        # last bin's at the last point, less those at the previous end
-        sums = {}
-        for f in SUMS:
-            at = cums[f][np.maximum(ends[strategy] - 1, 0)] if n else np.zeros(len(edge))
-            stops = np.append(np.where(ends[strategy] > 0, at, 0.0), cums[f][-1] if n else 0.0)
-            sums[f] = stops - np.concatenate([[0.0], stops[:-1]])
+        stops = {f: v[offset : offset + len(ends[strategy])] for f, v in at.items()}
+        offset += len(ends[strategy])
+        sums = {f: v - np.concatenate([[0.0], v[:-1]]) for f, v in stops.items()}
         # the outer edges: the smallest and largest of the points and inner edges (NaN last)
         first = np.sort(np.concatenate([t[:1], edge[:1]]))[:1]
         last = np.sort(np.concatenate([t[-1:], edge[-1:]]))[-1:]
@@ -129,21 +177,18 @@ def calibration_tables(
     (``calibration_error`` with ``norm="l1"``, ``"l2"``, ``"max"``; the recalibration
     slope and intercept have none), from the whole data's threshold state."""
     state = pl.col(_states.STATE)
-    # each strategy's bins once (a sort of the state's points with the edges), then the
-    # table and the three errors from them: Polars evaluates a repeated subexpression of
-    # ``list.eval`` again at every reference, and the bins are most of the cost (2e6
-    # points: 0.6 s each, seven times before)
     strategies = ("uniform", "quantile")
     points = whole_state.select(state.explode()).unnest(_states.STATE)
+    # the slope and the intercept fitted over the state's points read once (what
+    # ``recalibration`` computes for each, from its own read of them)
+    fitted = _points(whole_state.get_column(_states.STATE))
+    fits = {
+        "calibration_slope|": _fit(*fitted, slope=True),
+        "calibration_intercept|": _fit(*fitted, slope=False),
+    }
+    del fitted
     binned = pl.concat(
-        [
-            *_bins_of_points(points, bins).values(),
-            whole_state.select(
-                recalibration(state, slope=True).alias("calibration_slope|"),
-                recalibration(state, slope=False).alias("calibration_intercept|"),
-            ),
-        ],
-        how="horizontal",
+        [*_bins_of_points(points, bins).values(), pl.DataFrame(fits)], how="horizontal"
     ).lazy()
     table = (
         binned.select(
