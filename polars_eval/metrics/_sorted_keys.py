@@ -15,7 +15,7 @@ the threshold state (:mod:`polars_eval.metrics._curve`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,6 @@ import polars as pl
 from polars_eval._exprs import F64, NAN, binary_label, drop_null_rows, to_float, weight_expr
 from polars_eval._typing import IntoExpr
 from polars_eval.metrics._curve import binned_score
-from polars_eval.metrics._multiclass_auc import _has_ties
 
 U64 = np.uint64
 _MAGNITUDE = np.uint64(0x7FFF_FFFF_FFFF_FFFF)  # the bits of |s|
@@ -36,17 +35,18 @@ _FIRST_NUMBER = (~_INF & 0x7FFF_FFFF_FFFF_FFFF) << 1
 _LOW_BYTE = 0 if sys.byteorder == "little" else 7
 
 
-def sorted_keys(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, int]:
+def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
     """The keys of the rows in descending score order, the positives (``y == 1``) first
-    within a score, as one ascending UInt64 array, and the index where the rows of
-    negative scores start (``len(keys)`` when there are none).
+    within a score, as consecutive pieces, each an ascending UInt64 array and whether its
+    scores are >= 0.
 
     A key is 2·(magnitude bits) + (1 if the row is negative else 0): for a score >= 0
     (and ±0.0 alike, and NaN, above +inf) the magnitude is ``~bits(s)`` without the sign
     bit, which reverses the order of the scores; for a score < 0 it is ``bits(|s|)``. The
     64 bits of a score and its label do not fit in 64 bits, so the two signs are sorted
     apart and the rows of negative scores follow; a tie block is a run of keys equal
-    but for the lowest bit, within one part.
+    but for the lowest bit. (Sorting two halves in two threads does not pay: numpy's
+    partition of 1e7 keys by a pivot costs most of what the second thread saves.)
     """
     negative = s < 0.0
     split = bool(negative.any())
@@ -60,100 +60,110 @@ def sorted_keys(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, int]:
         np.left_shift(keys, U64(1), out=keys)  # drops the sign bit
         np.bitwise_or(keys, part_y != 1.0, out=keys, casting="unsafe")
         keys.sort()
-        parts.append(keys)
-    if not split:
-        return parts[0], len(parts[0])
-    return np.concatenate(parts), len(parts[0])
+        parts.append((keys, flip))
+    return parts
+
+
+_CHUNK = 1 << 15
 
 
 class Blocks:
-    """The tie blocks (distinct scores) of :func:`sorted_keys`, in descending score order.
+    """The tie blocks (distinct scores) of :func:`sorted_parts`, in descending score
+    order, chunk by chunk (:meth:`chunks`).
 
-    ``tp``: the positives up to the end of each block (cumulative, Int64); ``rows``: the
-    rows up to its end; ``P``/``N`` the class totals; ``has_nan``: a score is NaN (every
-    NaN forms one block, first). Without ties (one pass over the keys finds none, and
-    stops at the first) the blocks are the rows.
+    ``has_nan``: a score is NaN (NaN sorts first; every NaN forms one block, which the
+    chunks leave out). ``P``/``N``: the class totals, known once the chunks are read.
     """
 
-    def __init__(self, keys: np.ndarray, split: int) -> None:
-        n = len(keys)
-        positive = (keys.view(np.uint8)[_LOW_BYTE::8] & 1) == 0
-        self.has_nan = split > 0 and int(keys[0]) < _FIRST_NUMBER
-        if self.has_nan or _has_ties(keys) or 0 < split < n:
-            ends = self._ends(keys, split)
-            self.tp = np.cumsum(positive, dtype=np.int64)[ends]
-            self.rows = ends + 1
-        else:
-            self.tp = np.cumsum(positive, dtype=np.int64)
-            self.rows = np.arange(1, n + 1, dtype=np.int64)
-        self.P = int(self.tp[-1]) if n else 0  # noqa: N815 - the textbook name
-        self.N = n - self.P  # noqa: N815 - the textbook name
-        self.keys, self.split = keys, split
-        self._ends_index = None if len(self.rows) == n else self.rows - 1
+    def __init__(self, parts: list[tuple[np.ndarray, bool]]) -> None:
+        self.parts = parts
+        self.has_nan = any(
+            nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER for keys, nonneg in parts[:1]
+        )
+        self.P = self.N = 0  # noqa: N815 - the textbook names
 
-    def _ends(self, keys: np.ndarray, split: int) -> np.ndarray:
-        """The index of the last row of each block: where the key without its label bit
-        changes, and at the end of the part of scores >= 0; every NaN in one block."""
-        n = len(keys)
-        magnitude = keys >> U64(1)
-        if self.has_nan:  # every NaN one magnitude (its payload dropped)
-            nan_rows = int(np.searchsorted(keys, U64(_FIRST_NUMBER)))
-            magnitude[:nan_rows] = 0
-        change = magnitude[1:] != magnitude[:-1]
-        if 0 < split < n:
-            change[split - 1] = True
-        return np.append(np.flatnonzero(change), n - 1)
-
-    def counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """The positives and the rows of each block (not cumulative)."""
-        return np.diff(self.tp, prepend=0), np.diff(self.rows, prepend=0)
-
-    def thresholds(self) -> np.ndarray:
-        """Each block's score (NaN for the block of NaN scores; 0.0 for ±0.0)."""
-        index = self._ends_index
-        keys = self.keys if index is None else self.keys[index]
-        magnitude = keys >> U64(1)
-        first = self.split if index is None else int(np.searchsorted(index, self.split))
-        magnitude[:first] ^= _MAGNITUDE  # the scores >= 0: back from ~bits
-        magnitude[first:] |= _SIGN  # the negative scores
-        return magnitude.view(np.float64)
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
+        """Per chunk of whole blocks: the positives and the rows up to the end of each
+        block (cumulative over the chunks, Int64), the key of each block's last row, and
+        whether the chunk's scores are >= 0. Each chunk is a few thousand keys, so that
+        its temporaries stay in cache: the passes over 1e7 keys as whole arrays took
+        about as long as the sort."""
+        tp = rows = 0
+        for keys, nonneg in self.parts:
+            a = int(np.searchsorted(keys, U64(_FIRST_NUMBER))) if nonneg else 0  # no NaN
+            n = len(keys)
+            while a < n:
+                z = n
+                if a + _CHUNK < n:  # to the end of the block of key z - 1
+                    z = int(np.searchsorted(keys, keys[a + _CHUNK - 1] | U64(1), side="right"))
+                chunk = keys[a:z]
+                fps = np.cumsum(chunk.view(np.uint8)[_LOW_BYTE::8] & 1, dtype=np.int64)
+                change = (chunk[1:] ^ chunk[:-1]) > 1
+                if change.all():
+                    ends_rows, last = np.arange(rows + 1, rows + z - a + 1), chunk
+                else:
+                    ends = np.append(np.flatnonzero(change), z - a - 1)
+                    fps, last = fps[ends], chunk[ends]
+                    ends_rows = ends + (rows + 1)
+                ends_tp = ends_rows - fps
+                ends_tp -= rows - tp  # the negatives before the chunk
+                yield ends_tp, ends_rows, last, nonneg
+                tp, rows = int(ends_tp[-1]), int(ends_rows[-1])
+                a = z
+        self.P, self.N = tp, rows - tp
 
     def defined(self) -> bool:
         return self.P > 0 and self.N > 0
 
 
+def thresholds(last: np.ndarray, nonneg: bool, out: np.ndarray) -> None:
+    """The scores of keys (0.0 for ±0.0) into ``out`` (Float64)."""
+    bits = out.view(U64)
+    np.right_shift(last, U64(1), out=bits)
+    if nonneg:
+        np.bitwise_xor(bits, _MAGNITUDE, out=bits)  # back from ~bits
+    else:
+        np.bitwise_or(bits, _SIGN, out=bits)
+
+
 def average_precision(b: Blocks) -> float | None:
     """Σ_b (TP_b − TP_{b−1}) · TP_b / rows_b / P over the blocks (scikit-learn's step rule)."""
-    if not b.defined():
-        return None
-    pos, _ = b.counts()
-    return float((pos * (b.tp / b.rows)).sum() / b.P)
+    total, before = 0.0, 0
+    for tp, rows, _, _ in b.chunks():
+        total += float((np.diff(tp, prepend=before) * (tp / rows)).sum())
+        before = int(tp[-1])
+    return total / b.P if b.defined() else None
 
 
 def pr_auc(b: Blocks) -> float | None:
     """Σ_b (prec_b + prec_{b−1})/2 · (TP_b − TP_{b−1}) / P, the point before the first
     block of precision 1 (the lower trapezoid rule, :func:`polars_eval.pr_auc`)."""
-    if not b.defined():
-        return None
-    pos, _ = b.counts()
-    precision = b.tp / b.rows
-    before = np.empty_like(precision)
-    before[0] = 1.0
-    before[1:] = precision[:-1]
-    return float(((precision + before) * pos).sum() / (2.0 * b.P))
+    total, before, last = 0.0, 0, 1.0
+    for tp, rows, _, _ in b.chunks():
+        precision = tp / rows
+        previous = np.empty_like(precision)
+        previous[0] = last
+        previous[1:] = precision[:-1]
+        total += float(((precision + previous) * np.diff(tp, prepend=before)).sum())
+        before, last = int(tp[-1]), float(precision[-1])
+    return total / (2.0 * b.P) if b.defined() else None
 
 
 def auc(b: Blocks) -> float | None:
-    """The Mann–Whitney count over P·N, a tied pair ½ (the trapezoid rule's area):
-    twice the pairs, 2 Σ_b pos_b · (negatives after block b) + Σ_b pos_b · neg_b, an
-    exact integer."""
+    """The Mann–Whitney count over P·N, a tied pair ½ (the trapezoid rule's area): twice
+    the pairs, 2 Σ_b pos_b · (N − FP_b) + Σ_b pos_b · neg_b, an exact integer (FP_b the
+    negatives up to the end of block b, pos_b/neg_b the block's own)."""
+    below = tied = 0  # Σ pos_b · FP_b, Σ pos_b · neg_b
+    before_tp = before_fp = 0
+    for tp, rows, _, _ in b.chunks():
+        fp = rows - tp
+        pos, neg = np.diff(tp, prepend=before_tp), np.diff(fp, prepend=before_fp)
+        below += int(np.dot(pos, fp))
+        tied += int(np.dot(pos, neg))
+        before_tp, before_fp = int(tp[-1]), int(fp[-1])
     if not b.defined():
         return None
-    pos, rows = b.counts()
-    neg = rows - pos
-    after = b.N - (b.rows - b.tp)  # the negatives after each block
-    twice = 2 * int(np.dot(pos, after)) + int(np.dot(pos, neg))
-    return twice / (2.0 * b.P * b.N)
+    return (2 * (b.P * b.N - below) + tied) / (2.0 * b.P * b.N)
 
 
 def _metric(
@@ -161,7 +171,7 @@ def _metric(
 ) -> Callable[[pl.Series], pl.Series]:
     def run(rows: pl.Series) -> pl.Series:
         y, s = (rows.struct.field(f).to_numpy() for f in ("y", "s"))
-        b = Blocks(*sorted_keys(y, s))
+        b = Blocks(sorted_parts(y, s))
         return pl.Series(name, [NAN if b.has_nan else kernel(b)], dtype=F64)
 
     return run
@@ -174,23 +184,24 @@ def roc_points(rows: pl.Series) -> pl.Series:
     """The ROC curve's points: (inf, 0, 0), then one per block (threshold, FP/N, TP/P),
     each rate null when its class is absent, every field NaN if a score is NaN."""
     y, s = (rows.struct.field(f).to_numpy() for f in ("y", "s"))
-    b = Blocks(*sorted_keys(y, s))
-    m = len(b.rows) + 1
-    threshold = np.empty(m)
-    threshold[0] = np.inf
-    threshold[1:] = b.thresholds()
-    columns = {"threshold": threshold}
-    for name, count, total in (("fpr", b.rows - b.tp, b.N), ("tpr", b.tp, b.P)):
-        rate = np.empty(m)
-        rate[0] = 0.0
-        np.divide(count, total if total else 1, out=rate[1:])
-        columns[name] = (
-            pl.Series(name, rate) if total else pl.repeat(None, m, dtype=F64, eager=True)
-        )
+    b = Blocks(sorted_parts(y, s))
+    size = len(y) + 1  # at most one point per row, after the first
+    threshold, fpr, tpr = np.empty(size), np.empty(size), np.empty(size)
+    threshold[0], fpr[0], tpr[0] = np.inf, 0.0, 0.0
+    m = 2 if b.has_nan else 1  # the points written (the block of NaN scores: one point)
+    for tp, rows_at, last, nonneg in b.chunks():
+        k = m + len(tp)
+        thresholds(last, nonneg, threshold[m:k])
+        np.subtract(rows_at, tp, out=fpr[m:k], casting="unsafe")
+        tpr[m:k] = tp
+        m = k
+    columns: dict[str, Any] = {"threshold": threshold[:m]}
+    for name, rate, total in (("fpr", fpr[:m], b.N), ("tpr", tpr[:m], b.P)):
+        rate /= total if total else 1
+        columns[name] = rate if total else pl.repeat(None, m, dtype=F64, eager=True)
     if b.has_nan:
         columns = {name: np.full(m, np.nan) for name in columns}
-    points = pl.DataFrame(columns).to_struct("roc_curve")
-    return points.implode()
+    return pl.DataFrame(columns).to_struct("roc_curve").implode()
 
 
 def alone(
