@@ -139,7 +139,6 @@ def _tie_block_ends(rows: pl.Expr, **fields: pl.Expr) -> pl.Expr:
 _INF_BITS = 0x7FF0_0000_0000_0000
 _NAN_MAGNITUDE = _INF_BITS + 1
 _FLIP = 0xFFFF_FFFF_FFFF_FFFE
-HEAD_KEY = 0x7FFF_FFFF_FFFF_FFFF  # above every score's key (NaN's is _NAN_MAGNITUDE)
 U64, I64, U32 = pl.UInt64, pl.Int64, pl.UInt32
 
 
@@ -162,7 +161,6 @@ def score_runs(
     score: IntoExpr,
     pos_label: Any = None,
     bins: int | None = None,
-    head: bool = False,
 ) -> pl.Expr:
     """The unweighted rows of one group as runs of equal (score, label), in descending
     score order and the positives first within a score: ``{k, pos, n}`` per run, ``k``
@@ -183,9 +181,6 @@ def score_runs(
     first), and their runs follow those of the scores >= 0 (−0.0 and NaN go with these:
     NaN first, as Polars sorts it): no branch on the data, and a group without negative
     scores pays for an empty sort only. Rows with a null label or score are left out.
-
-    ``head`` puts one empty run first, of key ``HEAD_KEY`` (no score's): the point
-    (threshold +inf, no row predicted positive) that a curve starts from.
     """
     y = binary_label(label, pos_label)
     s = binned_score(to_float(score), bins)
@@ -205,153 +200,7 @@ def score_runs(
         runs = keys.sort(descending=True).rle()
         return runs.struct.eval(k=-k if flip else k, pos=length * is_pos, n=length)
 
-    parts = [part(~negative & kept, False), part(negative & kept, True)]
-    if head:
-        zero = pl.lit(0, dtype=U32)
-        parts.insert(0, pl.struct(k=pl.lit(HEAD_KEY, dtype=I64), pos=zero, n=zero))
-    return pl.concat(parts)
-
-
-def _sorted_part_keys(
-    y: pl.Expr, s: pl.Expr, rows: pl.Expr, negative: bool, clip: bool = True
-) -> pl.Expr:
-    """The keys (:func:`_row_key`) of the ``rows`` of one part, sorted descending: the
-    scores >= 0 (and NaN) as they are, the negative scores XOR ``_FLIP``. The part's rows
-    are taken first: a filter that keeps every row (no null, no negative score) returns
-    its input, and an empty part costs its mask only. Without ``clip`` a NaN's key keeps
-    its payload (every NaN key is still above +inf's)."""
-    y, s = y.filter(rows), s.filter(rows)
-    if clip:
-        keys = _row_key(y, s)
-    else:
-        keys = s.reinterpret(dtype=U64) * 2 + (y == 1.0).cast(U64)
-    if negative:
-        keys = keys.xor(pl.lit(_FLIP, dtype=U64))
-    return keys.sort(descending=True)
-
-
-def _after_its_positives(value: pl.Expr) -> pl.Expr:
-    """In ``rle`` runs of sorted keys: a negative run (even key 2m) directly after the
-    positive run of its score (2m+1). A positive run after the negative run of the next
-    magnitude (5e-324 then ±0.0, or any two adjacent floats) is no tie."""
-    return (value.shift(1) == value + 1) & ((value & 1) == 0)
-
-
-def _tied_pairs(runs: pl.Expr) -> pl.Expr:
-    """Σ P_b·N_b over the scores b with both labels, from ``rle`` runs of sorted keys: a
-    positive run (key 2m+1) directly followed by the negative run of its score (2m)."""
-    value, length = pl.field("value"), pl.field("len").cast(I64)
-    tied = pl.when(_after_its_positives(value)).then(length.shift(1)).otherwise(0)
-    pairs = runs.struct.eval(c=(tied * length).sum()).struct.field("c")
-    return pairs.implode().list.first().fill_null(0)  # no run: no struct.eval row
-
-
-def _auc_part(e: pl.Expr) -> pl.Expr:
-    """The pair counts of one part's keys ``e`` sorted descending (see
-    :func:`auc_from_rows`), as a struct: ``rows`` (the part's rows) and ``first`` (its
-    first key), then the counts of one of two ways, the other given no row.
-
-    The strategy follows the data, inside the expression: a slice of 256 sorted keys
-    from the middle estimates the share of rows tied with the next. Mostly ties (a few
-    distinct scores): the rows are counted per run (``rle``), so the work after the sort
-    follows the distinct scores (``runs``: twice the pairs, the positives, the
-    negatives). Otherwise row by row: ``places`` (the sum of the positives' places and
-    their count) and ``tied`` (the tied pairs, :func:`_tied_pairs` over the runs, counted
-    only when a positive ties with a negative: one pass finds such a pair, and without one
-    the count runs on no row). Each column of the sorted keys is read once:
-    Polars computes a repeated expression again, and every full-length temporary costs
-    its pages.
-    """
-    n = e.len().cast(I64)
-    middle = e.slice(n // 2, 256)
-    ties = (middle.shift(1).xor(middle) <= 1).mean().fill_null(0.0) >= 0.5
-    by_rows = e.head(pl.when(ties).then(0).otherwise(n))
-    by_runs = e.head(pl.when(ties).then(n).otherwise(0))
-
-    element = pl.element()
-    places = ((by_rows & 1) == 1).arg_true().implode()  # one pass, both sums (nested eval)
-    places = places.list.eval(pl.struct(s=element.cast(I64).sum(), n=element.len()))
-    m = by_rows.len().cast(I64)
-
-    # a positive tied with a negative sits right above it (keys 2m+1, 2m): without such a
-    # pair (one pass) there are no tied pairs, and their count runs on no row
-    pair_xor = by_rows.slice(0, (m - 1).clip(lower_bound=0)).xor(by_rows.slice(1))
-    tie_rows = by_rows.head(pl.when((pair_xor == 1).any()).then(m).otherwise(0))
-
-    value, length = pl.field("value"), pl.field("len")
-    label = (value & 1).cast(U32)
-    pos, neg = length * label, length * (1 - label)
-    tp = pos.cum_sum().cast(I64)
-    tied = pl.when(_after_its_positives(value)).then(length.shift(1)).otherwise(0).cast(I64)
-    runs = by_runs.rle().struct.eval(
-        u2=(neg.cast(I64) * (tp + tp - tied)).sum(),
-        pos=pos.cast(I64).sum(),
-        neg=neg.cast(I64).sum(),
-    )
-    return pl.struct(
-        rows=n,
-        first=e.first(),
-        runs=runs.implode().list.first(),  # null: no run
-        places=places.list.first(),
-        tied=_tied_pairs(tie_rows.rle()),
-    )
-
-
-def auc_from_rows(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any = None,
-    bins: int | None = None,
-) -> pl.Expr | None:
-    """The ROC AUC of the unweighted rows of each group without the threshold state: the
-    Mann–Whitney count of (positive, negative) pairs, a tied pair counting ½, over the
-    two parts of :func:`score_runs` (each sorted apart, :func:`_auc_part`), every
-    positive of the scores >= 0 above every negative of the negative scores; None with
-    weights. Twice the count is an integer, exact, as the trapezoids' sum is."""
-    if weight is not None:
-        return None
-    y = binary_label(label, pos_label)
-    s = binned_score(to_float(score), bins)
-    negative = s < 0.0
-    kept = to_expr(label).is_not_null()
-    parts = [
-        _sorted_part_keys(y, s, rows, flip, clip=False).implode().list.eval(_auc_part(pl.element()))
-        for rows, flip in ((~negative & kept, False), (negative & kept, True))
-    ]
-    e = pl.element()
-    a, b = e.struct.field("a"), e.struct.field("b")
-
-    def pairs(part: pl.Expr) -> pl.Expr:
-        """Twice the (positive, negative) pairs of a part, a tied pair counting ½. Row by
-        row: for each positive, the rows below it less the positives below it (every
-        pair of a tied score counted whole: positives sort first), less half the tied
-        pairs."""
-        places, runs = part.struct.field("places"), part.struct.field("runs")
-        p = places.struct.field("n").cast(I64)
-        m = part.struct.field("rows") - runs.struct.field("pos").fill_null(0)
-        m = m - runs.struct.field("neg").fill_null(0)  # the rows counted row by row
-        below = p * (m - 1) - places.struct.field("s").fill_null(0) - p * (p - 1) // 2
-        return below + below - part.struct.field("tied") + runs.struct.field("u2").fill_null(0)
-
-    def positives(part: pl.Expr) -> pl.Expr:
-        places, runs = part.struct.field("places"), part.struct.field("runs")
-        return places.struct.field("n").cast(I64) + runs.struct.field("pos").fill_null(0)
-
-    a_pos, b_pos = positives(a), positives(b)
-    pos = a_pos + b_pos
-    neg = a.struct.field("rows") + b.struct.field("rows") - pos
-    b_neg = b.struct.field("rows") - b_pos
-    u2 = pairs(a) + pairs(b) + a_pos * b_neg * 2
-    value = (
-        pl.when(a.struct.field("first") > 2 * _INF_BITS + 1)  # a NaN score (sorts first)
-        .then(pl.lit(NAN, dtype=F64))
-        .when((pos > 0) & (neg > 0))
-        .then(u2.cast(F64) / (pos.cast(F64) * neg.cast(F64) * 2.0))
-        .otherwise(pl.lit(None, dtype=F64))
-    )
-    both = pl.struct(a=parts[0].list.first(), b=parts[1].list.first())
-    return pl.concat_list([both]).list.eval(value).list.first()
+    return pl.concat([part(~negative & kept, False), part(negative & kept, True)])
 
 
 def _counted_state(
@@ -452,12 +301,10 @@ class Runs:
     them (:func:`from_runs`), without the state.
 
     Within a distinct score the positive run comes first, so a positive run followed by
-    a run of its own score (``same_next``) ends its tie block where that negative run
-    does, and a positive run is the first of its tie block (the run before it ends the
-    previous block). ``tp``/``rows`` are the positives and rows up to the end of each run;
-    ``P``/``N`` the class totals. The counts stay UInt32 (a group has fewer than 2³² rows,
-    Polars' index type), exact and half the pages of Int64: a product of two counts is
-    taken in Float64 by the metric.
+    a run of its own score does not end its tie block: ``tp_at``/``fp_at`` are the counts
+    at the end of the block before it there (:class:`RunsCurve`). ``P``/``N`` are the
+    class totals. The counts stay UInt32 (a group has fewer than 2³² rows, Polars' index
+    type), exact and half the pages of Int64, until the metric's Float64.
 
     The columns are computed once, by :meth:`columns` (only those a metric names), in a
     first ``struct.eval``; the metric reads them in a second. Polars' fused arithmetic
@@ -469,16 +316,12 @@ class Runs:
         "k": lambda: pl.field("k"),
         "pos": lambda: pl.field("pos"),
         "neg": lambda: pl.field("n") - pl.field("pos"),
-        "tp": lambda: pl.field("pos").cum_sum(),
-        "rows": lambda: pl.field("n").cum_sum(),
-        "same_next": lambda: (pl.field("k") == pl.field("k").shift(-1)).fill_null(False),
         # the counts at each run as a point of the curve (:class:`RunsCurve`)
         "tp_at": lambda: (pl.field("pos").cum_sum() - _positives_inside_block()).cast(F64),
         "fp_at": lambda: (pl.field("n") - pl.field("pos")).cum_sum().cast(F64),
     }
 
-    def __init__(self, head: bool = False) -> None:
-        self.head = head
+    def __init__(self) -> None:
         for name in self.DEFINITIONS:
             setattr(self, name, pl.field(name))
         self.P = self.pos.sum()  # noqa: N815 - the textbook name
@@ -492,26 +335,7 @@ class Runs:
 
     @property
     def has_nan(self) -> pl.Expr:
-        # NaN sorts first (after the head run)
-        return self.k.slice(1 if self.head else 0, 1).first() == _NAN_MAGNITUDE
-
-    @property
-    def fp(self) -> pl.Expr:
-        """The negatives up to the end of each run: needs ``rows``."""
-        return self.rows - self.tp
-
-    @property
-    def rows_at_block_end(self) -> pl.Expr:
-        """The rows up to the end of each run's tie block (a positive run followed by the
-        negative run of its score ends where that run does): needs ``same_next``."""
-        rows = self.rows
-        return pl.when(self.same_next).then(rows.shift(-1)).otherwise(rows)
-
-    @property
-    def threshold(self) -> pl.Expr:
-        """Each run's score (+inf for the head run)."""
-        inf = pl.lit(float("inf"), dtype=F64)
-        return pl.when(self.k == HEAD_KEY).then(inf).otherwise(_score_of_key(self.k))
+        return self.k.first() == _NAN_MAGNITUDE  # NaN sorts first
 
     def guard(self, value: pl.Expr) -> pl.Expr:
         """NaN if any score is NaN; null unless both classes are present."""
@@ -521,13 +345,6 @@ class Runs:
             .when((self.P > 0) & (self.N > 0))
             .then(value)
             .otherwise(pl.lit(None, dtype=F64))
-        )
-
-    def nan_struct(self, **fields: pl.Expr) -> pl.Expr:
-        """The fields of a curve's point; every one NaN if any score is NaN."""
-        nan = pl.lit(NAN, dtype=F64)
-        return pl.struct(
-            **{name: pl.when(self.has_nan).then(nan).otherwise(v) for name, v in fields.items()}
         )
 
 
@@ -564,28 +381,6 @@ def from_runs(
         # order-blind aggregation such as ``max()`` lets the optimizer drop the sort: the
         # value is read from a list, which keeps the order and the length)
         return value.implode().list.first()
-    return None
-
-
-def points_from_runs(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    bins: int | None,
-    fields: Callable[[Runs], pl.Expr],
-    needs: tuple[str, ...],
-) -> pl.Expr | None:
-    """A curve of the unweighted rows of each group straight from the runs: one point
-    per distinct threshold (the end of each tie block, the struct ``fields`` over
-    :class:`Runs`, reading the columns ``needs``), after the point of the head run
-    (:func:`score_runs`), as a list of structs per group; None with weights."""
-    if weight is None:
-        r = Runs(head=True)
-        point = pl.when(~r.same_next).then(fields(r))
-        runs = score_runs(label, score, pos_label, bins, head=True)
-        runs = runs.struct.eval(**Runs.columns((*needs, "same_next")))
-        return runs.struct.eval(p=point).struct.field("p").drop_nulls().implode()
     return None
 
 

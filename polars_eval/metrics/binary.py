@@ -46,13 +46,10 @@ from polars_eval._params import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.metrics import _sorted_keys as kernels
 from polars_eval.metrics._curve import (
     Curve,
-    Runs,
-    auc_from_rows,
     curve_from_runs,
-    from_runs,
-    points_from_runs,
     prev,
     sorted_spec,
     thresholds,
@@ -85,18 +82,9 @@ def _auc(c: Curve) -> pl.Expr:
     return c.guard(area / (c.P * c.N))
 
 
-CURVE_RUNS = ("tp", "rows", "same_next")
-
-
 def _average_precision(c: Curve) -> pl.Expr:
     tp, fp = c.tp, c.fp
     return c.guard(((tp - prev(tp)) * tp / (tp + fp)).sum() / c.P)
-
-
-def _average_precision_runs(r: Runs) -> pl.Expr:
-    """:func:`_average_precision` from the runs: a positive run adds its rows times the
-    precision at the end of its tie block (a negative run has no positive to add)."""
-    return r.guard((r.pos.cast(F64) * r.tp).truediv(r.rows_at_block_end).sum() / r.P)
 
 
 def _pr_auc(c: Curve) -> pl.Expr:
@@ -104,15 +92,6 @@ def _pr_auc(c: Curve) -> pl.Expr:
     precision = tp / (tp + fp)
     recall = tp / c.P
     return c.guard(((precision + prev(precision, 1.0)) / 2.0 * (recall - prev(recall))).sum())
-
-
-def _pr_auc_runs(r: Runs) -> pl.Expr:
-    """:func:`_pr_auc` from the runs: the recall grows at the positive runs only, each the
-    first run of its tie block, so the previous point is the run before it."""
-    precision = r.tp / r.rows_at_block_end
-    before = prev(r.tp / r.rows, 1.0)
-    recall = r.tp / r.P
-    return r.guard(((precision + before) / 2.0 * (recall - prev(recall))).sum())
 
 
 def _ks(c: Curve) -> pl.Expr:
@@ -236,7 +215,7 @@ def auc(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _auc,
-        alone=auc_from_rows(label, score, weight, pos_label, bins),
+        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.auc),
     )
 
 
@@ -272,7 +251,7 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    auc_alone = auc_from_rows(label, score, weight, pos_label, bins)
+    auc_alone = kernels.alone(label, score, weight, pos_label, bins, kernels.auc)
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         AUC_FINALIZE["gini"],
@@ -325,7 +304,7 @@ def pr_auc(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _pr_auc,
-        alone=from_runs(label, score, weight, pos_label, bins, _pr_auc_runs, CURVE_RUNS),
+        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.pr_auc),
     )
 
 
@@ -371,7 +350,7 @@ def average_precision(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _average_precision,
-        alone=from_runs(label, score, weight, pos_label, bins, _average_precision_runs, CURVE_RUNS),
+        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.average_precision),
     )
 
 
@@ -1427,18 +1406,11 @@ def roc_curve(
             tpr=safe_div(pl.concat([zero, c.tp]), c.P),
         )
 
-    def point(r: Runs) -> pl.Expr:
-        return r.nan_struct(
-            threshold=r.threshold,
-            fpr=safe_div(r.fp, r.N),
-            tpr=safe_div(r.tp, r.P),
-        )
-
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         body,
         "list",
-        alone=points_from_runs(label, score, weight, pos_label, bins, point, ("tp", "rows")),
+        alone=kernels.alone(label, score, weight, pos_label, bins, None),
     )
 
 

@@ -1,0 +1,259 @@
+"""The numpy kernels of the unweighted sort-based binary metrics alone (SPEC §3).
+
+``pe.auc``, ``pe.gini``, ``pe.average_precision``, ``pe.pr_auc`` and ``pe.roc_curve`` of
+unweighted rows (``MetricSpec.alone``) run one of these kernels per group, through
+``map_batches``: each row becomes one UInt64 key (the bits of its score and its label,
+:func:`sorted_keys`), sorted once by numpy, and the metric is read from the tie blocks of
+the sorted keys (:class:`Blocks`). numpy, not Polars: numpy sorts a UInt64 array about
+twice as fast as Polars sorts the float column itself (1e7 rows, one core against two),
+builds the keys in place from the float bits, and its passes over the sorted keys run
+without the ``rle``, ``struct.eval`` and ``list.eval`` copies the Polars form needed
+(1e7 rows: average precision ~0.3 s against ~1.1 s). With weights the metrics keep
+the threshold state (:mod:`polars_eval.metrics._curve`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_eval._exprs import F64, NAN, binary_label, to_float
+from polars_eval._typing import IntoExpr
+from polars_eval.metrics._curve import binned_score
+
+U64 = np.uint64
+_MAGNITUDE = np.uint64(0x7FFF_FFFF_FFFF_FFFF)  # the bits of |s|
+_SIGN = np.uint64(0x8000_0000_0000_0000)
+_INF = 0x7FF0_0000_0000_0000
+# the first key (part of the scores >= 0) of a score that is not NaN: the key of +inf
+# with its label bit 0; every NaN's key (bits above +inf's) sorts below it
+_FIRST_NUMBER = (~_INF & 0x7FFF_FFFF_FFFF_FFFF) << 1
+_LOW_BYTE = 0 if sys.byteorder == "little" else 7
+
+
+def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
+    """The keys of the rows in descending score order, the positives (``y == 1``) first
+    within a score, as consecutive pieces, each an ascending UInt64 array and whether its
+    scores are >= 0.
+
+    A key is 2·(magnitude bits) + (1 if the row is negative else 0): for a score >= 0
+    (and ±0.0 alike, and NaN, above +inf) the magnitude is ``~bits(s)`` without the sign
+    bit, which reverses the order of the scores; for a score < 0 it is ``bits(|s|)``. The
+    64 bits of a score and its label do not fit in 64 bits, so the two signs are sorted
+    apart and the rows of negative scores follow; a tie block is a run of keys equal
+    but for the lowest bit. (Sorting two halves in two threads does not pay: numpy's
+    partition of 1e7 keys by a pivot costs most of what the second thread saves.)
+    """
+    split = len(s) > 0 and not s.min() >= 0.0  # a negative score (or a NaN: min is NaN)
+    negative = s < 0.0 if split else None
+    bits = s.view(U64)
+    parts = []
+    pieces = ((~negative, True), (negative, False)) if negative is not None else ((None, True),)
+    for rows, flip in pieces:
+        part_bits = bits if rows is None else bits[rows]
+        part_y = y if rows is None else y[rows]
+        fresh = rows is not None  # ``bits[rows]`` is a copy: built in place
+        keys = np.invert(part_bits, out=part_bits if fresh else None) if flip else part_bits
+        np.left_shift(keys, U64(1), out=keys)  # drops the sign bit
+        np.bitwise_or(keys, part_y != 1.0, out=keys, casting="unsafe")
+        keys.sort()
+        parts.append((keys, flip))
+    return parts
+
+
+_CHUNK = 1 << 15
+
+
+class Blocks:
+    """The tie blocks (distinct scores) of :func:`sorted_parts`, in descending score
+    order, chunk by chunk (:meth:`chunks`).
+
+    ``has_nan``: a score is NaN (NaN sorts first; every NaN forms one block, which the
+    chunks leave out). ``P``/``N``: the class totals, known once the chunks are read.
+    """
+
+    def __init__(self, parts: list[tuple[np.ndarray, bool]]) -> None:
+        self.parts = parts
+        self.has_nan = any(
+            nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER for keys, nonneg in parts[:1]
+        )
+        self.P = self.N = 0  # noqa: N815 - the textbook names
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
+        """Per chunk of whole blocks: the positives and the rows up to the end of each
+        block (cumulative over the chunks, Int64), the key of each block's last row, and
+        whether the chunk's scores are >= 0. Each chunk is a few thousand keys, so that
+        its temporaries stay in cache: the passes over 1e7 keys as whole arrays took
+        about as long as the sort."""
+        tp = rows = 0
+        for keys, nonneg in self.parts:
+            a = int(np.searchsorted(keys, U64(_FIRST_NUMBER))) if nonneg else 0  # no NaN
+            n = len(keys)
+            while a < n:
+                z = n
+                if a + _CHUNK < n:  # to the end of the block of key z - 1
+                    z = int(np.searchsorted(keys, keys[a + _CHUNK - 1] | U64(1), side="right"))
+                chunk = keys[a:z]
+                fps = np.cumsum(chunk.view(np.uint8)[_LOW_BYTE::8] & 1, dtype=np.int64)
+                change = (chunk[1:] ^ chunk[:-1]) > 1
+                if change.all():
+                    ends_rows, last = np.arange(rows + 1, rows + z - a + 1), chunk
+                else:
+                    ends = np.append(np.flatnonzero(change), z - a - 1)
+                    fps, last = fps[ends], chunk[ends]
+                    ends_rows = ends + (rows + 1)
+                ends_tp = ends_rows - fps
+                ends_tp -= rows - tp  # the negatives before the chunk
+                yield ends_tp, ends_rows, last, nonneg
+                tp, rows = int(ends_tp[-1]), int(ends_rows[-1])
+                a = z
+        self.P, self.N = tp, rows - tp
+
+    def defined(self) -> bool:
+        return self.P > 0 and self.N > 0
+
+
+def thresholds(last: np.ndarray, nonneg: bool, out: np.ndarray) -> None:
+    """The scores of keys (0.0 for ±0.0) into ``out`` (Float64)."""
+    bits = out.view(U64)
+    np.right_shift(last, U64(1), out=bits)
+    if nonneg:
+        np.bitwise_xor(bits, _MAGNITUDE, out=bits)  # back from ~bits
+    else:
+        np.bitwise_or(bits, _SIGN, out=bits)
+
+
+def _steps(cumulative: np.ndarray, before: int) -> np.ndarray:
+    """The differences of consecutive values of ``cumulative``, ``before`` the value
+    before the first (``np.diff`` with ``prepend``, without its Python overhead)."""
+    out = np.empty_like(cumulative)
+    out[0] = cumulative[0] - before
+    np.subtract(cumulative[1:], cumulative[:-1], out=out[1:])
+    return out
+
+
+def _arrays(rows: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The label and the score (fields ``y``, ``s``) of the rows where neither is null,
+    as numpy arrays (no copy of a column without nulls)."""
+    frame = rows.struct.unnest()  # ``struct.field`` costs ~0.1 ms a call
+    y, s = frame.get_column("y"), frame.get_column("s")
+    if y.has_nulls() or s.has_nulls():
+        keep = y.is_not_null() & s.is_not_null()
+        y, s = y.filter(keep), s.filter(keep)
+    return y.to_numpy(), s.to_numpy()
+
+
+def average_precision(b: Blocks) -> float | None:
+    """Σ_b (TP_b − TP_{b−1}) · TP_b / rows_b / P over the blocks (scikit-learn's step rule)."""
+    total, before = 0.0, 0
+    for tp, rows, _, _ in b.chunks():
+        total += float((_steps(tp, before) * (tp / rows)).sum())
+        before = int(tp[-1])
+    return total / b.P if b.defined() else None
+
+
+def pr_auc(b: Blocks) -> float | None:
+    """Σ_b (prec_b + prec_{b−1})/2 · (TP_b − TP_{b−1}) / P, the point before the first
+    block of precision 1 (the lower trapezoid rule, :func:`polars_eval.pr_auc`)."""
+    total, before, last = 0.0, 0, 1.0
+    for tp, rows, _, _ in b.chunks():
+        precision = tp / rows
+        previous = np.empty_like(precision)
+        previous[0] = last
+        previous[1:] = precision[:-1]
+        total += float(((precision + previous) * _steps(tp, before)).sum())
+        before, last = int(tp[-1]), float(precision[-1])
+    return total / (2.0 * b.P) if b.defined() else None
+
+
+def auc(b: Blocks) -> float | None:
+    """The Mann–Whitney count over P·N, a tied pair ½ (the trapezoid rule's area).
+
+    In the order of the keys (descending score, the positives of a tie first) the pairs
+    with the positive first are, over the negatives, the positives before each:
+    Σ_neg i − N(N − 1)/2 (i a negative's place). That counts a tied pair whole, so half
+    of T = Σ_b pos_b·neg_b is taken off; twice the count is an exact integer. A score with
+    both labels is where a positive run (key 2m) meets the negative run of its score
+    (2m + 1): the two runs' lengths come from binary searches in the sorted keys. No
+    cumulative count: a few passes over the keys (the per-group cost of ``group_by``).
+    """
+    places = tied = negatives = rows = 0
+    for keys, _ in b.parts:
+        at = np.flatnonzero((keys.view(np.uint8)[_LOW_BYTE::8] & 1).view(np.bool_))
+        places += int(at.sum()) + rows * len(at)
+        negatives += len(at)
+        meet = np.flatnonzero((keys[1:] ^ keys[:-1]) == 1)
+        if len(meet):
+            pos = meet + 1 - np.searchsorted(keys, keys[meet], side="left")
+            neg = np.searchsorted(keys, keys[meet + 1], side="right") - (meet + 1)
+            tied += int(np.dot(pos, neg))
+        rows += len(keys)
+    b.P, b.N = rows - negatives, negatives
+    if not b.defined():
+        return None
+    twice = 2 * (places - negatives * (negatives - 1) // 2) - tied
+    return twice / (2.0 * b.P * b.N)
+
+
+def _metric(
+    kernel: Callable[[Blocks], float | None], name: str
+) -> Callable[[pl.Series], pl.Series]:
+    def run(rows: pl.Series) -> pl.Series:
+        b = Blocks(sorted_parts(*_arrays(rows)))
+        return pl.Series(name, [NAN if b.has_nan else kernel(b)], dtype=F64)
+
+    return run
+
+
+ROC_DTYPE = pl.List(pl.Struct({"threshold": F64, "fpr": F64, "tpr": F64}))
+
+
+def roc_points(rows: pl.Series) -> pl.Series:
+    """The ROC curve's points: (inf, 0, 0), then one per block (threshold, FP/N, TP/P),
+    each rate null when its class is absent, every field NaN if a score is NaN."""
+    y, s = _arrays(rows)
+    b = Blocks(sorted_parts(y, s))
+    size = len(y) + 1  # at most one point per row, after the first
+    threshold, fpr, tpr = np.empty(size), np.empty(size), np.empty(size)
+    threshold[0], fpr[0], tpr[0] = np.inf, 0.0, 0.0
+    m = 2 if b.has_nan else 1  # the points written (the block of NaN scores: one point)
+    for tp, rows_at, last, nonneg in b.chunks():
+        k = m + len(tp)
+        thresholds(last, nonneg, threshold[m:k])
+        np.subtract(rows_at, tp, out=fpr[m:k], casting="unsafe")
+        tpr[m:k] = tp
+        m = k
+    columns: dict[str, Any] = {"threshold": threshold[:m]}
+    for name, rate, total in (("fpr", fpr[:m], b.N), ("tpr", tpr[:m], b.P)):
+        rate /= total if total else 1
+        columns[name] = rate if total else pl.repeat(None, m, dtype=F64, eager=True)
+    if b.has_nan:
+        columns = {name: np.full(m, np.nan) for name in columns}
+    return pl.DataFrame(columns).to_struct("roc_curve").implode()
+
+
+def alone(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    kernel: Callable[[Blocks], float | None] | None,
+    name: str = "",
+) -> pl.Expr | None:
+    """A metric of the unweighted rows of each group (``kernel`` over their
+    :class:`Blocks`; ``None``: the ROC curve's points) in one ``map_batches``; None with
+    weights. The rows with a null label or score are left out by the kernel
+    (:func:`_arrays`): a filter in the expression, evaluated per group, cost a third of a
+    per-group sort of the scores."""
+    if weight is not None:
+        return None
+    y, s = binary_label(label, pos_label), binned_score(to_float(score), bins)
+    rows = pl.struct(y.alias("y"), s.alias("s"))
+    if kernel is None:
+        return rows.map_batches(roc_points, return_dtype=ROC_DTYPE, returns_scalar=True)
+    return rows.map_batches(_metric(kernel, name), return_dtype=F64, returns_scalar=True)
