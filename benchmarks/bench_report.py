@@ -9,7 +9,9 @@ the time and the peak memory of the same command without it.
 
 Then, in this process, where the report's time goes (one run after a warm-up): reading
 the three columns, the report's tables (``df.eval.report``: every state, table and
-interval), its charts (thinned curves, Altair specs) and ``.html()`` (SVG rendering).
+interval; the binary calibration section runs in a thread beside them, and the step that
+first reads it waits for it), its charts (thinned curves, Altair specs) and ``.html()``
+(SVG rendering).
 
 Run:  python benchmarks/bench_report.py [--rows 1e6 2e7] [--repeat 3]
 """

@@ -67,6 +67,18 @@ def tree_cpu() -> float:
     return total / tick
 
 
+def java_version() -> str:
+    """The Java runtime's version (``java -version``'s first line, quoted part)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return "?"
+    first = (out.stderr or out.stdout).splitlines()[:1]
+    return first[0].split('"')[1] if first and '"' in first[0] else "?"
+
+
 def interleaved(
     tools: dict[str, Callable[[], object]], repeat: dict[str, int]
 ) -> dict[str, tuple[float, float, object]]:
@@ -172,7 +184,8 @@ def main() -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, local[{args.cores}], "
         f"Python {platform.python_version()}, Polars {pl.__version__}, "
-        f"PySpark {pyspark.__version__}, load average {os.getloadavg()[0]:.1f}"
+        f"PySpark {pyspark.__version__}, Java {java_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(f"polars_eval: {pe.__file__}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -42,7 +42,7 @@ from polars_eval.exceptions import (
 from polars_eval.metrics import binary as binary_family
 from polars_eval.metrics import calibration as calibration_family
 from polars_eval.report import _states
-from polars_eval.report.calibration import calibration_tables
+from polars_eval.report.calibration import calibration_tables_soon
 from polars_eval.tasks.binary import (
     BASELINE,
     _summary_specs,
@@ -273,10 +273,14 @@ def build_binary(
         whole_q = whole_q.with_columns(
             calibration_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
         )
-    state_queries = [whole_q]
-    if segments_q is not None:
-        state_queries.append(segments_q.with_columns(on_state))
-    whole_state, *segment_state = pl.collect_all(state_queries)
+    # the whole data's state first: the calibration section's fits over its points (numpy,
+    # one core) then run in a thread beside the segments' queries (Polars, every core)
+    whole_state = whole_q.collect()
+    if probability:
+        calibration = calibration_tables_soon(
+            whole_state.select(pl.col(column).alias(_states.STATE)), bins
+        )
+    segment_state = [] if segments_q is None else [segments_q.with_columns(on_state).collect()]
     del rows
     on_state_names = [f.meta.output_name() for f in on_state]
     one_pass = [a for a in planned.aggs if a.meta.output_name() != column]
@@ -371,8 +375,8 @@ def build_binary(
                 whole_state, "calibration_table", calibration_family.calibration_one(points, bins)
             )
         )
-        for name, table in calibration_tables(whole_state, args, bins).items():
-            tables[name] = table
+        for name, table in calibration.items():
+            tables.defer(name, table)
     if by:
         for name in ("roc_curve_by", "pr_curve_by"):
             tables.defer(name, lambda name=name: curves.full(name))

@@ -582,10 +582,15 @@ def _finalize(ev: Evaluation) -> pl.DataFrame:
     o = d.options
     label, score = d.columns["label"], d.columns["score"]
     infos = summary_infos(o["probability"], d.metrics)
-    return ev.rows.eval.binary(
+    rows = ev.rows
+    # rows sent as they are without a weight (continuous scores) each weigh 1: the method
+    # then takes its unweighted path (the rows' runs sorted as integer keys, no weight
+    # carried: a third less CPU), equal to the weighted one to rounding
+    ones = rows.select((pl.col(W) == 1.0).all()).item() if rows.height else False
+    return rows.eval.binary(
         label,
         score,
-        weight=W,
+        weight=None if ones else W,
         by=list(d.by) or None,
         metrics=None if d.metrics is None else list(d.metrics),
         validate=bool(data_checks(infos, {"label": label, "score": score})),
