@@ -3,7 +3,7 @@
 ``pe.auc``, ``pe.gini``, ``pe.average_precision``, ``pe.pr_auc`` and ``pe.roc_curve`` of
 unweighted rows (``MetricSpec.alone``) run one of these kernels per group, through
 ``map_batches``: each row becomes one UInt64 key (the bits of its score and its label,
-:func:`sorted_keys`), sorted once by numpy, and the metric is read from the tie blocks of
+:func:`sorted_parts`), sorted once by numpy, and the metric is read from the tie blocks of
 the sorted keys (:class:`Blocks`). numpy, not Polars: numpy sorts a UInt64 array about
 twice as fast as Polars sorts the float column itself (1e7 rows, one core against two),
 builds the keys in place from the float bits, and its passes over the sorted keys run
@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import F64, NAN, binary_label, to_float
-from polars_eval._typing import IntoExpr
-from polars_eval.metrics._curve import binned_score
+from polars_eval._exprs import F64, NAN
 
 U64 = np.uint64
 _MAGNITUDE = np.uint64(0x7FFF_FFFF_FFFF_FFFF)  # the bits of |s|
@@ -35,10 +33,10 @@ _FIRST_NUMBER = (~_INF & 0x7FFF_FFFF_FFFF_FFFF) << 1
 _LOW_BYTE = 0 if sys.byteorder == "little" else 7
 
 
-def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
-    """The keys of the rows in descending score order, the positives (``y == 1``) first
-    within a score, as consecutive pieces, each an ascending UInt64 array and whether its
-    scores are >= 0.
+def sorted_parts(positive: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
+    """The keys of the rows (``positive``: booleans, ``s``: the scores) in descending
+    score order, the positives first within a score, as consecutive parts, each an
+    ascending UInt64 array and whether its scores are >= 0.
 
     A key is 2·(magnitude bits) + (1 if the row is negative else 0): for a score >= 0
     (and ±0.0 alike, and NaN, above +inf) the magnitude is ``~bits(s)`` without the sign
@@ -54,12 +52,13 @@ def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
     parts = []
     pieces = ((~negative, True), (negative, False)) if negative is not None else ((None, True),)
     for rows, flip in pieces:
-        part_bits = bits if rows is None else bits[rows]
-        part_y = y if rows is None else y[rows]
-        fresh = rows is not None  # ``bits[rows]`` is a copy: built in place
-        keys = np.invert(part_bits, out=part_bits if fresh else None) if flip else part_bits
-        np.left_shift(keys, U64(1), out=keys)  # drops the sign bit
-        np.bitwise_or(keys, part_y != 1.0, out=keys, casting="unsafe")
+        part_bits = bits if rows is None else bits[rows]  # ``bits[rows]``: a copy
+        keys = np.left_shift(part_bits, U64(1), out=None if rows is None else part_bits)
+        if flip:  # ~(2 bits + positive): 2 ~bits (the sign bit dropped) + negative
+            np.bitwise_or(keys, positive if rows is None else positive[rows], out=keys)
+            np.invert(keys, out=keys)
+        else:  # 2 bits(|s|) + negative
+            np.bitwise_or(keys, ~positive[rows], out=keys)
         keys.sort()
         parts.append((keys, flip))
     return parts
@@ -72,15 +71,21 @@ class Blocks:
     """The tie blocks (distinct scores) of :func:`sorted_parts`, in descending score
     order, chunk by chunk (:meth:`chunks`).
 
-    ``has_nan``: a score is NaN (NaN sorts first; every NaN forms one block, which the
-    chunks leave out). ``P``/``N``: the class totals, known once the chunks are read.
+    ``nan``: the rows of NaN scores (NaN sorts first; every NaN forms one block, which
+    the chunks leave out, counting its rows first), ``nan_positives`` the positives among
+    them. ``P``/``N``: the class totals, known once the chunks are read.
     """
 
     def __init__(self, parts: list[tuple[np.ndarray, bool]]) -> None:
         self.parts = parts
-        self.has_nan = any(
-            nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER for keys, nonneg in parts[:1]
-        )
+        self.rows = sum(len(keys) for keys, _ in parts)
+        self.nan = self.nan_positives = 0
+        keys, nonneg = parts[0]
+        if nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER:
+            self.nan = int(np.searchsorted(keys, U64(_FIRST_NUMBER)))
+            low = keys[: self.nan].view(np.uint8)[_LOW_BYTE::8]
+            self.nan_positives = self.nan - int(np.count_nonzero(low & 1))
+        self.has_nan = self.nan > 0
         self.P = self.N = 0  # noqa: N815 - the textbook names
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
@@ -89,9 +94,9 @@ class Blocks:
         whether the chunk's scores are >= 0. Each chunk is a few thousand keys, so that
         its temporaries stay in cache: the passes over 1e7 keys as whole arrays took
         about as long as the sort."""
-        tp = rows = 0
-        for keys, nonneg in self.parts:
-            a = int(np.searchsorted(keys, U64(_FIRST_NUMBER))) if nonneg else 0  # no NaN
+        tp, rows = self.nan_positives, self.nan
+        for i, (keys, nonneg) in enumerate(self.parts):
+            a = self.nan if i == 0 else 0
             n = len(keys)
             while a < n:
                 z = n
@@ -137,8 +142,8 @@ def _steps(cumulative: np.ndarray, before: int) -> np.ndarray:
 
 
 def _arrays(rows: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """The label and the score (fields ``y``, ``s``) of the rows where neither is null,
-    as numpy arrays (no copy of a column without nulls)."""
+    """Whether each row is positive and its score (fields ``y``, a boolean, and ``s``)
+    where neither is null, as numpy arrays (no copy of a score without nulls)."""
     frame = rows.struct.unnest()  # ``struct.field`` costs ~0.1 ms a call
     y, s = frame.get_column("y"), frame.get_column("s")
     if y.has_nulls() or s.has_nulls():
@@ -199,36 +204,48 @@ def auc(b: Blocks) -> float | None:
     return twice / (2.0 * b.P * b.N)
 
 
-def _metric(
-    kernel: Callable[[Blocks], float | None], name: str
-) -> Callable[[pl.Series], pl.Series]:
-    def run(rows: pl.Series) -> pl.Series:
-        b = Blocks(sorted_parts(*_arrays(rows)))
-        return pl.Series(name, [NAN if b.has_nan else kernel(b)], dtype=F64)
-
-    return run
-
-
 ROC_DTYPE = pl.List(pl.Struct({"threshold": F64, "fpr": F64, "tpr": F64}))
+STATE_DTYPE = pl.List(pl.Struct({"t": F64, "tp": F64, "fp": F64}))
+
+
+def _points(b: Blocks, head: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One point per block, in descending threshold order: its score, and the positives
+    and the negatives with a score >= it (Float64); first the block of NaN scores (if
+    any: threshold NaN), and with ``head`` the point (inf, 0, 0) before every other."""
+    size = b.rows + 1  # at most one point per row, and the head
+    threshold, tp, fp = np.empty(size), np.empty(size), np.empty(size)
+    m = 0
+    if head:
+        threshold[0], tp[0], fp[0] = np.inf, 0.0, 0.0
+        m = 1
+    if b.has_nan:
+        threshold[m], tp[m], fp[m] = np.nan, b.nan_positives, b.nan - b.nan_positives
+        m += 1
+    for positives, rows, last, nonneg in b.chunks():
+        k = m + len(positives)
+        thresholds(last, nonneg, threshold[m:k])
+        tp[m:k] = positives
+        np.subtract(rows, positives, out=fp[m:k], casting="unsafe")
+        m = k
+    return threshold[:m], tp[:m], fp[:m]
+
+
+def state_points(rows: pl.Series) -> pl.Series:
+    """The threshold state of the rows (:func:`polars_eval.metrics._curve.threshold_state`):
+    ``{t, tp, fp}`` per distinct score, descending (NaN first, one point for every NaN)."""
+    b = Blocks(sorted_parts(*_arrays(rows)))
+    t, tp, fp = _points(b, head=False)
+    return pl.DataFrame({"t": t, "tp": tp, "fp": fp}).to_struct("state").implode()
 
 
 def roc_points(rows: pl.Series) -> pl.Series:
     """The ROC curve's points: (inf, 0, 0), then one per block (threshold, FP/N, TP/P),
     each rate null when its class is absent, every field NaN if a score is NaN."""
-    y, s = _arrays(rows)
-    b = Blocks(sorted_parts(y, s))
-    size = len(y) + 1  # at most one point per row, after the first
-    threshold, fpr, tpr = np.empty(size), np.empty(size), np.empty(size)
-    threshold[0], fpr[0], tpr[0] = np.inf, 0.0, 0.0
-    m = 2 if b.has_nan else 1  # the points written (the block of NaN scores: one point)
-    for tp, rows_at, last, nonneg in b.chunks():
-        k = m + len(tp)
-        thresholds(last, nonneg, threshold[m:k])
-        np.subtract(rows_at, tp, out=fpr[m:k], casting="unsafe")
-        tpr[m:k] = tp
-        m = k
-    columns: dict[str, Any] = {"threshold": threshold[:m]}
-    for name, rate, total in (("fpr", fpr[:m], b.N), ("tpr", tpr[:m], b.P)):
+    b = Blocks(sorted_parts(*_arrays(rows)))
+    threshold, tp, fp = _points(b, head=True)
+    m = len(threshold)
+    columns: dict[str, Any] = {"threshold": threshold}
+    for name, rate, total in (("fpr", fp, b.N), ("tpr", tp, b.P)):
         rate /= total if total else 1
         columns[name] = rate if total else pl.repeat(None, m, dtype=F64, eager=True)
     if b.has_nan:
@@ -236,24 +253,11 @@ def roc_points(rows: pl.Series) -> pl.Series:
     return pl.DataFrame(columns).to_struct("roc_curve").implode()
 
 
-def alone(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    bins: int | None,
-    kernel: Callable[[Blocks], float | None] | None,
-    name: str = "",
-) -> pl.Expr | None:
-    """A metric of the unweighted rows of each group (``kernel`` over their
-    :class:`Blocks`; ``None``: the ROC curve's points) in one ``map_batches``; None with
-    weights. The rows with a null label or score are left out by the kernel
-    (:func:`_arrays`): a filter in the expression, evaluated per group, cost a third of a
-    per-group sort of the scores."""
-    if weight is not None:
-        return None
-    y, s = binary_label(label, pos_label), binned_score(to_float(score), bins)
-    rows = pl.struct(y.alias("y"), s.alias("s"))
-    if kernel is None:
-        return rows.map_batches(roc_points, return_dtype=ROC_DTYPE, returns_scalar=True)
-    return rows.map_batches(_metric(kernel, name), return_dtype=F64, returns_scalar=True)
+def metric(kernel: Callable[[Blocks], float | None]) -> Callable[[pl.Series], pl.Series]:
+    """The ``map_batches`` function of a scalar ``kernel``: NaN if a score is NaN."""
+
+    def run(rows: pl.Series) -> pl.Series:
+        b = Blocks(sorted_parts(*_arrays(rows)))
+        return pl.Series([NAN if b.has_nan else kernel(b)], dtype=F64)
+
+    return run
