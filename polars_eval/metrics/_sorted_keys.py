@@ -2,8 +2,9 @@
 
 ``pe.auc``, ``pe.gini``, ``pe.average_precision``, ``pe.pr_auc`` and ``pe.roc_curve`` of
 unweighted rows (``MetricSpec.alone``), and the unweighted threshold state that the task
-tables finalize (:func:`state_points`), run one of these kernels per group through
-``map_batches`` (:func:`polars_eval.metrics._curve.sorted_keys_metric`): each row becomes
+tables finalize (:func:`state_points`), run one of these kernels on each group, every
+group of a query in one ``map_batches`` call (:func:`per_group`, two threads; the
+expressions: :func:`polars_eval.metrics._curve.sorted_keys_metric`): each row becomes
 one UInt64 key (the bits of its score and its label, :func:`sorted_parts`), sorted once
 by numpy, and the value is read from the tie blocks of the sorted keys (:class:`Blocks`),
 a chunk of a few thousand keys at a time. numpy, not Polars: numpy sorts the keys (one
