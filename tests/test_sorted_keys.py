@@ -3,7 +3,7 @@
 ``pe.auc``, ``pe.gini``, ``pe.average_precision``, ``pe.pr_auc`` and ``pe.roc_curve``
 without weights sort one UInt64 key per row and read the tie blocks chunk by chunk. These
 tests shrink the chunks to a few keys, so that a tie block crosses a chunk's nominal end,
-and draw scores that stress the keys: both signs, ±0.0, the smallest subnormals, ±inf,
+run the groups of a ``group_by`` in threads however small, and draw scores that stress the keys: both signs, ±0.0, the smallest subnormals, ±inf,
 huge magnitudes, many ties, nulls. Oracles: scikit-learn (finite scores) and the brute
 force of ``tests/oracles.py`` (recounting the rows at every distinct threshold).
 """
@@ -30,13 +30,14 @@ INFINITE = [-math.inf, math.inf]
 
 @contextmanager
 def small_chunks(size: int) -> Iterator[None]:
-    """Chunks of ``size`` keys (the kernels' default holds thousands)."""
-    before = _sorted_keys._CHUNK
-    _sorted_keys._CHUNK = size
+    """Chunks of ``size`` keys (the kernels' default holds thousands), and the groups of
+    a call in two threads however few their rows."""
+    before = _sorted_keys._CHUNK, _sorted_keys.PARALLEL_ROWS
+    _sorted_keys._CHUNK, _sorted_keys.PARALLEL_ROWS = size, 0
     try:
         yield
     finally:
-        _sorted_keys._CHUNK = before
+        _sorted_keys._CHUNK, _sorted_keys.PARALLEL_ROWS = before
 
 
 def rows(draw: st.DrawFn, pool: list[float]) -> pl.DataFrame:

@@ -31,6 +31,7 @@ from polars_eval._exprs import (
 )
 from polars_eval._typing import IntoExpr
 from polars_eval.exceptions import InvalidParameterError
+from polars_eval.metrics import _sorted_keys as kernels
 
 
 def score_bin(score: pl.Expr, bins: int, *, probability: bool = True) -> pl.Expr:
@@ -93,11 +94,9 @@ def threshold_state(
     accumulate again.
 
     Without weights (:func:`_counted_state`) each row is one integer (its score's bits and
-    its label), sorted as plain integers and counted per run, so the work after the sort
-    follows the distinct scores, not the rows. With weights the rows are sorted by score
-    carrying their signed weight (:func:`_sorted_rows`).
-
-    The cumulative sums run in ``struct.eval`` over a struct computed once (Polars shares
+    its label), sorted by numpy and counted per tie block (:mod:`._sorted_keys`). With
+    weights the rows are sorted by score carrying their signed weight
+    (:func:`_sorted_rows`): the cumulative sums run in ``struct.eval`` over a struct computed once (Polars shares
     no repeated subexpression in an eager query, and ``list.eval`` copies its input for
     anything but an elementwise expression); the one filter, to the last row of each tie
     block, runs in ``list.eval`` (``list.filter`` names a root column ``""``, which the
@@ -150,12 +149,6 @@ def _row_key(y: pl.Expr, s: pl.Expr) -> pl.Expr:
     return doubled.clip(upper_bound=top) + (y == 1.0).cast(U64)
 
 
-def _score_of_key(k: pl.Expr) -> pl.Expr:
-    """The score of a signed key (``+|s|`` bits for s >= 0, ``-|s|`` bits for s < 0)."""
-    bits = pl.when(k < 0).then((-k) | -0x8000_0000_0000_0000).otherwise(k)
-    return bits.reinterpret(dtype=F64)
-
-
 def score_runs(
     label: IntoExpr,
     score: IntoExpr,
@@ -206,22 +199,48 @@ def score_runs(
 def _counted_state(
     label: IntoExpr, score: IntoExpr, pos_label: Any = None, bins: int | None = None
 ) -> pl.Expr:
-    """:func:`threshold_state` without weights: the cumulative counts over the runs of
-    :func:`score_runs`, at the end of each tie block."""
-    k = pl.field("k")
-    cumulated = score_runs(label, score, pos_label, bins).struct.eval(
-        k=k,
-        tp=pl.field("pos").cum_sum(),
-        fp=(pl.field("n") - pl.field("pos")).cum_sum(),
-        end=(k != k.shift(-1)).fill_null(True),
+    """:func:`threshold_state` without weights: one numpy sort of a key per row and the
+    counts at the end of each tie block (:func:`~polars_eval.metrics._sorted_keys.state_points`;
+    1e7 distinct scores: ~0.45 s of CPU against ~1.35 s over the runs of :func:`score_runs`
+    in Polars)."""
+    rows = unweighted_rows(label, score, pos_label, bins)
+    return rows.map_batches(
+        kernels.state_points, return_dtype=kernels.STATE_DTYPE, is_elementwise=True
     )
-    e = pl.element()
-    return _tie_block_ends(
-        cumulated,
-        t=_score_of_key(e.struct.field("k")),
-        tp=e.struct.field("tp").cast(F64),
-        fp=e.struct.field("fp").cast(F64),
-    )
+
+
+def unweighted_rows(label: IntoExpr, score: IntoExpr, pos_label: Any, bins: int | None) -> pl.Expr:
+    """The rows as ``{y, s}`` for the kernels of :mod:`~polars_eval.metrics._sorted_keys`:
+    ``y`` whether the row is positive (a boolean: a per-group gather of one bit, not of a
+    float), ``s`` the score, each a list of the group's rows, so that one call of the
+    kernel gets every group (:func:`~polars_eval.metrics._sorted_keys.per_group`; two
+    lists in a struct gather as fast as the score alone, a list of structs ~1.5x). Rows
+    with a null label or score are left out by the kernels (a filter here, evaluated per
+    group, cost a third of a per-group sort of the scores)."""
+    y = binary_label(label, pos_label) == 1.0
+    s = binned_score(to_float(score), bins)
+    return pl.struct(y.implode().alias("y"), s.implode().alias("s"))
+
+
+def sorted_keys_metric(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    kernel: Callable[[kernels.Blocks], float | None] | None,
+) -> pl.Expr | None:
+    """A sort-based metric of the unweighted rows of each group in one ``map_batches``
+    (``kernel`` over the tie blocks of the sorted keys; ``None``: the ROC curve's points),
+    without the threshold state (``MetricSpec.alone``); None with weights."""
+    if weight is not None:
+        return None
+    rows = unweighted_rows(label, score, pos_label, bins)
+    if kernel is None:
+        return rows.map_batches(
+            kernels.roc_points, return_dtype=kernels.ROC_DTYPE, is_elementwise=True
+        )
+    return rows.map_batches(kernels.metric(kernel), return_dtype=F64, is_elementwise=True)
 
 
 def _accumulate(s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:

@@ -1,29 +1,32 @@
-"""The numpy kernels of the unweighted sort-based binary metrics alone (SPEC §3).
+"""The numpy kernels of the unweighted sort-based binary metrics and state (SPEC §3).
 
 ``pe.auc``, ``pe.gini``, ``pe.average_precision``, ``pe.pr_auc`` and ``pe.roc_curve`` of
-unweighted rows (``MetricSpec.alone``) run one of these kernels per group, through
-``map_batches``: each row becomes one UInt64 key (the bits of its score and its label,
-:func:`sorted_keys`), sorted once by numpy, and the metric is read from the tie blocks of
-the sorted keys (:class:`Blocks`). numpy, not Polars: numpy sorts a UInt64 array about
-twice as fast as Polars sorts the float column itself (1e7 rows, one core against two),
-builds the keys in place from the float bits, and its passes over the sorted keys run
-without the ``rle``, ``struct.eval`` and ``list.eval`` copies the Polars form needed
-(1e7 rows: average precision ~0.3 s against ~1.1 s). With weights the metrics keep
-the threshold state (:mod:`polars_eval.metrics._curve`).
+unweighted rows (``MetricSpec.alone``), and the unweighted threshold state that the task
+tables finalize (:func:`state_points`), run one of these kernels on each group, every
+group of a query in one ``map_batches`` call (:func:`per_group`, two threads; the
+expressions: :func:`polars_eval.metrics._curve.sorted_keys_metric`): each row becomes
+one UInt64 key (the bits of its score and its label, :func:`sorted_parts`), sorted once
+by numpy, and the value is read from the tie blocks of the sorted keys (:class:`Blocks`),
+a chunk of a few thousand keys at a time. numpy, not Polars: numpy sorts the keys (one
+core) about as fast as Polars sorts the float column itself (two cores), builds them in
+place from the float bits, and its passes over the sorted keys need none of the ``rle``,
+``struct.eval`` and ``list.eval`` copies of the Polars form (1e7 distinct scores: average
+precision ~0.43 s of CPU against ~1.1 s; the state ~0.4 s against ~1.35 s). With weights
+the state and the metrics stay in Polars (:mod:`polars_eval.metrics._curve`).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_eval._exprs import F64, NAN, binary_label, to_float
-from polars_eval._typing import IntoExpr
-from polars_eval.metrics._curve import binned_score
+from polars_eval._exprs import F64, NAN
+from polars_eval.metrics._multiclass_auc import _run_all
 
 U64 = np.uint64
 _MAGNITUDE = np.uint64(0x7FFF_FFFF_FFFF_FFFF)  # the bits of |s|
@@ -35,10 +38,10 @@ _FIRST_NUMBER = (~_INF & 0x7FFF_FFFF_FFFF_FFFF) << 1
 _LOW_BYTE = 0 if sys.byteorder == "little" else 7
 
 
-def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
-    """The keys of the rows in descending score order, the positives (``y == 1``) first
-    within a score, as consecutive pieces, each an ascending UInt64 array and whether its
-    scores are >= 0.
+def sorted_parts(positive: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
+    """The keys of the rows (``positive``: booleans, ``s``: the scores) in descending
+    score order, the positives first within a score, as consecutive parts, each an
+    ascending UInt64 array and whether its scores are >= 0.
 
     A key is 2·(magnitude bits) + (1 if the row is negative else 0): for a score >= 0
     (and ±0.0 alike, and NaN, above +inf) the magnitude is ``~bits(s)`` without the sign
@@ -54,12 +57,13 @@ def sorted_parts(y: np.ndarray, s: np.ndarray) -> list[tuple[np.ndarray, bool]]:
     parts = []
     pieces = ((~negative, True), (negative, False)) if negative is not None else ((None, True),)
     for rows, flip in pieces:
-        part_bits = bits if rows is None else bits[rows]
-        part_y = y if rows is None else y[rows]
-        fresh = rows is not None  # ``bits[rows]`` is a copy: built in place
-        keys = np.invert(part_bits, out=part_bits if fresh else None) if flip else part_bits
-        np.left_shift(keys, U64(1), out=keys)  # drops the sign bit
-        np.bitwise_or(keys, part_y != 1.0, out=keys, casting="unsafe")
+        part_bits = bits if rows is None else bits[rows]  # ``bits[rows]``: a copy
+        keys = np.left_shift(part_bits, U64(1), out=None if rows is None else part_bits)
+        if flip:  # ~(2 bits + positive): 2 ~bits (the sign bit dropped) + negative
+            np.bitwise_or(keys, positive if rows is None else positive[rows], out=keys)
+            np.invert(keys, out=keys)
+        else:  # 2 bits(|s|) + negative
+            np.bitwise_or(keys, ~positive[rows], out=keys)
         keys.sort()
         parts.append((keys, flip))
     return parts
@@ -72,15 +76,21 @@ class Blocks:
     """The tie blocks (distinct scores) of :func:`sorted_parts`, in descending score
     order, chunk by chunk (:meth:`chunks`).
 
-    ``has_nan``: a score is NaN (NaN sorts first; every NaN forms one block, which the
-    chunks leave out). ``P``/``N``: the class totals, known once the chunks are read.
+    ``nan``: the rows of NaN scores (NaN sorts first; every NaN forms one block, which
+    the chunks leave out, counting its rows first), ``nan_positives`` the positives among
+    them. ``P``/``N``: the class totals, known once the chunks are read.
     """
 
     def __init__(self, parts: list[tuple[np.ndarray, bool]]) -> None:
         self.parts = parts
-        self.has_nan = any(
-            nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER for keys, nonneg in parts[:1]
-        )
+        self.rows = sum(len(keys) for keys, _ in parts)
+        self.nan = self.nan_positives = 0
+        keys, nonneg = parts[0]
+        if nonneg and len(keys) > 0 and int(keys[0]) < _FIRST_NUMBER:
+            self.nan = int(np.searchsorted(keys, U64(_FIRST_NUMBER)))
+            low = keys[: self.nan].view(np.uint8)[_LOW_BYTE::8]
+            self.nan_positives = self.nan - int(np.count_nonzero(low & 1))
+        self.has_nan = self.nan > 0
         self.P = self.N = 0  # noqa: N815 - the textbook names
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
@@ -89,9 +99,9 @@ class Blocks:
         whether the chunk's scores are >= 0. Each chunk is a few thousand keys, so that
         its temporaries stay in cache: the passes over 1e7 keys as whole arrays took
         about as long as the sort."""
-        tp = rows = 0
-        for keys, nonneg in self.parts:
-            a = int(np.searchsorted(keys, U64(_FIRST_NUMBER))) if nonneg else 0  # no NaN
+        tp, rows = self.nan_positives, self.nan
+        for i, (keys, nonneg) in enumerate(self.parts):
+            a = self.nan if i == 0 else 0
             n = len(keys)
             while a < n:
                 z = n
@@ -134,17 +144,6 @@ def _steps(cumulative: np.ndarray, before: int) -> np.ndarray:
     out[0] = cumulative[0] - before
     np.subtract(cumulative[1:], cumulative[:-1], out=out[1:])
     return out
-
-
-def _arrays(rows: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """The label and the score (fields ``y``, ``s``) of the rows where neither is null,
-    as numpy arrays (no copy of a column without nulls)."""
-    frame = rows.struct.unnest()  # ``struct.field`` costs ~0.1 ms a call
-    y, s = frame.get_column("y"), frame.get_column("s")
-    if y.has_nulls() or s.has_nulls():
-        keep = y.is_not_null() & s.is_not_null()
-        y, s = y.filter(keep), s.filter(keep)
-    return y.to_numpy(), s.to_numpy()
 
 
 def average_precision(b: Blocks) -> float | None:
@@ -199,61 +198,109 @@ def auc(b: Blocks) -> float | None:
     return twice / (2.0 * b.P * b.N)
 
 
-def _metric(
-    kernel: Callable[[Blocks], float | None], name: str
-) -> Callable[[pl.Series], pl.Series]:
-    def run(rows: pl.Series) -> pl.Series:
-        b = Blocks(sorted_parts(*_arrays(rows)))
-        return pl.Series(name, [NAN if b.has_nan else kernel(b)], dtype=F64)
-
-    return run
-
-
 ROC_DTYPE = pl.List(pl.Struct({"threshold": F64, "fpr": F64, "tpr": F64}))
+STATE_DTYPE = pl.List(pl.Struct({"t": F64, "tp": F64, "fp": F64}))
 
 
-def roc_points(rows: pl.Series) -> pl.Series:
+def _points(b: Blocks, head: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One point per block, in descending threshold order: its score, and the positives
+    and the negatives with a score >= it (Float64); first the block of NaN scores (if
+    any: threshold NaN), and with ``head`` the point (inf, 0, 0) before every other."""
+    size = b.rows + 1  # at most one point per row, and the head
+    threshold, tp, fp = np.empty(size), np.empty(size), np.empty(size)
+    m = 0
+    if head:
+        threshold[0], tp[0], fp[0] = np.inf, 0.0, 0.0
+        m = 1
+    if b.has_nan:
+        threshold[m], tp[m], fp[m] = np.nan, b.nan_positives, b.nan - b.nan_positives
+        m += 1
+    for positives, rows, last, nonneg in b.chunks():
+        k = m + len(positives)
+        thresholds(last, nonneg, threshold[m:k])
+        tp[m:k] = positives
+        np.subtract(rows, positives, out=fp[m:k], casting="unsafe")
+        m = k
+    return threshold[:m], tp[:m], fp[:m]
+
+
+def _state(b: Blocks) -> pl.Series:
+    """The threshold state (:func:`polars_eval.metrics._curve.threshold_state`): ``{t,
+    tp, fp}`` per distinct score, descending (NaN first, one point for every NaN)."""
+    t, tp, fp = _points(b, head=False)
+    return pl.DataFrame({"t": t, "tp": tp, "fp": fp}).to_struct("state")
+
+
+def _roc(b: Blocks) -> pl.Series:
     """The ROC curve's points: (inf, 0, 0), then one per block (threshold, FP/N, TP/P),
     each rate null when its class is absent, every field NaN if a score is NaN."""
-    y, s = _arrays(rows)
-    b = Blocks(sorted_parts(y, s))
-    size = len(y) + 1  # at most one point per row, after the first
-    threshold, fpr, tpr = np.empty(size), np.empty(size), np.empty(size)
-    threshold[0], fpr[0], tpr[0] = np.inf, 0.0, 0.0
-    m = 2 if b.has_nan else 1  # the points written (the block of NaN scores: one point)
-    for tp, rows_at, last, nonneg in b.chunks():
-        k = m + len(tp)
-        thresholds(last, nonneg, threshold[m:k])
-        np.subtract(rows_at, tp, out=fpr[m:k], casting="unsafe")
-        tpr[m:k] = tp
-        m = k
-    columns: dict[str, Any] = {"threshold": threshold[:m]}
-    for name, rate, total in (("fpr", fpr[:m], b.N), ("tpr", tpr[:m], b.P)):
+    threshold, tp, fp = _points(b, head=True)
+    m = len(threshold)
+    columns: dict[str, Any] = {"threshold": threshold}
+    for name, rate, total in (("fpr", fp, b.N), ("tpr", tp, b.P)):
         rate /= total if total else 1
         columns[name] = rate if total else pl.repeat(None, m, dtype=F64, eager=True)
     if b.has_nan:
         columns = {name: np.full(m, np.nan) for name in columns}
-    return pl.DataFrame(columns).to_struct("roc_curve").implode()
+    return pl.DataFrame(columns).to_struct("roc_curve")
 
 
-def alone(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    bins: int | None,
-    kernel: Callable[[Blocks], float | None] | None,
-    name: str = "",
-) -> pl.Expr | None:
-    """A metric of the unweighted rows of each group (``kernel`` over their
-    :class:`Blocks`; ``None``: the ROC curve's points) in one ``map_batches``; None with
-    weights. The rows with a null label or score are left out by the kernel
-    (:func:`_arrays`): a filter in the expression, evaluated per group, cost a third of a
-    per-group sort of the scores."""
-    if weight is not None:
-        return None
-    y, s = binary_label(label, pos_label), binned_score(to_float(score), bins)
-    rows = pl.struct(y.alias("y"), s.alias("s"))
-    if kernel is None:
-        return rows.map_batches(roc_points, return_dtype=ROC_DTYPE, returns_scalar=True)
-    return rows.map_batches(_metric(kernel, name), return_dtype=F64, returns_scalar=True)
+def _scalar(kernel: Callable[[Blocks], float | None]) -> Callable[[Blocks], float | None]:
+    def value(b: Blocks) -> float | None:
+        return NAN if b.has_nan else kernel(b)
+
+    return value
+
+
+PARALLEL_ROWS = 1 << 16
+"""From this many rows on, the groups of one call are computed in two threads."""
+
+
+def per_group(
+    kernel: Callable[[Blocks], Any], dtype: pl.DataType
+) -> Callable[[pl.Series], pl.Series]:
+    """The function of ``rows.map_batches(..., is_elementwise=True)`` over ``{y, s}``,
+    one list of each per group (``y`` whether the row is positive, ``s`` the score), all
+    the groups in one call; ``kernel`` over the blocks of each group's rows with neither field null,
+    a float (``dtype`` Float64) or a struct Series per group (``dtype`` a list of them).
+
+    One call for all the groups, not one per group: Polars calls a Python function of a
+    ``group_by`` once per group and one group at a time (1,000 groups of 1e4 rows: ~0.3 s
+    of calls and gathers), and here the groups run in two threads (numpy's sort and
+    passes release the GIL), as Polars' own per-group sort does.
+    """
+
+    def one(positive: np.ndarray, s: np.ndarray, keep: np.ndarray | None) -> Any:
+        if keep is not None:
+            positive, s = positive[keep], s[keep]
+        return kernel(Blocks(sorted_parts(positive, s)))
+
+    def run(lists: pl.Series) -> pl.Series:
+        y, s = (lists.struct.field(name) for name in ("y", "s"))
+        lengths = s.list.len().fill_null(0).to_numpy().astype(np.int64)
+        ends = np.cumsum(lengths)
+        y, s = y.explode(empty_as_null=False), s.explode(empty_as_null=False)
+        keep = None
+        if y.has_nulls() or s.has_nulls():
+            keep = (y.is_not_null() & s.is_not_null()).to_numpy()
+            y, s = y.fill_null(False), s.fill_null(0.0)
+        pos, score = y.to_numpy(), s.to_numpy()
+        tasks = [
+            partial(one, pos[a:z], score[a:z], None if keep is None else keep[a:z])
+            for a, z in zip((ends - lengths).tolist(), ends.tolist(), strict=True)
+        ]
+        values = _run_all(tasks, parallel=len(pos) >= PARALLEL_ROWS)
+        if dtype == F64:
+            return pl.Series(values, dtype=F64)
+        return pl.concat([v.implode() for v in values]) if values else pl.Series([], dtype=dtype)
+
+    return run
+
+
+state_points = per_group(_state, STATE_DTYPE)
+roc_points = per_group(_roc, ROC_DTYPE)
+
+
+def metric(kernel: Callable[[Blocks], float | None]) -> Callable[[pl.Series], pl.Series]:
+    """The ``map_batches`` function of a scalar ``kernel`` (NaN if a score is NaN)."""
+    return per_group(_scalar(kernel), F64)

@@ -51,6 +51,7 @@ from polars_eval.metrics._curve import (
     Curve,
     curve_from_runs,
     prev,
+    sorted_keys_metric,
     sorted_spec,
     thresholds,
 )
@@ -215,7 +216,7 @@ def auc(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _auc,
-        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.auc),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.auc),
     )
 
 
@@ -251,7 +252,7 @@ def gini(
     >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]}).select(pe.gini("y", "p")).item()
     0.5
     """
-    auc_alone = kernels.alone(label, score, weight, pos_label, bins, kernels.auc)
+    auc_alone = sorted_keys_metric(label, score, weight, pos_label, bins, kernels.auc)
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         AUC_FINALIZE["gini"],
@@ -304,7 +305,7 @@ def pr_auc(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _pr_auc,
-        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.pr_auc),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.pr_auc),
     )
 
 
@@ -350,7 +351,7 @@ def average_precision(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _average_precision,
-        alone=kernels.alone(label, score, weight, pos_label, bins, kernels.average_precision),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.average_precision),
     )
 
 
@@ -1410,7 +1411,7 @@ def roc_curve(
         thresholds(label, score, weight, pos_label, bins),
         body,
         "list",
-        alone=kernels.alone(label, score, weight, pos_label, bins, None),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, None),
     )
 
 
