@@ -5,14 +5,10 @@ and registration."""
 
 from __future__ import annotations
 
-THRESHOLD_DOC = """{summary}
+from collections.abc import Callable
+from typing import Any
 
-    {formula} Weighted counts; a row is predicted positive when ``score >= threshold``
-    (or ``pred == 1`` when hard predictions are given with ``pred=``). {undefined}
-
-    Parameters
-    ----------
-    label
+PARAMETERS = """label
         0/1 or boolean truth (any values with ``pos_label=``).
     score
         Scores or probabilities; give either ``score`` or ``pred``.
@@ -23,19 +19,50 @@ THRESHOLD_DOC = """{summary}
     weight
         Row weights (zero ignores a row).
     pos_label
-        The value of ``label`` that marks the positive class.
+        The value of ``label`` that marks the positive class."""
+"""The numpy-style entries of the parameters every metric at a threshold takes (the
+signature of :func:`polars_eval.accuracy`): ``{parameters}`` in a docstring."""
 
-    References
-    ----------
-    {reference}
-
-    Examples
+EXAMPLE = """Examples
     --------
     >>> import polars as pl
     >>> import polars_eval as pe
     >>> df = pl.DataFrame({{"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]}})
     >>> round(df.eval.{name}("y", "p"), 6)
-    {example}
+    {value}"""
+"""The doctest a binary metric's help opens with: the frame of :data:`EXAMPLES` and the
+metric's value on it (``{examples}`` in a docstring; more lines may follow it)."""
+
+
+def example(name: str, value: str) -> str:
+    """The Examples section of :data:`EXAMPLE` for metric ``name`` whose value is ``value``."""
+    return EXAMPLE.format(name=name, value=value)
+
+
+def threshold_doc(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Fill ``{parameters}`` (:data:`PARAMETERS`) and ``{examples}`` (:func:`example` with
+    the value of :data:`EXAMPLES`) in the docstring of a metric written by hand that takes
+    the parameters of a threshold metric (and more)."""
+    fn.__doc__ = (fn.__doc__ or "").format(
+        parameters=PARAMETERS, examples=example(fn.__name__, EXAMPLES[fn.__name__][0])
+    )
+    return fn
+
+
+THRESHOLD_DOC = """{summary}
+
+    {formula} Weighted counts; a row is predicted positive when ``score >= threshold``
+    (or ``pred == 1`` when hard predictions are given with ``pred=``). {undefined}
+
+    Parameters
+    ----------
+    {parameters}
+
+    References
+    ----------
+    {reference}
+
+    {examples}
     >>> df.select(pe.{name}("y", "p", threshold=0.25).round(6)).item()
     {example_t}
     """
@@ -196,7 +223,7 @@ THRESHOLD_INFO: dict[str, tuple[str, str, str, bool, float, float | None, str]] 
 }
 
 EXAMPLES = {
-    # y = [1, 1, 0, 0, 1], p = [0.9, 0.3, 0.6, 0.2, 0.5]; at 0.5: tp=2 fp=1 tn=1 fn=1; at 0.25: tp=3 fp=1 tn=1 fn=0
+    # the frame of EXAMPLE, y = [1, 1, 0, 0, 1], p = [0.9, 0.3, 0.6, 0.2, 0.5]; at 0.5: tp=2 fp=1 tn=1 fn=1; at 0.25: tp=3 fp=1 tn=1 fn=0
     "accuracy": ("0.6", "0.8"),
     "balanced_accuracy": ("0.583333", "0.75"),
     "precision": ("0.666667", "0.75"),

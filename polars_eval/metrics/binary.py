@@ -55,7 +55,14 @@ from polars_eval.metrics._curve import (
     sorted_spec,
     thresholds,
 )
-from polars_eval.metrics._threshold_docs import EXAMPLES, THRESHOLD_DOC, THRESHOLD_INFO
+from polars_eval.metrics._threshold_docs import (
+    EXAMPLES,
+    PARAMETERS,
+    THRESHOLD_DOC,
+    THRESHOLD_INFO,
+    example,
+    threshold_doc,
+)
 
 LOGLOSS_EPS = float(np.finfo(np.float64).eps)
 """Probabilities are clipped to [eps, 1 - eps] in :func:`logloss`; eps = 2.220446049250313e-16,
@@ -731,13 +738,14 @@ def _make_threshold_metric(name: str, *, in_summary: bool = True) -> Any:
 
     metric.__name__ = metric.__qualname__ = name
     metric.__module__ = __name__
-    example, example_t = EXAMPLES[name]
+    value, example_t = EXAMPLES[name]
     metric.__doc__ = THRESHOLD_DOC.format(
         summary=summary,
         formula=formula,
         reference=reference,
+        parameters=PARAMETERS,
+        examples=example(name, value),
         name=name,
-        example=example,
         example_t=example_t,
         undefined=f"Null when undefined: {undefined}.",
     )
@@ -790,6 +798,7 @@ accuracy = _make_threshold_metric("accuracy")
     undefined=THRESHOLD_INFO["balanced_accuracy"][6],
     exact_binned=True,  # confusion counts at a threshold: binned scores keep them exact
 )
+@threshold_doc
 def balanced_accuracy(
     label: IntoExpr,
     score: IntoExpr | None = None,
@@ -812,18 +821,7 @@ def balanced_accuracy(
 
     Parameters
     ----------
-    label
-        0/1 or boolean truth (any values with ``pos_label=``).
-    score
-        Scores or probabilities; give either ``score`` or ``pred``.
-    pred
-        Hard 0/1 predictions, instead of ``score``.
-    threshold
-        Scores at or above it are positive (default 0.5).
-    weight
-        Row weights (zero ignores a row).
-    pos_label
-        The value of ``label`` that marks the positive class.
+    {parameters}
     adjusted
         Rescale for chance: 2 · BA − 1.
 
@@ -832,13 +830,7 @@ def balanced_accuracy(
     Brodersen et al. (2010), The balanced accuracy and its posterior distribution. ICPR.
     scikit-learn ``balanced_accuracy_score``.
 
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import polars_eval as pe
-    >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
-    >>> round(df.eval.balanced_accuracy("y", "p"), 6)
-    0.583333
+    {examples}
     >>> df.select(pe.balanced_accuracy("y", "p", threshold=0.25).round(6)).item()
     0.75
     >>> round(df.eval.balanced_accuracy("y", "p", adjusted=True), 6)
@@ -1065,17 +1057,11 @@ _MAX_DOC = """Maximum {what} over all thresholds (every distinct score).
     ----------
     H2O Driverless AI, "Scorers": max accuracy, max F1, max MCC.
 
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import polars_eval as pe
-    >>> df = pl.DataFrame({{"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]}})
-    >>> round(df.eval.{name}("y", "p"), 6)
-    {example}
+    {examples}
     """
 
 
-def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
+def _make_max_metric(name: str, what: str, lo: float, value: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
     ) -> MetricSpec:
@@ -1087,7 +1073,7 @@ def _make_max_metric(name: str, what: str, lo: float, example: str) -> Any:
 
     metric.__name__ = metric.__qualname__ = name
     metric.__module__ = __name__
-    metric.__doc__ = _MAX_DOC.format(what=what, name=name, example=example)
+    metric.__doc__ = _MAX_DOC.format(what=what, examples=example(name, value))
     return register(
         task="binary",
         inputs=ORDER_INPUTS,
