@@ -1076,7 +1076,8 @@ def mape(
     References
     ----------
     Hyndman, R. J. & Koehler, A. B. (2006). Another look at measures of forecast accuracy.
-    International Journal of Forecasting 22(4).
+    International Journal of Forecasting 22(4). scikit-learn,
+    ``sklearn.metrics.mean_absolute_percentage_error``.
 
     Examples
     --------
@@ -1502,6 +1503,8 @@ def d2_absolute_error(
 
     References
     ----------
+    Koenker, R. & Machado, J. A. F. (1999). Goodness of fit and related inference
+    processes for quantile regression. JASA 94(448) (the pinball loss at α = ½).
     scikit-learn ``d2_absolute_error_score``.
 
     Examples
