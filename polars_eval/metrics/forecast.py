@@ -335,6 +335,21 @@ def _mean_pinball(y: pl.Expr, preds: list[pl.Expr], quantiles: list[float]) -> p
     return pl.sum_horizontal(losses) / float(len(losses))
 
 
+def _multi_quantile_loss(
+    actual: IntoExpr,
+    quantile_preds: Sequence[IntoExpr],
+    quantiles: Sequence[float],
+    weight: IntoExpr | None,
+    *also: pl.Expr,
+) -> tuple[pl.Expr, pl.Expr]:
+    """Per row: the mean pinball loss over the quantile columns (checked with their
+    quantiles), and the row's weight, 0 where the actual, a quantile column or one of
+    ``also`` is null."""
+    preds, qs = _quantile_columns(quantile_preds, quantiles)
+    y = to_float(actual)
+    return _mean_pinball(y, preds, qs), _row_weight(weight, y, *also, *preds)
+
+
 @register(**SCALED, train_scale="rmsse_scale", late_of="mse")
 def msse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
@@ -680,9 +695,7 @@ def mqloss(
     >>> round(df.eval.mqloss("y", ["q10", "q90"], quantiles=[0.1, 0.9]), 12)
     0.1
     """
-    preds, qs = _quantile_columns(quantile_preds, quantiles)
-    y = to_float(actual)
-    return weighted_mean(_mean_pinball(y, preds, qs), _row_weight(weight, y, *preds))
+    return weighted_mean(*_multi_quantile_loss(actual, quantile_preds, quantiles, weight))
 
 
 @register(
@@ -722,9 +735,9 @@ def scaled_mqloss(
     >>> round(df.eval.scaled_mqloss("y", ["q10", "q90"], "s", quantiles=[0.1, 0.9]), 12)
     0.2
     """
-    preds, qs = _quantile_columns(quantile_preds, quantiles)
-    y, s = to_float(actual), valid_scale(scale)
-    return weighted_mean(_mean_pinball(y, preds, qs) / s, _row_weight(weight, y, s, *preds))
+    s = valid_scale(scale)
+    loss, w = _multi_quantile_loss(actual, quantile_preds, quantiles, weight, s)
+    return weighted_mean(loss / s, w)
 
 
 @register(
@@ -764,10 +777,8 @@ def scaled_crps(
     >>> round(df.eval.scaled_crps("y", ["q10", "q90"], quantiles=[0.1, 0.9]), 12)
     0.08
     """
-    preds, qs = _quantile_columns(quantile_preds, quantiles)
-    y = to_float(actual)
-    w = _row_weight(weight, y, *preds)
-    states = {"loss": State(w * _mean_pinball(y, preds, qs)), "norm": State(w * y.abs())}
+    loss, w = _multi_quantile_loss(actual, quantile_preds, quantiles, weight)
+    states = {"loss": State(w * loss), "norm": State(w * to_float(actual).abs())}
     return MetricSpec(states, lambda s: safe_div(2.0 * s["loss"], s["norm"]))
 
 
