@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from polars_eval._exprs import F64, NAN
 from polars_eval.metrics._multiclass_auc import _run_all
@@ -224,14 +225,14 @@ def _points(b: Blocks, head: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return threshold[:m], tp[:m], fp[:m]
 
 
-def _state(b: Blocks) -> pl.Series:
+def _state(b: Blocks) -> dict[str, Any]:
     """The threshold state (:func:`polars_eval.metrics._curve.threshold_state`): ``{t,
     tp, fp}`` per distinct score, descending (NaN first, one point for every NaN)."""
     t, tp, fp = _points(b, head=False)
-    return pl.DataFrame({"t": t, "tp": tp, "fp": fp}).to_struct("state")
+    return {"t": t, "tp": tp, "fp": fp}
 
 
-def _roc(b: Blocks) -> pl.Series:
+def _roc(b: Blocks) -> dict[str, Any]:
     """The ROC curve's points: (inf, 0, 0), then one per block (threshold, FP/N, TP/P),
     each rate null when its class is absent, every field NaN if a score is NaN."""
     threshold, tp, fp = _points(b, head=True)
@@ -239,10 +240,33 @@ def _roc(b: Blocks) -> pl.Series:
     columns: dict[str, Any] = {"threshold": threshold}
     for name, rate, total in (("fpr", fp, b.N), ("tpr", tp, b.P)):
         rate /= total if total else 1
-        columns[name] = rate if total else pl.repeat(None, m, dtype=F64, eager=True)
+        # the rate of an absent class is null: a masked array, not NaN
+        columns[name] = rate if total else np.ma.masked_all(m)
     if b.has_nan:
         columns = {name: np.full(m, np.nan) for name in columns}
-    return pl.DataFrame(columns).to_struct("roc_curve")
+    return columns
+
+
+def _lists(values: list[dict[str, Any]], dtype: pl.DataType) -> pl.Series:
+    """One list of structs per group from each group's columns (numpy arrays, a masked
+    array for a null column): the columns of every group concatenated once and cut by
+    offsets, not a Series built and imploded per group (1,000 groups: ~0.4 s)."""
+    fields = list(dtype.inner.to_schema())  # type: ignore[attr-defined]
+    lengths = np.fromiter((len(v[fields[0]]) for v in values), np.int64, len(values))
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    arrays = []
+    for name in fields:
+        parts = [v[name] for v in values]
+        if any(np.ma.isMaskedArray(x) for x in parts):
+            column = np.ma.concatenate(parts)
+            mask = np.ma.getmaskarray(column)
+            arrays.append(pa.array(column.filled(np.nan), pa.float64(), mask=mask))
+        else:
+            arrays.append(pa.array(np.concatenate(parts), pa.float64()))
+    points = pa.StructArray.from_arrays(arrays, fields)
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets), points)
+    return pl.Series(lists).cast(dtype)
 
 
 def _scalar(kernel: Callable[[Blocks], float | None]) -> Callable[[Blocks], float | None]:
@@ -253,7 +277,9 @@ def _scalar(kernel: Callable[[Blocks], float | None]) -> Callable[[Blocks], floa
 
 
 PARALLEL_ROWS = 1 << 16
-"""From this many rows on, the groups of one call are computed in two threads."""
+"""From this many rows on, the groups of one call are computed in two threads..."""
+GROUP_ROWS = 1 << 14
+"""... if they hold this many rows each on average."""
 
 
 def per_group(
@@ -262,7 +288,8 @@ def per_group(
     """The function of ``rows.map_batches(..., is_elementwise=True)`` over ``{y, s}``,
     one list of each per group (``y`` whether the row is positive, ``s`` the score), all
     the groups in one call; ``kernel`` over the blocks of each group's rows with neither field null,
-    a float (``dtype`` Float64) or a struct Series per group (``dtype`` a list of them).
+    a float (``dtype`` Float64) or a dict of columns per group (``dtype`` a list of
+    structs, assembled by :func:`_lists`).
 
     One call for all the groups, not one per group: Polars calls a Python function of a
     ``group_by`` once per group and one group at a time (1,000 groups of 1e4 rows: ~0.3 s
@@ -289,10 +316,13 @@ def per_group(
             partial(one, pos[a:z], score[a:z], None if keep is None else keep[a:z])
             for a, z in zip((ends - lengths).tolist(), ends.tolist(), strict=True)
         ]
-        values = _run_all(tasks, parallel=len(pos) >= PARALLEL_ROWS)
+        # two threads pay off only where a group's numpy work outweighs its Python calls
+        # (1,000 groups of 1,000 rows: one thread 0.13 s, two 0.31 s for the GIL)
+        parallel = len(pos) >= PARALLEL_ROWS and len(pos) >= GROUP_ROWS * len(tasks)
+        values = _run_all(tasks, parallel=parallel)
         if dtype == F64:
             return pl.Series(values, dtype=F64)
-        return pl.concat([v.implode() for v in values]) if values else pl.Series([], dtype=dtype)
+        return _lists(values, dtype) if values else pl.Series([], dtype=dtype)
 
     return run
 
