@@ -260,6 +260,30 @@ def test_a_table_places_all_its_metrics_or_none(monkeypatch: pytest.MonkeyPatch)
         default_table("forecast")
 
 
+def test_the_cli_reads_the_default_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--metrics`` naming a metric outside the call's default table asks the table for it:
+    11-point AP with the default ``ties="average"`` (outside), ``map`` (ap_at_k's columns,
+    inside)."""
+    import json
+
+    from polars_eval import _demo, cli
+
+    log = _demo.search_log(30, 6)
+    path = tmp_path / "log.parquet"
+    log.write_parquet(path)
+    base = ["ranking", str(path), "--query", "query_id", "--relevance", "relevance"]
+    code = cli.main([*base, "--score", "score", "--metrics", "ap_11pt,map", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    want = log.eval.ranking("relevance", "score", query="query_id", k=None, metrics=["ap_11pt"])
+    got = json.loads(out)[0]
+    assert list(got) == ["ap_11pt", "map"]
+    assert got["ap_11pt"] == pytest.approx(want["ap_11pt"][0], rel=1e-12)
+    assert got["map"] == pytest.approx(log.eval.map("relevance", "score", query="query_id"))
+
+
 # ---------------------------------------------------------------------------------------
 # trec_eval's measures
 # ---------------------------------------------------------------------------------------
