@@ -41,7 +41,9 @@ class MetricInfo:
     higher_is_better: bool | None = None
     lower: float | None = None
     upper: float | None = None
-    summary: bool = True
+    # its default tables, as declared (``summary=`` at :func:`register`; read by
+    # :func:`default_table` only)
+    summary: bool | Mapping[str, Any] = True
     undefined: str = ""
     fields: tuple[str, ...] = ()
     intervals: tuple[str, ...] = ()
@@ -64,6 +66,53 @@ class MetricInfo:
 REGISTRY: dict[str, MetricInfo] = {}
 
 
+def _tables(
+    key: str, task: str, summary: bool | Mapping[str, Any]
+) -> dict[str, tuple[int | None, dict[str, Any]]]:
+    """A ``summary=`` declaration -> {table (a task): (place or None, conditions)}; a
+    declaration it cannot read is an error at registration."""
+    if summary is True:
+        return {task: (None, {})}
+    if summary is False:
+        return {}
+    if not isinstance(summary, Mapping):
+        raise RuntimeError(f"metric {key!r}: summary= must be a bool or a mapping")
+    out: dict[str, tuple[int | None, dict[str, Any]]] = {}
+    for table, entry in summary.items():
+        if table not in TASKS:
+            raise RuntimeError(f"metric {key!r}: summary= names {table!r}, not a task")
+        if entry is True:
+            out[table] = (None, {})
+        elif isinstance(entry, int) and not isinstance(entry, bool):
+            out[table] = (entry, {})
+        elif isinstance(entry, Mapping) and isinstance(entry.get("place", 0), int):
+            conditions = dict(entry)
+            place = conditions.pop("place", None)
+            out[table] = (place, conditions)
+        else:
+            raise RuntimeError(
+                f"metric {key!r}: summary={{{table!r}: {entry!r}}} must be True, a place "
+                "(an int) or a mapping of the table's options"
+            )
+    return out
+
+
+def _holds(conditions: Mapping[str, Any], options: Mapping[str, Any]) -> bool:
+    """Whether the table's ``options`` meet a membership's ``conditions``: ``True`` asks
+    for an option given (not None, not False), any other value for that value; an option
+    not passed does not narrow."""
+    for option, wanted in conditions.items():
+        if option not in options:
+            continue
+        given = options[option]
+        if wanted is True:
+            if given is None or given is False:
+                return False
+        elif not (type(given) is type(wanted) and given == wanted):
+            return False
+    return True
+
+
 def register(
     *,
     task: str,
@@ -72,7 +121,7 @@ def register(
     higher_is_better: bool | None = None,
     lower: float | None = None,
     upper: float | None = None,
-    summary: bool = True,
+    summary: bool | Mapping[str, Any] = True,
     undefined: str = "",
     fields: tuple[str, ...] = (),
     name: str | None = None,
@@ -88,6 +137,14 @@ def register(
     and for merging states. ``intervals`` lists the closed-form interval methods; every
     scalar metric of a task with bootstrap intervals also gets ``"bootstrap"``. ``check``
     adds data checks that the input roles cannot say (a domain that depends on an option).
+
+    ``summary`` declares the default tables the metric is in (``df.eval.<task>(...)``
+    without ``metrics=``), read by :func:`default_table` alone: ``True`` (its task's, in
+    registration order), ``False`` (none: computed when ``metrics=`` names it), or a
+    mapping from a task to ``True``, a place (an int: the table lists its metrics by
+    place, as ``df.eval.forecast`` does, whose errors are registered as regression
+    metrics) or a mapping of the table's options under which the metric is in
+    (``{"ties": "first"}``; ``True`` for an option given; a ``"place"`` key too).
     """
 
     def decorator(fn: Callable[..., Any]) -> Any:
@@ -113,6 +170,9 @@ def register(
                 return_annotation="pl.Expr"
             )
         public = recording(public, key, inputs)  # the bootstrap knows what it built
+        tables = _tables(key, task, summary)
+        if tables and (kind != "scalar" or spec_fn is None):
+            raise RuntimeError(f"metric {key!r}: only a scalar spec metric is in a default table")
         methods = tuple(intervals)
         if kind == "scalar" and TASKS[task].bootstrap:
             methods += ("bootstrap",)
@@ -158,9 +218,37 @@ def declared(key: str) -> dict[str, Any]:
     return {name: info.extra[key] for name, info in REGISTRY.items() if key in info.extra}
 
 
+def default_table(task: str, **options: Any) -> list[str]:
+    """The metrics of the default table of ``task`` (``df.eval.<task>(...)`` without
+    ``metrics=``), as declared ``summary=`` at :func:`register`: in their places, else in
+    registration order. ``options`` are the table's (``probability=``, ``ties=``, ``train=``
+    ...); a metric declared in only under some options is left out when they differ, and
+    one not passed narrows nothing (without options: every metric the table may hold).
+    The one place that decides membership: every task table, the report, ``pe.Evaluation``,
+    the CLI and ``pe.metrics()`` read it.
+
+    Examples
+    --------
+    >>> import polars_eval
+    >>> default_table("forecast", train=None)
+    ['mae', 'mse', 'rmse', 'bias', 'mape', 'smape', 'wape']
+    >>> "ap_11pt" in default_table("ranking", ties="average")
+    False
+    """
+    members = []
+    for order, info in enumerate(REGISTRY.values()):
+        entry = _tables(info.name, info.task, info.summary).get(task)
+        if entry is not None and _holds(entry[1], options):
+            members.append((entry[0], order, info.name))
+    placed = {place is not None for place, _, _ in members}
+    if len(placed) > 1:
+        raise RuntimeError(f"the default table of {task!r}: some metrics declare a place, not all")
+    return [name for *_, name in sorted(members, key=lambda m: (m[0] or 0, m[1]))]
+
+
 def ranked(key: str) -> tuple[str, ...]:
-    """The metrics that declare a place ``key=`` at ``@register`` (``forecast_table=2``
-    ...), in the order of the places."""
+    """The metrics that declare a place ``key=`` at ``@register`` (``at_k_chart=2`` ...),
+    in the order of the places."""
     return tuple(name for _, name in sorted((v, n) for n, v in declared(key).items()))
 
 
@@ -170,13 +258,12 @@ def aliases(task: str) -> dict[str, MetricInfo]:
     return {alias: info for info in by_task(task) for alias in info.extra.get("aliases", ())}
 
 
-def select(
-    task: str, metrics: str | Sequence[str] | None, default: Callable[[MetricInfo], bool]
-) -> list[MetricInfo]:
-    """The metrics a task method evaluates: its default table (``default``), or the scalar
-    metrics of the task named in ``metrics=`` (any registered one, in that order)."""
+def select(task: str, metrics: str | Sequence[str] | None, **options: Any) -> list[MetricInfo]:
+    """The metrics a task method evaluates: its default table under ``options``
+    (:func:`default_table`), or the scalar metrics of the task named in ``metrics=`` (any
+    registered one, in that order)."""
     if metrics is None:
-        return [info for info in by_task(task) if default(info)]
+        return [REGISTRY[name] for name in default_table(task, **options)]
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     known = [i.name for i in by_task(task) if i.kind == "scalar" and i.spec is not None]
     for name in names:
@@ -235,6 +322,7 @@ def metrics() -> pl.DataFrame:
     >>> table.filter(pl.col("name") == "auc").select("name", "task", "higher_is_better").row(0)
     ('auc', 'binary', True)
     """
+    in_tables = {name for task in TASKS for name in default_table(task)}
     rows = [
         {
             "name": info.name,
@@ -244,7 +332,7 @@ def metrics() -> pl.DataFrame:
             "lower": None if info.lower is None else float(info.lower),
             "upper": None if info.upper is None else float(info.upper),
             "inputs": list(info.inputs),
-            "in_summary": info.summary,
+            "in_summary": info.name in in_tables,
             "intervals": list(info.intervals),
             "description": info.description,
         }

@@ -435,12 +435,7 @@ def _interval_methods(task: str) -> list[str]:
         from polars_eval.stats.units import METHODS
 
         return list(METHODS)
-    methods = {
-        m
-        for info in _registry.by_task(task)
-        if info.kind == "scalar" and info.summary
-        for m in info.intervals
-    }
+    methods = {m for name in _registry.default_table(task) for m in _registry.get(name).intervals}
     return sorted(methods)
 
 
@@ -986,11 +981,12 @@ def evaluate(
         # --metrics naming metrics outside the default table: the task method's metrics=
         # (ranking's names its columns at its cutoffs, map@10: without -k, the whole list)
         params = inspect.signature(method).parameters
+        given = dict(zip(names, inputs, strict=False)) | opts
         if (
             chosen
             and "metrics" in params
             and "metrics" not in opts
-            and not set(chosen) <= set(_default_columns(task))
+            and not set(chosen) <= _default_columns(task, method, given)
         ):
             opts = {**opts, "metrics": chosen}
             if task == "ranking" and opts.get("k") is None:
@@ -1037,14 +1033,14 @@ def evaluate(
     return 0
 
 
-def _default_columns(task: str) -> list[str]:
-    """The metrics of a task's default table: its summary metrics of one value (without
-    those registered ``default_table=False``, ranking's SPEC §12 additions)."""
-    return [
-        i.name
-        for i in _registry.by_task(task)
-        if i.summary and i.kind == "scalar" and i.extra.get("default_table", True)
-    ]
+def _default_columns(task: str, method: Any, given: dict[str, Any]) -> set[str]:
+    """The metric names the default table of a call gives columns of (under their short
+    names too: ranking's ``map``): the registry's default table under the call's options
+    (the method's defaults for those left at None)."""
+    params = inspect.signature(method).parameters
+    options = {k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}
+    options |= {k: v for k, v in given.items() if v is not None}
+    return {s for n in _registry.default_table(task, **options) for s in _stems(_registry.get(n))}
 
 
 def _add_baseline(p: argparse.ArgumentParser) -> None:

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_eval._core import registry as _registry
 from polars_eval._exprs import F64, count_true
 from polars_eval._params import check_count, check_positive_int
 from polars_eval.exceptions import DataValidationError, InvalidParameterError
@@ -589,26 +590,13 @@ def _as_lazy(data: Any, reader: Any, needed: Sequence[str], what: str) -> pl.Laz
     )
 
 
-SPEC_OF = {
-    "map": ("ap_at_k", False),
-    "map_cut": ("ap_at_k", True),
-    "ndcg": ("ndcg", False),
-    "ndcg_cut": ("ndcg", True),
-    "P": ("precision_at_k", True),
-    "recall": ("recall_at_k", True),
-    "success": ("hit_rate_at_k", True),
-    "relative_P": ("relative_precision", True),
-    "recip_rank": ("reciprocal_rank", False),
-    "Rprec": ("r_precision", False),
-    "Rprec_mult": ("rprec_mult", False),
-    "11pt_avg": ("ap_11pt", False),
-    "iprec_at_recall": ("iprec_at_recall", True),
-    "gm_map": ("ap_at_k", False),
-    "bpref": ("bpref", False),
-    "gm_bpref": ("bpref", False),
+SPEC_OF: dict[str, str] = {
+    **{m: name for name, measures in _registry.declared("trec").items() for m in measures},
+    **rk.TREC_ONLY,
 }
-"""trec_eval measure -> (ranking metric, whether the cutoff applies): the measures of the
-ranking engine (``ndcg`` without a gain map)."""
+"""trec_eval measure -> the ranking formula that computes it (``ndcg`` without a gain map),
+at the measure's cutoff where it takes one: the measures each ranking metric declares
+``trec=`` at ``@register``, and the formulas only trec_eval reaches."""
 
 
 CONVENTIONS = {"10": "trec10", "9": "trec"}
@@ -625,14 +613,14 @@ def _specs(measures: list[Measure], flavor: str) -> list[rk.Spec]:
     for m in measures:
         if not _in_engine(m):
             continue
-        metric, with_cut = SPEC_OF[m.name]
+        metric = SPEC_OF[m.name]
         extra: dict[str, Any] = {}
         if m.name in ("11pt_avg", "iprec_at_recall") and m.params is not None:
             extra["levels"] = m.params
         if m.name == "Rprec_mult":
             extra["multiple"] = m.params[0] if m.params else 1.0
-        cut = m.cut if with_cut else None
-        specs.append(rk.Spec(m.column, metric, k=cut, gain="linear", flavor=flavor, **extra))
+        # the cutoff of P, ndcg_cut ... (the level's index for iprec_at_recall); None else
+        specs.append(rk.Spec(m.column, metric, k=m.cut, gain="linear", flavor=flavor, **extra))
     return specs
 
 

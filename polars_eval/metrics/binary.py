@@ -492,6 +492,7 @@ def partial_auc(
     upper=None,
     undefined="empty group",
     exact_binned=True,  # a sum over rows, exact on binned scores
+    summary={"binary": {"probability": True}},  # with probability=True only
 )
 def logloss(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
@@ -525,6 +526,7 @@ def logloss(
     upper=1.0,
     undefined="empty group",
     exact_binned=True,  # a sum over rows, exact on binned scores
+    summary={"binary": {"probability": True}},  # with probability=True only
 )
 def brier(
     label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None

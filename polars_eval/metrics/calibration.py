@@ -236,6 +236,7 @@ def calibration_table(
     lower=0.0,
     upper=1.0,
     undefined="empty group",
+    summary={"binary": {"probability": True}},  # with probability=True only
 )
 def ece(
     label: IntoExpr,

@@ -127,11 +127,17 @@ SCALED: dict[str, Any] = dict(
 """The registration of the scaled errors. Each also declares ``train_scale=``, the column of
 :func:`seasonal_scale` that ``train=`` computes for its ``scale``; ``late_of=``, the unscaled
 metric whose per-series states, divided by the series' scale, are its states (so a table
-joins one scale per series, not per row); ``forecast_table=``, its place in the default
-table of ``df.eval.forecast`` (with ``train=``)."""
+joins one scale per series, not per row). MASE and RMSSE are in the default table of
+``df.eval.forecast`` with ``train=`` (``summary=``, their places after the point errors);
+every other forecast metric is computed when ``metrics=`` names it (``summary=False``)."""
 
 
-@register(**SCALED, train_scale="mase_scale", late_of="mae", forecast_table=8)
+@register(
+    **SCALED,
+    train_scale="mase_scale",
+    late_of="mae",
+    summary={"forecast": {"place": 8, "train": True}},
+)
 def mase(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -173,7 +179,12 @@ def mase(
     return weighted_mean((y - f).abs() / s, w)
 
 
-@register(**SCALED, train_scale="rmsse_scale", late_of="mse", forecast_table=9)
+@register(
+    **SCALED,
+    train_scale="rmsse_scale",
+    late_of="mse",
+    summary={"forecast": {"place": 9, "train": True}},
+)
 def rmsse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -209,6 +220,7 @@ def rmsse(
     higher_is_better=False,
     lower=0.0,
     undefined=EMPTY,
+    summary=False,
 )
 def pinball_loss(
     actual: IntoExpr,
@@ -251,6 +263,7 @@ def pinball_loss(
     lower=0.0,
     upper=1.0,
     undefined=EMPTY,
+    summary=False,
 )
 def coverage(
     actual: IntoExpr, lower: IntoExpr, upper: IntoExpr, *, weight: IntoExpr | None = None
@@ -278,6 +291,16 @@ def coverage(
 # ---------------------------------------------------------------------------------------
 
 POINT_INPUTS = {"actual": "numeric", "forecast": "numeric", "weight": "weight"}
+POINT_LOSS: dict[str, Any] = dict(
+    task="forecast",
+    inputs=POINT_INPUTS,
+    higher_is_better=False,
+    lower=0.0,
+    undefined=EMPTY,
+    summary=False,
+)
+"""The registration of a loss outside the default table (>= 0, lower is better, undefined
+on an empty series)."""
 QUANTILE_INPUTS = {"actual": "numeric", "quantile_preds": "numeric", "weight": "weight"}
 UTILSFORECAST = "Nixtla, utilsforecast, ``utilsforecast.losses.{name}``."
 
@@ -350,7 +373,7 @@ def _multi_quantile_loss(
     return _mean_pinball(y, preds, qs), _row_weight(weight, y, *also, *preds)
 
 
-@register(**SCALED, train_scale="rmsse_scale", late_of="mse")
+@register(**SCALED, train_scale="rmsse_scale", late_of="mse", summary=False)
 def msse(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -387,6 +410,7 @@ def msse(
     higher_is_better=False,
     lower=0.0,
     undefined="the baseline has no error (its mean absolute error is 0) or the series is empty",
+    summary=False,
 )
 def rmae(
     actual: IntoExpr,
@@ -424,7 +448,9 @@ def rmae(
     return MetricSpec(states, lambda s: safe_div(s["ae"], s["be"]))
 
 
-@register(task="forecast", inputs=POINT_INPUTS, higher_is_better=None, undefined=EMPTY)
+@register(
+    task="forecast", inputs=POINT_INPUTS, higher_is_better=None, undefined=EMPTY, summary=False
+)
 def cfe(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Cumulative forecast error, Σ w (ŷ − y): the total signed error of a series.
 
@@ -457,7 +483,7 @@ def cfe(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None)
     return _weighted_sum(f - y, _row_weight(weight, y, f))
 
 
-@register(task="forecast", inputs=POINT_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+@register(**POINT_LOSS)
 def pis(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Absolute periods in stock, Σ w |ŷ − y|: the total absolute error of a series.
 
@@ -483,7 +509,7 @@ def pis(actual: IntoExpr, forecast: IntoExpr, *, weight: IntoExpr | None = None)
     return _weighted_sum((f - y).abs(), _row_weight(weight, y, f))
 
 
-@register(**SCALED, train_scale="spis_scale")
+@register(**SCALED, train_scale="spis_scale", summary=False)
 def spis(
     actual: IntoExpr, forecast: IntoExpr, scale: IntoExpr, *, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -520,7 +546,7 @@ def _check_a(a: Any) -> float:
     return float(a)
 
 
-@register(task="forecast", inputs=POINT_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY)
+@register(**POINT_LOSS)
 def linex(
     actual: IntoExpr, forecast: IntoExpr, *, a: float = 1.0, weight: IntoExpr | None = None
 ) -> MetricSpec:
@@ -560,15 +586,7 @@ def _tweedie_checks(args: Mapping[str, Any]) -> list[Any]:
     return check({"actual": args["actual"], "pred": args["forecast"]})  # type: ignore[no-any-return]
 
 
-@register(
-    task="forecast",
-    inputs=POINT_INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    summary=False,
-    undefined=EMPTY,
-    check=_tweedie_checks,
-)
+@register(**POINT_LOSS, check=_tweedie_checks)
 def tweedie_deviance(
     actual: IntoExpr,
     forecast: IntoExpr,
@@ -617,6 +635,7 @@ def tweedie_deviance(
     lower=0.0,
     undefined=NO_SCALE,
     train_scale="mase_scale",
+    summary=False,
 )
 def scaled_quantile_loss(
     actual: IntoExpr,
@@ -663,9 +682,7 @@ _MQ_DOC = """
     left out."""
 
 
-@register(
-    task="forecast", inputs=QUANTILE_INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY
-)
+@register(**{**POINT_LOSS, "inputs": QUANTILE_INPUTS})
 def mqloss(
     actual: IntoExpr,
     quantile_preds: Sequence[IntoExpr],
@@ -705,6 +722,7 @@ def mqloss(
     lower=0.0,
     undefined=NO_SCALE,
     train_scale="mase_scale",
+    summary=False,
 )
 def scaled_mqloss(
     actual: IntoExpr,
@@ -746,6 +764,7 @@ def scaled_mqloss(
     higher_is_better=False,
     lower=0.0,
     undefined="all actuals are 0 (or the series is empty)",
+    summary=False,
 )
 def scaled_crps(
     actual: IntoExpr,
@@ -789,6 +808,7 @@ def scaled_crps(
     lower=0.0,
     upper=1.0,
     undefined=EMPTY,
+    summary=False,
 )
 def calibration(
     actual: IntoExpr, quantile_pred: IntoExpr, *, weight: IntoExpr | None = None
@@ -838,6 +858,7 @@ def _interval_order(args: Mapping[str, Any]) -> list[Any]:
     lower=0.0,
     undefined=EMPTY,
     check=_interval_order,
+    summary=False,
 )
 def winkler(
     actual: IntoExpr,

@@ -1359,6 +1359,7 @@ def proba_inputs(
     lower=0.0,
     upper=None,
     undefined="empty group",
+    summary={"multiclass": {"proba": True}},  # with proba= only
 )
 def multiclass_logloss(
     label: IntoExpr,
@@ -1454,6 +1455,7 @@ def top_k_hits(inputs: ProbaInputs, k: int) -> pl.Expr:
     lower=0.0,
     upper=1.0,
     undefined="empty group",
+    summary={"multiclass": {"proba": True}},  # with proba= only
 )
 def top_k_accuracy(
     label: IntoExpr,
@@ -1674,6 +1676,7 @@ def ovo_auc_spec(inputs: ProbaInputs, average: str) -> MetricSpec:
     lower=0.0,
     upper=1.0,
     undefined="no class with both a positive and a negative row (ovo: fewer than two classes)",
+    summary={"multiclass": {"proba": True}},  # with proba= only
 )
 def multiclass_auc(
     label: IntoExpr,

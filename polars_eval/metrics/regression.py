@@ -311,10 +311,12 @@ def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
 ERROR: dict[str, Any] = dict(
     task="regression", inputs=INPUTS, higher_is_better=False, lower=0.0, undefined=EMPTY
 )
-"""The registration of the mean errors (≥ 0, lower is better, undefined on an empty group)."""
+"""The registration of the mean errors (≥ 0, lower is better, undefined on an empty group).
+The errors of ``df.eval.forecast``'s default table declare ``summary={"regression": True,
+"forecast": n}``: in both default tables, n-th in the forecast one."""
 
 
-@register(**ERROR, forecast_table=2)
+@register(**ERROR, summary={"regression": True, "forecast": 2})
 def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean squared error, Σ w (y − ŷ)² / Σ w.
 
@@ -352,7 +354,7 @@ def mse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> 
     lower=0.0,
     undefined=EMPTY,
     intervals=("chi2",),
-    forecast_table=3,  # its place in df.eval.forecast's default table
+    summary={"regression": True, "forecast": 3},
     lead_chart=2,
 )
 def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
@@ -369,7 +371,7 @@ def rmse(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) ->
     return weighted_mean((y - p) ** 2, w, then=pl.Expr.sqrt, unweighted=weight is None)
 
 
-@register(**ERROR, forecast_table=1, lead_chart=1)
+@register(**ERROR, summary={"regression": True, "forecast": 1}, lead_chart=1)
 def mae(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Mean absolute error, Σ w |y − ŷ| / Σ w.
 
@@ -432,7 +434,7 @@ def max_error(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = Non
     inputs=INPUTS,
     higher_is_better=None,
     undefined=EMPTY,
-    forecast_table=4,
+    summary={"regression": True, "forecast": 4},
     lead_chart=3,
 )
 def bias(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
@@ -1058,7 +1060,7 @@ def rmspe(
     higher_is_better=False,
     lower=0.0,
     undefined=NO_NONZERO,
-    forecast_table=5,  # its place in df.eval.forecast's default table
+    summary={"regression": True, "forecast": 5},
 )
 def mape(
     actual: IntoExpr,
@@ -1102,7 +1104,7 @@ def mape(
     lower=0.0,
     upper=2.0,
     undefined=EMPTY,
-    forecast_table=6,  # its place in df.eval.forecast's default table
+    summary={"regression": True, "forecast": 6},
 )
 def smape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Symmetric mean absolute percentage error, Σ w · 2|y − ŷ| / (|y| + |ŷ|) / Σ w, in [0, 2].
@@ -1174,7 +1176,7 @@ def mer(
     higher_is_better=False,
     lower=0.0,
     undefined=NO_NONZERO,
-    forecast_table=7,
+    summary={"regression": True, "forecast": 7},
 )
 def wape(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None) -> MetricSpec:
     """Weighted absolute percentage error, Σ w |y − ŷ| / Σ w |y| (null when Σ w |y| = 0).

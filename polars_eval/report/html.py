@@ -349,6 +349,8 @@ def _segments_html(report: Report) -> str:
     )
 
 
+# report.tables keys -> the titles of their sections (a table holding one metric's output
+# is named after it, gain_table: the keys are the report's, not a list of metrics)
 SMALL_TABLES = {
     "gain_table": "Gain and lift table",
     "calibration_table": "Calibration table",

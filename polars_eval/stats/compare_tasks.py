@@ -403,7 +403,7 @@ def _row_infos(req: Request) -> list[MetricInfo]:
         from polars_eval.tasks.binary import summary_infos
 
         return summary_infos(req.options.get("probability", True), req.metrics)
-    return _registry.select(req.task, req.metrics, lambda i: i.summary and i.kind == "scalar")
+    return _registry.select(req.task, req.metrics)
 
 
 def _available(req: Request) -> dict[str, Any]:

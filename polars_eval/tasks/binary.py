@@ -65,15 +65,7 @@ def summary_infos(
 ) -> list[MetricInfo]:
     """The metrics of ``df.eval.binary``: the summary metrics (without the probability ones
     when the scores are not probabilities), or the binary metrics named in ``metrics=``."""
-    infos = _registry.select(
-        "binary",
-        metrics,
-        lambda info: (
-            info.summary
-            and info.kind == "scalar"
-            and (probability or info.inputs.get("score") != "proba")
-        ),
-    )
+    infos = _registry.select("binary", metrics, probability=probability)
     if not probability:
         needs = [i.name for i in infos if i.inputs.get("score") == "proba"]
         if needs:

@@ -44,12 +44,6 @@ STATE = "__pe_s_"
 TRAIN_SCALED: dict[str, str] = _registry.declared("train_scale")
 """The metrics whose ``scale`` column ``train=`` can replace, and which scale of
 ``pe.seasonal_scale`` each reads (declared ``train_scale=`` at ``@register``)."""
-_TABLE = _registry.ranked("forecast_table")
-POINT_METRICS = tuple(name for name in _TABLE if name not in TRAIN_SCALED)
-"""The point-forecast metrics of ``df.eval.forecast``, per series then across series
-(declared ``forecast_table=`` at ``@register``, in that order)."""
-SCALED_METRICS = tuple(name for name in _TABLE if name in TRAIN_SCALED)
-"""The scaled metrics of ``df.eval.forecast`` (with ``train=``)."""
 SCALED_LATE: dict[str, str] = _registry.declared("late_of")
 """Scaled metrics (declared ``late_of=``) whose states are those of an unscaled one (Σ w, Σ w·term) with each term
 divided by the scale, and the weight 0 where the scale is not positive: with one scale per
@@ -168,7 +162,7 @@ def _point_metrics(
     default point metrics (and the scaled ones with ``train=``), or those of ``metrics=``
     (an order statistic pools over series only from every row: ``per_series=True``)."""
     if metrics is None:
-        return [*POINT_METRICS, *(SCALED_METRICS if trained else ())]
+        return _registry.default_table("forecast", train=trained)
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     known = [
         i.name

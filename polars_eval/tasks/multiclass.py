@@ -133,13 +133,7 @@ def summary_infos(metrics: str | Sequence[str] | None, probabilities: bool) -> l
     """The metrics of ``df.eval.multiclass``: the summary metrics (the prediction metrics
     only without probabilities), or the multiclass metrics named in ``metrics=``; a metric
     of probabilities named without ``proba=`` is an error that says so."""
-    infos = _registry.select(
-        "multiclass",
-        metrics,
-        lambda info: (
-            info.summary and info.kind == "scalar" and (probabilities or "pred" in info.inputs)
-        ),
-    )
+    infos = _registry.select("multiclass", metrics, proba=probabilities)
     if not probabilities:
         needs = [info.name for info in infos if "pred" not in info.inputs]
         if needs:

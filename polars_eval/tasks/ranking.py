@@ -541,26 +541,19 @@ def metric_method(info: _registry.MetricInfo, base: Any = None) -> Any:
 
 def _table_metrics() -> tuple[list[str], list[str]]:
     """The metrics of ``df.eval.ranking``, from the registry: those with a cutoff ``k`` (in
-    registration order), then those of the whole list (11-point AP, R-precision). ``map``
-    is ``ap_at_k`` under its table name and ``reciprocal_rank`` ``mrr`` under another."""
-    cutoff, whole = [], []
+    registration order), then those of the whole list (11-point AP, R-precision). A metric
+    whose short name an earlier one has is that one's columns under its own name (``map``
+    is ``ap_at_k``'s whole-list mean): it is left to the other."""
+    cutoff: list[str] = []
+    whole: list[str] = []
+    shorts: set[str] = set()
     for info in _registry.by_task("ranking"):
-        if not info.summary or info.name == "map":
+        short = info.extra.get("short", info.name)
+        if short in shorts:
             continue
+        shorts.add(short)
         (cutoff if "k" in info.signature.parameters else whole).append(info.name)
     return cutoff, whole
-
-
-def _in_default_table(name: str, ties: str) -> bool:
-    """Whether ``df.eval.ranking`` computes ``name`` without ``metrics=``: not the metrics
-    registered with ``default_table=False`` (SPEC §12's additions, kept out to keep the
-    default table readable), nor, with ``ties="average"``, those registered
-    ``costly_ties=True`` (11-point AP: a costly exact expectation on large tie blocks);
-    each is computed when named in ``metrics=``."""
-    extra = _registry.get(name).extra
-    if extra.get("default_table", True) is False:
-        return False
-    return ties == "first" or not extra.get("costly_ties", False)
 
 
 ALL_CUTOFFS = object()
@@ -569,13 +562,14 @@ ALL_CUTOFFS = object()
 
 def _choose(metrics: Sequence[str] | None, ties: str) -> list[tuple[str, Any]]:
     """(metric name, cutoff) pairs for ``df.eval.ranking``; the cutoff is :data:`ALL_CUTOFFS`
-    unless the entry names one (``"ndcg@10"``). By default every metric, but 11-point AP
-    with ``ties="average"`` only when named (its exact expectation is costly on large tie
-    blocks)."""
+    unless the entry names one (``"ndcg@10"``). By default the metrics of the registry's
+    default table (:func:`~polars_eval._core.registry.default_table`: 11-point AP with
+    ``ties="first"`` only), in the table's order (the metrics with a cutoff first)."""
     cutoff, whole = _table_metrics()
     available = [*cutoff, *whole]
     if metrics is None:
-        return [(m, ALL_CUTOFFS) for m in available if _in_default_table(m, ties)]
+        default = _registry.default_table("ranking", ties=ties)
+        return [(m, ALL_CUTOFFS) for m in available if m in default]
     stems = {_registry.get(m).extra.get("short", m): m for m in available}
     chosen: list[tuple[str, Any]] = []
     for entry in [metrics] if isinstance(metrics, str) else metrics:

@@ -75,9 +75,7 @@ def regression_table(a: Mapping[str, Any]) -> Table:
         raise InvalidParameterError(f"baseline must be True or False; got {baseline!r}")
     if grouping is not None and baseline:
         raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
-    infos = _registry.select(
-        "regression", a["metrics"], lambda info: info.summary and info.kind == "scalar"
-    )
+    infos = _registry.select("regression", a["metrics"])
     specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
     undefined = {info.name: info.undefined or "no defined value" for info in infos}
     for info in filter(_log_domain, infos):

@@ -164,6 +164,7 @@ def _ranking_spec(
     undefined=NO_RELEVANT_ITEM,
     short="ndcg",
     at_k_chart=1,
+    trec=("ndcg", "ndcg_cut"),
 )
 @_doc
 def ndcg(
@@ -283,6 +284,7 @@ def dcg(
     undefined=NO_RELEVANT_ITEM,
     short="precision",
     at_k_chart=2,
+    trec=("P",),
 )
 @_doc
 def precision_at_k(
@@ -337,6 +339,7 @@ def precision_at_k(
     undefined=NO_RELEVANT_ITEM,
     short="recall",
     at_k_chart=3,
+    trec=("recall",),
 )
 @_doc
 def recall_at_k(
@@ -381,6 +384,7 @@ def recall_at_k(
     undefined=NO_RELEVANT_ITEM,
     short="hit_rate",
     at_k_chart=6,
+    trec=("success",),
 )
 @_doc
 def hit_rate_at_k(
@@ -430,6 +434,7 @@ def hit_rate_at_k(
     undefined=NO_RELEVANT_ITEM,
     short="map",
     at_k_chart=4,
+    trec=("map", "map_cut", "gm_map"),
 )
 @_doc
 def ap_at_k(
@@ -484,6 +489,7 @@ def ap_at_k(
     undefined=NO_RELEVANT_ITEM,
     short="map",
     name="map",
+    summary=False,  # the table's map columns are ap_at_k's (the same short name)
 )
 @_doc
 def map_(
@@ -534,7 +540,10 @@ def map_(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="ap_11pt",
-    costly_ties=True,  # left out of the default table with ties="average" (see below)
+    # in the default table with ties="first" only: the exact expectation over tie orders
+    # costs the fourth power of a tie block's length (see below)
+    summary={"ranking": {"ties": "first"}},
+    trec=("11pt_avg",),
 )
 def ap_11pt(
     relevance: IntoExpr,
@@ -621,6 +630,7 @@ def _rr_doc(name: str) -> str:
     undefined=NO_RELEVANT_ITEM,
     summary=False,
     short="reciprocal_rank",
+    trec=("recip_rank",),
 )
 def reciprocal_rank(
     relevance: IntoExpr,
@@ -785,6 +795,7 @@ def cg(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="r_precision",
+    trec=("Rprec",),
 )
 @_doc
 def r_precision(
@@ -838,7 +849,7 @@ def r_precision(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="f1",
-    default_table=False,
+    summary=False,
 )
 @_doc
 def f1_at_k(
@@ -890,7 +901,7 @@ def f1_at_k(
     upper=1.0,
     undefined="the query has no relevant item, or no judged non-relevant item",
     short="fallout",
-    default_table=False,
+    summary=False,
 )
 @_doc
 def fallout_at_k(
@@ -942,7 +953,8 @@ def fallout_at_k(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="bpref",
-    default_table=False,
+    summary=False,
+    trec=("bpref", "gm_bpref"),
 )
 @_doc
 def bpref(
@@ -1002,7 +1014,7 @@ def bpref(
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="rbp",
-    default_table=False,
+    summary=False,
 )
 def rbp(
     relevance: IntoExpr,
@@ -1066,7 +1078,7 @@ rbp = _doc(rbp)
     upper=1.0,
     undefined=NO_RELEVANT_ITEM,
     short="rbp_residual",
-    default_table=False,
+    summary=False,
 )
 def rbp_residual(
     relevance: IntoExpr,

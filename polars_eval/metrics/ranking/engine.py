@@ -747,6 +747,14 @@ FORMULAS: dict[str, Callable[[Spec], Formula]] = {
     "rprec_mult": _rprec_mult,
 }
 """The formula of each metric (by name) that the engine evaluates."""
+TREC_ONLY = {
+    "relative_P": "relative_precision",
+    "Rprec_mult": "rprec_mult",
+    "iprec_at_recall": "iprec_at_recall",
+}
+"""The trec_eval measures whose formula here no registered metric exposes -> the formula
+(:func:`polars_eval.trec_eval` reads them; a registered metric declares its measures
+``trec=`` at ``@register``)."""
 
 
 def ideal_scalars(per_query: pl.LazyFrame, specs: Sequence[Spec]) -> pl.LazyFrame:
