@@ -679,8 +679,9 @@ def _from_orders(
         order = ox[within]
         key = key[within]
         new_xy = _new_runs(key[1:] == key[:-1])
-    position = np.empty(n, dtype=np.int64)
-    position[order] = np.arange(n)
+    itype = np.int32 if n < 2**31 else np.int64
+    position = np.empty(n, dtype=itype)
+    position[order] = np.arange(n, dtype=itype)
     if ry is not None and my < n:
         # places sorted by (y, place): one sort of integer keys
         bits = (n - 1).bit_length()
@@ -702,7 +703,8 @@ def _from_orders(
         out["kendall_tau"] = _tau_b(n0, n1, n2, n3, _inversions(by_y, w_xy))
     if "spearman" in names:
         dx, dy = _mid_ranks_in_order(new_x, w_xy), _mid_ranks_in_order(new_y, w_y)
-        along = dx[by_y]  # x's centred rank of each row, in y order
+        # x's centred rank of each row, in y order (no ties: its place + 1/2 − n/2)
+        along = by_y + (0.5 - n / 2.0) if w is None and mx == n else dx[by_y]
         if w is None:
             sums = float(along @ dy), float(dx @ dx), float(dy @ dy)
         else:
@@ -807,11 +809,9 @@ def _sort_order(x: np.ndarray, many_ties: bool | None = None) -> tuple[np.ndarra
         return order, _new_runs(xs[1:] == xs[:-1])
     a, b = x[order[at]], x[order[at + 1]]
     if (b < a).any():  # values that share their high bits, out of order: sorted by value
-        run = np.cumsum(_new_runs(same))
-        fix = np.zeros(n, dtype=bool)
-        fix[at] = fix[at + 1] = True
-        rows = np.flatnonzero(fix)
-        order[rows] = order[rows][np.lexsort((x[order[rows]], run[rows]))]
+        rows = np.union1d(at, at + 1)  # the places of such runs (few)
+        run = np.cumsum(~np.isin(rows, at + 1))  # a run starts where the place before differs
+        order[rows] = order[rows][np.lexsort((x[order[rows]], run))]
         a, b = x[order[at]], x[order[at + 1]]
     new_run = np.ones(n, dtype=bool)
     new_run[at + 1] = a != b
@@ -993,15 +993,26 @@ def _split_level(
         total = float(np.einsum("i,i->", w_low, up_through)) - float(
             low_per_block @ up_before_block
         )
-    # the halves moved apart by Polars' filter (2-4x numpy's compress, GIL released)
-    mask = pl.Series(lower)
-    for values, out in ((code, buf), (wv, w_buf)):
-        if values is not None and out is not None:
+    pairs = [(code, buf)] if wv is None or w_buf is None else [(code, buf), (wv, w_buf)]
+    if n >= FILTER_ROWS:  # by Polars' filter: 2-4x numpy's compress, and the GIL released
+        mask = pl.Series(lower)
+        for values, out in pairs:
             column = pl.Series(values)
             out[:half] = column.filter(mask).to_numpy()
             out[half:] = column.filter(~mask).to_numpy()
+    else:
+        upper = ~lower
+        for values, out in pairs:
+            np.compress(lower, values, out=out[:half])
+            np.compress(upper, values, out=out[half:])
     buf[half:] -= bit
     return total
+
+
+FILTER_ROWS = 1 << 15
+"""From this many places on, a level of the inversion count moves its halves by Polars'
+filter and sums the indices of its lower half from packed bits (below, numpy's compress
+and a plain sum cost less than the calls)."""
 
 
 _BIT_OF_PLACE = np.array(
@@ -1014,6 +1025,8 @@ def _index_sum(mask: np.ndarray) -> int:
     """Σ of the indices where ``mask`` is true, from its bits packed into 64-bit words
     (a bit per element, popcounts per word: a sixty-fourth of the passes of a dot product
     of the mask and the indices)."""
+    if mask.size < FILTER_ROWS:
+        return int(np.flatnonzero(mask).sum())
     packed = np.packbits(mask, bitorder="little")
     if packed.size % 8:
         packed = np.concatenate([packed, np.zeros(-packed.size % 8, dtype=np.uint8)])
@@ -1037,7 +1050,7 @@ def _small_inversions(rows: np.ndarray) -> int:
         return int(np.count_nonzero((rows[:, :, None] > rows[:, None, :]) & pairs))
     # column by column, a bit mask per row of the offsets seen: each element adds the
     # number of seen offsets above it (popcount); S steps of O(rows) numpy work
-    columns = np.ascontiguousarray(rows.T, dtype=np.uint64)
+    columns = np.ascontiguousarray(rows.T, dtype=np.uint32)
     seen = np.zeros(count, dtype=np.uint64)
     above = np.empty_like(seen)
     total = 0
