@@ -610,7 +610,7 @@ def _rank_correlations(
     O(n + cells); else from the two orders (:func:`_from_orders`).
     """
     n = x.size
-    if np.isnan(x).any() or np.isnan(y).any():
+    if n and (np.isnan(x.min()) or np.isnan(y.min())):  # the minimum propagates NaN
         return dict.fromkeys(names, NAN)
     if n < 2:
         return dict.fromkeys(names, None)
@@ -792,9 +792,10 @@ def _sort_order(x: np.ndarray, many_ties: bool | None = None) -> tuple[np.ndarra
         return _argsort_runs(x)
     low = np.uint64((1 << bits) - 1)
     key = (x + 0.0).view(np.uint64)  # a new array; -0.0 becomes 0.0
-    flip = key.view(np.int64) >> 63  # all ones where negative
-    flip |= _SIGN
-    key ^= flip.view(np.uint64)  # a negative value's bits flipped, else the sign bit set
+    if not x.min() >= 0.0:  # (none negative: the bits are in order as they are)
+        flip = key.view(np.int64) >> 63  # all ones where negative
+        flip |= _SIGN
+        key ^= flip.view(np.uint64)  # a negative value's bits flipped, else the sign bit set
     key &= ~low
     key |= np.arange(n, dtype=np.uint64)
     key.sort()
