@@ -1118,11 +1118,13 @@ def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     tau-b = (n_c − n_d) / √((n_0 − n_1)(n_0 − n_2)), with n_0 the pairs, n_1 / n_2 the pairs
     tied on actual / prediction, n_c / n_d the concordant / discordant pairs. Discordant
     pairs are counted as the inversions of the prediction once rows are sorted by actual
-    (Knight 1966), by a vectorised merge sort in numpy (no sort inside its levels), run per
-    group through ``map_batches``; with few distinct values on both sides (at most n
-    cells in their table), from the table of counts of the (actual, prediction) pairs
-    instead, in O(n). With weights, a pair counts w_i·w_j (integer weights = repeated rows).
-    Null with a constant side or fewer than two rows.
+    (Knight 1966), by a vectorised merge sort (no sort inside its levels:
+    :func:`_inversions`), run per group through ``map_batches``; with few distinct values
+    on both sides (at most n cells in their table), from the table of counts of the
+    (actual, prediction) pairs instead, in O(n). With weights, a pair counts w_i·w_j
+    (integer weights = repeated rows). Null with a constant side or fewer than two rows.
+    In ``df.eval.regression`` computed with Spearman's rho from the same sorts
+    (:func:`shared_ranks`).
 
     References
     ----------
