@@ -26,7 +26,9 @@ non-zero error makes the value +inf (a row where actual = prediction = 0 counts 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -261,47 +263,6 @@ def _pearson(s: Mapping[str, pl.Expr]) -> pl.Expr:
     cov, sxx, syy = (m.struct.field(f) for f in ("sxy", "sxx", "syy"))
     defined = (s["ymax"] > s["ymin"]) & (s["pmax"] > s["pmin"])
     return nan_or(s["nan"], pl.when(defined).then((cov / (sxx * syy).sqrt()).clip(-1.0, 1.0)))
-
-
-def _pearson_rows(y: pl.Expr, p: pl.Expr, w: pl.Expr) -> pl.Expr:
-    """Weighted Pearson correlation of columns, centred before the products; null if a side
-    is constant (Spearman's: the correlation of the ranks)."""
-    y, p = _only_kept(y, w), _only_kept(p, w)
-    yc = y - _wmean(y, w)
-    pc = p - _wmean(p, w)
-    cov = (w * yc * pc).sum()
-    den = ((w * yc * yc).sum() * (w * pc * pc).sum()).sqrt()
-    defined = _not_constant(y) & _not_constant(p)
-    value = pl.when(defined).then((cov / den).clip(-1.0, 1.0)).otherwise(None)
-    return nan_guard(value, y, p)
-
-
-def _weighted_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
-    """:func:`bind` stages of the mid-ranks of ``y`` and ``p`` under the weights ``w``: the
-    weight strictly below + half the weight of the tie block.
-
-    With integer weights this is, up to a constant shift, the average rank of the rows
-    repeated, so Spearman with weights equals Spearman of the repeated rows.
-    """
-    return {**r, "oy": r["y"].arg_sort(), "op": r["p"].arg_sort()}
-
-
-def _sorted_sides(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
-    out = {"y": r["y"], "p": r["p"], "w": r["w"]}
-    for side in ("y", "p"):
-        order = r["o" + side]
-        out |= {"s" + side: r[side].gather(order), "c" + side: r["w"].gather(order).cum_sum()}
-    return out
-
-
-def _mid_ranks(r: Mapping[str, pl.Expr]) -> dict[str, pl.Expr]:
-    out = {"w": r["w"]}
-    for side in ("y", "p"):
-        vs, cw = r["s" + side], r["c" + side]
-        lo = vs.search_sorted(r[side], side="left")
-        hi = vs.search_sorted(r[side], side="right")
-        out[side] = (cw.shift(1).fill_null(0.0).gather(lo) + cw.gather(hi - 1)) / 2.0
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -548,8 +509,11 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     """Spearman rank correlation: Pearson correlation of the average ranks.
 
     Ties get their average rank; with weights a row's rank is the weight below it plus
-    half the weight of its tie block (integer weights = repeated rows). Rows of zero weight
-    are left out. Null with a constant side or fewer than two rows.
+    half the weight of its tie block (integer weights = repeated rows) and the
+    correlation of the ranks is weighted. Rows of zero weight are left out. Null with a
+    constant side or fewer than two rows. Computed in numpy, once per group
+    (:func:`_rank_correlations`; in ``df.eval.regression`` from the same sorts as
+    Kendall's tau, :func:`shared_ranks`).
 
     References
     ----------
@@ -562,41 +526,254 @@ def spearman(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = None
     >>> pl.DataFrame({"y": [1, 2, 3, 4], "p": [1, 10, 100, 1000]}).select(pe.spearman("y", "p")).item()
     1.0
     """
+    return _rank_spec("spearman", actual, pred, weight)
+
+
+# Rank correlations in numpy ------------------------------------------------------------
+#
+# Why numpy: Polars has no inversion count (Kendall), and its ``rank`` costs 2-3x its sort
+# of the same column and its ``arg_sort`` 2-3x numpy's (1e6 rows, Polars 2.1, numpy 2.4).
+# Each side is sorted once (:func:`_sort_order`: one SIMD sort of packed keys) and both
+# correlations are read from those orders: Kendall's discordant pairs are the inversions
+# of the prediction's order among the actual's positions, Spearman's ranks are gathered
+# along the same array.
+
+RANKS = "ranks"
+"""The key of ``MetricSpec.extra`` naming the rank correlation a spec computes
+(:func:`shared_ranks` computes those of the same rows in one call)."""
+
+
+def _rank_spec(name: str, actual: IntoExpr, pred: IntoExpr, weight: IntoExpr | None) -> MetricSpec:
+    """The spec of the rank correlation ``name``: the rows that count (actual, prediction
+    and, with weights, the weight) finalized by one numpy call per group."""
     y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
+    rows = {"y": y, "p": p} if weight is None else {"y": y, "p": p, "w": w}
+    spec = _rows_spec(lambda r: _rank_expr(r, (name,)), **rows)
+    return replace(spec, extra={RANKS: name})
 
-    def unweighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        return pl.struct(r["y"].alias("y"), r["p"].alias("p")).map_batches(
-            _spearman_batch, return_dtype=F64, returns_scalar=True
-        )
 
-    def weighted(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        ranks = (_weighted_ranks, _sorted_sides, _mid_ranks)
-        value = bind(r, *ranks, lambda k: _pearson_rows(k["y"], k["p"], k["w"]), rows=True)
-        return nan_guard(value, r["y"], r["p"])
+def _rank_expr(r: Mapping[str, pl.Expr], names: tuple[str, ...]) -> pl.Expr:
+    """The rank correlations ``names`` of the rows ``r`` (``y``, ``p``, optionally ``w``),
+    one numpy call per group: Float64 for one name, a struct of them for several."""
+    weighted = "w" in r
+    dtype = F64 if len(names) == 1 else pl.Struct({name: F64 for name in names})
+    return pl.struct(*(e.alias(k) for k, e in r.items())).map_batches(
+        lambda s: _rank_batch(s, names, weighted), return_dtype=dtype, returns_scalar=True
+    )
 
-    return _rows_spec(unweighted if weight is None else weighted, y=y, p=p, w=w)
+
+def _rank_batch(s: pl.Series, names: tuple[str, ...], weighted: bool) -> pl.Series:
+    frame = s.struct.unnest()
+    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
+    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
+    w = frame.get_column("w").to_numpy().astype(np.float64, copy=False) if weighted else None
+    values = _rank_correlations(x, y, w, names)
+    if len(names) == 1:
+        return pl.Series(names[0], [values[names[0]]], dtype=F64)
+    return pl.Series(RANKS, [values], dtype=pl.Struct({name: F64 for name in names}))
+
+
+def shared_ranks(
+    specs: Mapping[str, MetricSpec],
+) -> tuple[dict[str, MetricSpec], dict[str, tuple[str, str]]]:
+    """The rank correlations of ``specs`` over the same rows as one spec: one numpy call
+    that sorts each side once for all of them (1e6 rows: Spearman and Kendall together
+    cost about Kendall alone).
+
+    Returns the specs with each such group replaced by one spec ``__pe_ranks<i>``, whose
+    value is a struct of the correlations, and for each metric replaced, its joint spec
+    and field. A rank correlation alone in its rows is left as it is.
+    """
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for name, spec in specs.items():
+        if RANKS in spec.extra:
+            rows = tuple(sorted((k, state.key) for k, state in spec.states.items()))
+            groups.setdefault(rows, []).append(name)
+    joints: dict[str, MetricSpec] = {}
+    fields: dict[str, tuple[str, str]] = {}
+    for i, names in enumerate(n for n in groups.values() if len(n) > 1):
+        joint = f"__pe_ranks{i}"
+        stats = tuple(dict.fromkeys(str(specs[n].extra[RANKS]) for n in names))
+        joints[joint] = MetricSpec(specs[names[0]].states, lambda r, s=stats: _rank_expr(r, s))
+        fields |= {name: (joint, str(specs[name].extra[RANKS])) for name in names}
+    # first: Polars starts the aggregations in order on its threads, the longest first
+    return {**joints, **{k: v for k, v in specs.items() if k not in fields}}, fields
+
+
+def _rank_correlations(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray | None, names: Sequence[str]
+) -> dict[str, float | None]:
+    """Spearman's rho and Kendall's tau-b (those in ``names``) of two float arrays without
+    nulls, weighted by ``w`` (None: unweighted; Kendall's pairs count w_i·w_j): NaN with
+    a NaN, None with a constant side or fewer than two rows.
+
+    Each side is sorted once for both. With few distinct values on both sides (at most n
+    cells in their table) both come from the table of counts of the (x, y) pairs, in
+    O(n + cells); else from the two orders (:func:`_from_orders`).
+    """
+    n = x.size
+    if n and (np.isnan(x.min()) or np.isnan(y.min())):  # the minimum propagates NaN
+        return dict.fromkeys(names, NAN)
+    if n < 2:
+        return dict.fromkeys(names, None)
+    tied = _many_ties(x), _many_ties(y)
+    if all(tied):  # maybe few distinct values on both sides: counted by plain sorts
+        xs, ys = np.sort(x), np.sort(y)
+        new_x, new_y = _new_runs(xs[1:] == xs[:-1]), _new_runs(ys[1:] == ys[:-1])
+        mx, my = int(np.count_nonzero(new_x)), int(np.count_nonzero(new_y))
+        if mx < n and my < n and mx * my <= n:
+            cx, cy = _codes(x, xs[new_x]), _codes(y, ys[new_y])
+            return _from_table(cx, cy, mx, my, w, names)
+    if n >= PARALLEL_ROWS:
+        (ox, new_x), (oy, new_y) = _in_two_threads(_sort_order, (x, tied[0]), (y, tied[1]))
+    else:
+        (ox, new_x), (oy, new_y) = _sort_order(x, tied[0]), _sort_order(y, tied[1])
+    mx, my = int(np.count_nonzero(new_x)), int(np.count_nonzero(new_y))
+    if mx < n and my < n and mx * my <= n:
+        return _from_table(_dense_rank(ox, new_x), _dense_rank(oy, new_y), mx, my, w, names)
+    return _from_orders(ox, new_x, oy, new_y, w, names)
+
+
+def _from_table(
+    cx: np.ndarray, cy: np.ndarray, mx: int, my: int, w: np.ndarray | None, names: Sequence[str]
+) -> dict[str, float | None]:
+    """:func:`_rank_correlations` from the dense ranks ``cx`` < ``mx``, ``cy`` < ``my`` of
+    the rows: the mx × my table of (weighted) counts; Spearman's covariance is
+    dx' · counts · dy over the centred mid-ranks of the distinct values."""
+    cell = cx * my + cy
+    counts = np.bincount(cell, weights=w, minlength=mx * my).reshape(mx, my)
+    rows, cols = counts.sum(axis=1), counts.sum(axis=0)
+    out: dict[str, float | None] = {}
+    if "kendall_tau" in names:
+        out["kendall_tau"] = _tau_b(*_kendall_table(counts, cell, rows, cols, w))
+    if "spearman" in names:
+        dx, dy = _centred_mid_ranks(rows), _centred_mid_ranks(cols)
+        sxy = float(dx @ (counts @ dy))
+        out["spearman"] = _rho(sxy, float(rows @ (dx * dx)), float(cols @ (dy * dy)), mx, my)
+    return out
+
+
+def _from_orders(
+    ox: np.ndarray,
+    new_x: np.ndarray,
+    oy: np.ndarray,
+    new_y: np.ndarray,
+    w: np.ndarray | None,
+    names: Sequence[str],
+) -> dict[str, float | None]:
+    """:func:`_rank_correlations` from the sort orders of both sides and the flags of
+    their runs of equal values.
+
+    Rows are placed in (x, y) order (``position``); ``by_y`` lists their places in y
+    order (ties by place). Kendall's discordant pairs are the inversions of ``by_y``
+    (Knight 1966: pairs tied on x are in y order, never inverted); Spearman's covariance
+    is Σ dx[by_y] · dy over the centred mid-ranks in sorted order (a mid-rank is the same
+    for every row of a run, so the order inside a run does not matter).
+    """
+    n = ox.size
+    mx, my = int(np.count_nonzero(new_x)), int(np.count_nonzero(new_y))
+    kendall = "kendall_tau" in names
+    ry = _dense_rank(oy, new_y) if kendall and (mx < n or my < n) else None
+    order, new_xy = ox, new_x  # rows in (x, y) order
+    if ry is not None and mx < n:
+        key = (np.cumsum(new_x) - 1) * my + ry[ox]
+        within = np.argsort(key)
+        order = ox[within]
+        key = key[within]
+        new_xy = _new_runs(key[1:] == key[:-1])
+    itype = np.int32 if n < 2**31 else np.int64
+    position = np.empty(n, dtype=itype)
+    position[order] = np.arange(n, dtype=itype)
+    if ry is not None and my < n:
+        # places sorted by (y, place): one sort of integer keys
+        bits = (n - 1).bit_length()
+        by_y = np.sort((ry << bits) | position) & ((1 << bits) - 1)
+    else:
+        by_y = position[oy]
+    w_xy = None if w is None else w[order]
+    w_y = None if w is None else w[oy]
+    out: dict[str, float | None] = {}
+    if kendall:
+        if w is None:
+            n0: Any = n * (n - 1) // 2
+        else:
+            total = float(w.sum())
+            n0 = 0.5 * (total * total - float((w * w).sum()))
+        n1 = _tie_pairs(new_x, w_xy) if mx < n else 0  # pairs tied on x
+        n2 = _tie_pairs(new_y, w_y) if my < n else 0  # tied on y
+        n3 = _tie_pairs(new_xy, w_xy) if mx < n and my < n else 0  # tied on both
+        out["kendall_tau"] = _tau_b(n0, n1, n2, n3, _inversions(by_y, w_xy))
+    if "spearman" in names:
+        dx, dy = _mid_ranks_in_order(new_x, w_xy), _mid_ranks_in_order(new_y, w_y)
+        # x's centred rank of each row, in y order (no ties: its place + 1/2 − n/2)
+        along = by_y + (0.5 - n / 2.0) if w is None and mx == n else dx[by_y]
+        if w is None:
+            sums = float(along @ dy), float(dx @ dx), float(dy @ dy)
+        else:
+            along *= w_xy[by_y]
+            sums = float(along @ dy), float((w_xy * dx) @ dx), float((w_y * dy) @ dy)
+        out["spearman"] = _rho(*sums, mx, my)
+    return out
+
+
+def _centred_mid_ranks(c: np.ndarray) -> np.ndarray:
+    """The centred mid-rank of each distinct value from its (weighted) count ``c``, in
+    sorted order: the weight below it plus half its own, minus the mean, half the total
+    (unweighted: the average rank minus (n + 1) / 2, as ``scipy.stats.rankdata``)."""
+    c = c.astype(np.float64, copy=False)
+    return (np.cumsum(c) - c) + (c - float(c.sum())) / 2.0
+
+
+def _mid_ranks_in_order(new_run: np.ndarray, ws: np.ndarray | None) -> np.ndarray:
+    """:func:`_centred_mid_ranks` at every sorted place, from the flags of the runs of
+    equal values (and the weights in sorted order)."""
+    n = new_run.size
+    if ws is None and new_run.all():  # no ties: place + 1/2 − n/2, exact
+        return np.arange(n) + (0.5 - n / 2.0)
+    starts = np.flatnonzero(new_run)
+    lengths = np.diff(np.append(starts, n))
+    counts = lengths if ws is None else np.add.reduceat(ws, starts)
+    return np.repeat(_centred_mid_ranks(counts), lengths)
+
+
+def _rho(sxy: float, sxx: float, syy: float, mx: int, my: int) -> float | None:
+    """Spearman's rho from the co-moments of the centred ranks; None with a constant
+    side (``mx`` or ``my``: the distinct values of a side)."""
+    den = math.sqrt(sxx * syy)
+    if mx < 2 or my < 2 or not den > 0.0:
+        return None
+    return float(np.clip(sxy / den, -1.0, 1.0))
+
+
+def _tau_b(n0: Any, n1: Any, n2: Any, n3: Any, discordant: Any) -> float | None:
+    """Kendall's tau-b from the pairs (n0), the pairs tied on x (n1), on y (n2), on both
+    (n3) and the discordant pairs; None with a constant side."""
+    concordant = n0 - n1 - n2 + n3 - discordant
+    den = float(n0 - n1) * float(n0 - n2)
+    if den <= 0.0:
+        return None
+    return float(np.clip((concordant - discordant) / math.sqrt(den), -1.0, 1.0))
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
     """The average rank (from 1) of every value of ``x`` (no NaN): ties share the mean
     of their positions, as ``scipy.stats.rankdata``."""
-    n = x.size
     order, new_run = _sort_order(x)
-    if new_run.all():
-        in_order = np.arange(1.0, n + 1.0)
-    else:
-        starts = np.flatnonzero(new_run)
-        lengths = np.diff(np.append(starts, n))
-        in_order = np.repeat(starts + (lengths + 1) / 2.0, lengths)
-    ranks = np.empty(n)
-    ranks[order] = in_order
+    ranks = np.empty(x.size)
+    ranks[order] = _mid_ranks_in_order(new_run, None) + (x.size + 1) / 2.0
     return ranks
 
 
 _SIGN = np.int64(-(2**63))
 
 
-def _sort_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _many_ties(x: np.ndarray) -> bool:
+    """More than 5% of a sample of about 2,048 of the values equal their neighbour."""
+    sample = np.sort(x[:: max(1, x.size // 2048)])
+    return np.count_nonzero(sample[1:] == sample[:-1]) * 20 > sample.size
+
+
+def _sort_order(x: np.ndarray, many_ties: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The permutation that sorts ``x`` (float64, no NaN; ties in any order) and the flags
     of the sorted places that start a run of equal values.
 
@@ -607,19 +784,20 @@ def _sort_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (1e6 continuous values: the order and the runs in about half the time of an argsort).
     Two values that differ only in those low bits (relative gap below ~2^(b−52)) are then
     ordered by position: the neighbours with equal high bits are compared by value, and
-    such a pair's run re-sorted by value (``np.lexsort``). With many ties (a sample of
-    the values says so) the argsort, which partitions equal values once, is faster.
+    such a pair's run re-sorted by value (``np.lexsort``). With many ties
+    (:func:`_many_ties`, unless ``many_ties`` says) the argsort, which partitions equal
+    values once, is faster.
     """
     n = x.size
     bits = max(1, (n - 1).bit_length())
-    sample = np.sort(x[:: max(1, n // 2048)])
-    if n < 2 or bits > 32 or np.count_nonzero(sample[1:] == sample[:-1]) * 20 > sample.size:
+    if n < 2 or bits > 32 or (_many_ties(x) if many_ties is None else many_ties):
         return _argsort_runs(x)
     low = np.uint64((1 << bits) - 1)
     key = (x + 0.0).view(np.uint64)  # a new array; -0.0 becomes 0.0
-    flip = key.view(np.int64) >> 63  # all ones where negative
-    flip |= _SIGN
-    key ^= flip.view(np.uint64)  # a negative value's bits flipped, else the sign bit set
+    if not x.min() >= 0.0:  # (none negative: the bits are in order as they are)
+        flip = key.view(np.int64) >> 63  # all ones where negative
+        flip |= _SIGN
+        key ^= flip.view(np.uint64)  # a negative value's bits flipped, else the sign bit set
     key &= ~low
     key |= np.arange(n, dtype=np.uint64)
     key.sort()
@@ -634,11 +812,9 @@ def _sort_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return order, _new_runs(xs[1:] == xs[:-1])
     a, b = x[order[at]], x[order[at + 1]]
     if (b < a).any():  # values that share their high bits, out of order: sorted by value
-        run = np.cumsum(_new_runs(same))
-        fix = np.zeros(n, dtype=bool)
-        fix[at] = fix[at + 1] = True
-        rows = np.flatnonzero(fix)
-        order[rows] = order[rows][np.lexsort((x[order[rows]], run[rows]))]
+        rows = np.union1d(at, at + 1)  # the places of such runs (few)
+        run = np.cumsum(~np.isin(rows, at + 1))  # a run starts where the place before differs
+        order[rows] = order[rows][np.lexsort((x[order[rows]], run))]
         a, b = x[order[at]], x[order[at + 1]]
     new_run = np.ones(n, dtype=bool)
     new_run[at + 1] = a != b
@@ -650,29 +826,6 @@ def _argsort_runs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(x)
     xs = x[order]
     return order, _new_runs(xs[1:] == xs[:-1])
-
-
-def _spearman_batch(s: pl.Series) -> pl.Series:
-    """Spearman's correlation of the rows of a group (no null), unweighted: the Pearson
-    correlation of the average ranks; NaN with a NaN, null with a constant side or fewer
-    than two rows.
-
-    Why numpy: an average rank is one argsort and a scatter; Polars' ``rank`` is 2-3x
-    its sort of the same column and its ``arg_sort`` 2-3x numpy's (1e6 rows, Polars 2.1,
-    numpy 2.4), so the two ranks cost ~6 sorts in Polars and ~2.5 here."""
-    frame = s.struct.unnest()
-    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
-    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
-    value: float | None = None
-    if np.isnan(x).any() or np.isnan(y).any():
-        value = NAN
-    elif x.size >= 2:
-        dx = _average_ranks(x) - (x.size + 1) / 2.0  # the mean rank, exactly
-        dy = _average_ranks(y) - (y.size + 1) / 2.0
-        den = math.sqrt(float(dx @ dx) * float(dy @ dy))
-        if den > 0.0:
-            value = float(np.clip(float(dx @ dy) / den, -1.0, 1.0))
-    return pl.Series("spearman", [value], dtype=F64)
 
 
 # Kendall's tau-b -----------------------------------------------------------------------
@@ -707,16 +860,16 @@ def _inversions(order: np.ndarray, w: np.ndarray | None) -> float:
 
     Why numpy: Polars has no inversion count (Fenwick tree / merge sort). This is a merge
     sort run top-down over the positions, each level a few O(n) numpy passes with no sort
-    and no scatter: the array holds blocks of consecutive positions, each block in ``order``;
-    a level splits every block into its lower and upper half of positions, and each
-    lower-half element is inverted with the upper-half elements before it in its block:
-    Σ over lower elements of their index in the block minus the lower ones before them (a
-    dot product). Then all lower halves are compressed, in block order, into the first half
-    of the array and the upper halves into the second (the order of the blocks does not
-    matter). At the bottom, blocks of at most ``INVERSION_BLOCK`` positions count their
-    pairs directly (:func:`_small_inversions`; with weights, each element against the ones
-    up to a block length after it). The positions are padded to S·2^J (S the bottom block) with positions that come last in
-    ``order``: never inverted. O(n log n) in all; unweighted counts are exact integers.
+    and no scatter (:func:`_split_level`): the array holds blocks of consecutive
+    positions, each block in ``order``; a level splits every block into its lower and
+    upper half of positions, counts the pairs of an upper element before a lower one,
+    and moves the halves apart. At the bottom, blocks of at most ``INVERSION_BLOCK``
+    positions count their pairs directly (:func:`_small_inversions`; with weights, each
+    element against the ones up to a block length after it). The positions are padded to
+    S·2^J (S the bottom block) with positions that come last in ``order``: never
+    inverted. O(n log n) in all; unweighted counts are exact integers. From
+    ``PARALLEL_ROWS`` rows, after the top level the two halves (independent) are counted
+    in two threads (numpy's passes release the GIL).
     """
     n = order.size
     if n < 2:
@@ -726,66 +879,165 @@ def _inversions(order: np.ndarray, w: np.ndarray | None) -> float:
     size = -(-n // (1 << levels))  # positions per bottom block
     total_n = size << levels
     shift = (size - 1).bit_length()
-    itype = np.int32 if 2 * total_n < 2**31 else np.int64
+    utype = np.uint32 if 2 * total_n <= 2**32 else np.uint64
     # position p -> (p // size) << shift | p % size: a level tests one bit of p // size
-    pos = np.arange(total_n, dtype=itype)
-    pos[:n] = order
-    code, offset = np.divmod(pos, itype(size))
-    code <<= shift
-    code |= offset
-    del pos, offset
+    code = np.arange(total_n, dtype=utype)
+    code[:n] = order
+    if size != 1 << shift:
+        block_of = code // utype(size)
+        code -= block_of * utype(size)  # the offsets
+        code |= block_of << utype(shift)
+        del block_of
     wv = None if w is None else np.concatenate([w[order], np.zeros(total_n - n)])
-    if wv is not None:
-        w_up, up_through, w_next = np.empty_like(wv), np.empty_like(wv), np.empty_like(wv)
-    buf = np.empty_like(code)
-    upper = np.empty(total_n, dtype=np.int64)  # 1 for an upper-half position
+    if levels == 0 or n < PARALLEL_ROWS or _workers() < 2:
+        return _count_inversions(code, wv, size, shift, levels)
     lower = np.empty(total_n, dtype=bool)
-    index = np.arange(total_n, dtype=np.int64)
+    buf = np.empty_like(code)
+    w_buf = None if wv is None else np.empty_like(wv)
+    h, bit = size << (levels - 1), 1 << (shift + levels - 1)
+    top = _split_level(code, wv, h, bit, lower, buf, w_buf)
     half = total_n // 2
-    total: Any = 0 if w is None else 0.0
+    halves = [
+        (buf[part], None if w_buf is None else w_buf[part])
+        for part in (slice(0, half), slice(half, None))
+    ]
+    low, high = _in_two_threads(_count_inversions, *((*h, size, shift, levels - 1) for h in halves))
+    return top + low + high
+
+
+PARALLEL_ROWS = 1 << 17
+"""From this many rows on, the rank correlations sort the two sides, and count the halves
+of the inversions, in two threads."""
+
+
+def _workers() -> int:
+    return min(2, os.cpu_count() or 1)
+
+
+def _in_two_threads(
+    f: Callable[..., Any], a: tuple[Any, ...], b: tuple[Any, ...]
+) -> tuple[Any, Any]:
+    """``(f(*a), f(*b))``, the first in a thread of its own where there are two cores."""
+    if _workers() < 2:
+        return f(*a), f(*b)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polars_eval-ranks") as pool:
+        first = pool.submit(f, *a)
+        second = f(*b)
+        return first.result(), second
+
+
+def _count_inversions(
+    code: np.ndarray, wv: np.ndarray | None, size: int, shift: int, levels: int
+) -> Any:
+    """The inversions of ``code``: one top block of ``size << levels`` places, each code
+    holding the bits of its position up to ``shift + levels`` (see :func:`_inversions`)."""
+    lower = np.empty(code.size, dtype=bool)
+    buf = np.empty_like(code)
+    w_buf = None if wv is None else np.empty_like(wv)
+    total: Any = 0 if wv is None else 0.0
     for level in range(levels - 1, -1, -1):
-        h = size << level  # positions per half block
-        blocks = total_n // (2 * h)
-        np.right_shift(code, shift + level, out=upper)
-        np.bitwise_and(upper, 1, out=upper)
-        np.equal(upper, 0, out=lower)
-        if wv is None:
-            # Σ_lower (index − block start) − Σ_lower (lower ones before it in the block)
-            lower_index = total_n * (total_n - 1) // 2 - int(np.dot(upper, index))
-            starts = 2 * h * h * (blocks * (blocks - 1) // 2)
-            total += lower_index - starts - blocks * (h * (h - 1) // 2)
-        else:
-            np.multiply(wv, upper, out=w_up)
-            np.cumsum(w_up, out=up_through)  # upper weight up to each index
-            np.subtract(wv, w_up, out=w_up)  # now the lower weights
-            up_before_block = np.concatenate([[0.0], up_through[2 * h - 1 : -1 : 2 * h]])
-            low_per_block = w_up.reshape(blocks, 2 * h).sum(axis=1)
-            total += float(np.einsum("i,i->", w_up, up_through)) - float(
-                low_per_block @ up_before_block
-            )
-            np.compress(lower, wv, out=w_next[:half])
-        np.compress(lower, code, out=buf[:half])
-        np.logical_not(lower, out=lower)  # now the upper halves
-        np.compress(lower, code, out=buf[half:])
+        h, bit = size << level, 1 << (shift + level)
+        total += _split_level(code, wv, h, bit, lower, buf, w_buf)
         code, buf = buf, code
         if wv is not None:
-            np.compress(lower, wv, out=w_next[half:])
-            wv, w_next = w_next, wv
+            wv, w_buf = w_buf, wv
     # bottom blocks of `size` positions, each row a permutation of the offsets 0..size-1
-    offsets = code & ((1 << shift) - 1)
     if wv is None:
-        return total + _small_inversions(offsets.reshape(-1, size))
+        return total + _small_inversions(code.reshape(-1, size))
     # with weights: key = block << shift | offset grows across blocks, so comparing the
     # elements d apart counts only the pairs inside a block
-    key = (np.arange(total_n, dtype=itype) // size) << shift
-    key |= offsets
-    greater = np.empty(total_n, dtype=bool)
-    pair = np.empty(total_n)
+    key = (np.arange(code.size, dtype=code.dtype) // code.dtype.type(size)) << shift
+    key |= code
+    greater = np.empty(code.size, dtype=bool)
+    pair = np.empty(code.size)
     for d in range(1, size):
-        m = total_n - d
+        m = code.size - d
         np.greater(key[:-d], key[d:], out=greater[:m])
         np.multiply(wv[:-d], greater[:m], out=pair[:m])
         total += float(np.einsum("i,i->", pair[:m], wv[d:]))
+    return total
+
+
+def _split_level(
+    code: np.ndarray,
+    wv: np.ndarray | None,
+    h: int,
+    bit: int,
+    lower: np.ndarray,
+    buf: np.ndarray,
+    w_buf: np.ndarray | None,
+) -> Any:
+    """One level of :func:`_inversions`: ``code`` in blocks of 2h places (every code
+    < 2·``bit``), each split into its lower half of positions (code < ``bit``) and its
+    upper half. Returns the (weighted) pairs of an upper
+    element before a lower one in a block; ``buf`` (``w_buf``) gets the lower halves, in
+    block order, then the upper halves, their bit cleared.
+
+    Unweighted: Σ over lower elements of their index in the block minus the lower ones
+    before them: every block holds h of each, so this is Σ_lower index (from the bits of
+    the mask: :func:`_index_sum`) minus constants. Weighted: Σ over lower elements of
+    their weight times the upper weight before them in the block (a cumulative sum).
+    """
+    n = code.size
+    half = n // 2
+    bit = code.dtype.type(bit)
+    np.less(code, bit, out=lower)
+    if wv is None:
+        blocks = n // (2 * h)
+        starts = 2 * h * h * (blocks * (blocks - 1) // 2)
+        total: Any = _index_sum(lower) - starts - blocks * (h * (h - 1) // 2)
+    else:
+        assert w_buf is not None
+        w_low, up_through = np.multiply(wv, lower), np.empty_like(wv)
+        np.subtract(wv, w_low, out=up_through)  # the upper weights
+        np.cumsum(up_through, out=up_through)  # upper weight up to each index
+        up_before_block = np.concatenate([[0.0], up_through[2 * h - 1 : -1 : 2 * h]])
+        low_per_block = w_low.reshape(-1, 2 * h).sum(axis=1)
+        total = float(np.einsum("i,i->", w_low, up_through)) - float(
+            low_per_block @ up_before_block
+        )
+    pairs = [(code, buf)] if wv is None or w_buf is None else [(code, buf), (wv, w_buf)]
+    if n >= FILTER_ROWS:  # by Polars' filter: 2-4x numpy's compress, and the GIL released
+        mask = pl.Series(lower)
+        for values, out in pairs:
+            column = pl.Series(values)
+            out[:half] = column.filter(mask).to_numpy()
+            out[half:] = column.filter(~mask).to_numpy()
+    else:
+        upper = ~lower
+        for values, out in pairs:
+            np.compress(lower, values, out=out[:half])
+            np.compress(upper, values, out=out[half:])
+    buf[half:] -= bit
+    return total
+
+
+FILTER_ROWS = 1 << 15
+"""From this many places on, a level of the inversion count moves its halves by Polars'
+filter and sums the indices of its lower half from packed bits (below, numpy's compress
+and a plain sum cost less than the calls)."""
+
+
+_BIT_OF_PLACE = np.array(
+    [sum(1 << k for k in range(64) if k >> j & 1) for j in range(6)], dtype=np.uint64
+)
+"""_BIT_OF_PLACE[j]: the 64-bit mask of the places k (0..63) in a word whose bit j is set."""
+
+
+def _index_sum(mask: np.ndarray) -> int:
+    """Σ of the indices where ``mask`` is true, from its bits packed into 64-bit words
+    (a bit per element, popcounts per word: a sixty-fourth of the passes of a dot product
+    of the mask and the indices)."""
+    if mask.size < FILTER_ROWS:
+        return int(np.flatnonzero(mask).sum())
+    packed = np.packbits(mask, bitorder="little")
+    if packed.size % 8:
+        packed = np.concatenate([packed, np.zeros(-packed.size % 8, dtype=np.uint8)])
+    words = packed.view("<u8")
+    per_word = np.bitwise_count(words).astype(np.int64)
+    total = 64 * int(per_word @ np.arange(words.size, dtype=np.int64))  # the words' starts
+    for j, places in enumerate(_BIT_OF_PLACE):  # the places inside the words, bit by bit
+        total += int(np.bitwise_count(words & places).sum(dtype=np.int64)) << j
     return total
 
 
@@ -801,7 +1053,7 @@ def _small_inversions(rows: np.ndarray) -> int:
         return int(np.count_nonzero((rows[:, :, None] > rows[:, None, :]) & pairs))
     # column by column, a bit mask per row of the offsets seen: each element adds the
     # number of seen offsets above it (popcount); S steps of O(rows) numpy work
-    columns = np.ascontiguousarray(rows.T, dtype=np.uint64)
+    columns = np.ascontiguousarray(rows.T, dtype=np.uint32)
     seen = np.zeros(count, dtype=np.uint64)
     above = np.empty_like(seen)
     total = 0
@@ -815,22 +1067,25 @@ def _small_inversions(rows: np.ndarray) -> int:
 
 
 def _kendall_table(
-    rx: np.ndarray, ry: np.ndarray, mx: int, my: int, w: np.ndarray | None
+    counts: np.ndarray,
+    cell: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    w: np.ndarray | None,
 ) -> tuple[Any, Any, Any, Any, Any]:
-    """(n0, tied x, tied y, tied both, discordant) pairs from the mx × my table of counts
-    of the dense ranks: O(n + mx·my), for data with few distinct values on both sides."""
-    cell = rx * my + ry
-    counts = np.bincount(cell, weights=w, minlength=mx * my).reshape(mx, my)
+    """(n0, tied x, tied y, tied both, discordant) pairs from the mx × my table of
+    (weighted) ``counts`` of the dense ranks (``cell``: each row's cell; ``rows``,
+    ``cols``: the table's margins): O(n + mx·my), for data with few distinct values on
+    both sides."""
     # below[i, j]: rows with a greater x and a smaller y than cell (i, j)
     left = np.cumsum(counts, axis=1) - counts
     below = np.cumsum(left[::-1], axis=0)[::-1] - left
     discordant = (counts * below).sum()
-    rows, cols = counts.sum(axis=1), counts.sum(axis=0)
     if w is None:
-        n = rx.size
+        n = cell.size
         pairs = [int((c * (c - 1)).sum()) // 2 for c in (rows, cols, counts)]
         return n * (n - 1) // 2, pairs[0], pairs[1], pairs[2], int(discordant)
-    squares = np.bincount(cell, weights=w * w, minlength=mx * my).reshape(mx, my)
+    squares = np.bincount(cell, weights=w * w, minlength=counts.size).reshape(counts.shape)
     total, total_sq = float(counts.sum()), float(squares.sum())
     n1 = 0.5 * float((rows * rows - squares.sum(axis=1)).sum())
     n2 = 0.5 * float((cols * cols - squares.sum(axis=0)).sum())
@@ -855,65 +1110,7 @@ def _codes(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
 
 def _kendall_tau_b(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> float | None:
     """Kendall's tau-b of two float arrays (no nulls), pairs weighted by w_i·w_j."""
-    n = x.size
-    if n == 0:
-        return None
-    # numpy's sorts, not Polars': vectorised (AVX-512 where the CPU has it); the value sorts
-    # tell the distinct values (and NaN, sorted last), the argsorts are one-key (ties in any
-    # order, broken below by integer keys) and only run when the table of counts does not
-    xs, ys = np.sort(x), np.sort(y)
-    if np.isnan(xs[-1]) or np.isnan(ys[-1]):
-        return NAN
-    if n < 2:
-        return None
-    new_x, new_y = _new_runs(xs[1:] == xs[:-1]), _new_runs(ys[1:] == ys[:-1])
-    mx, my = int(np.count_nonzero(new_x)), int(np.count_nonzero(new_y))
-    if mx < n and my < n and mx * my <= n:
-        rx, ry = _codes(x, xs[new_x]), _codes(y, ys[new_y])
-        n0, n1, n2, n3, discordant = _kendall_table(rx, ry, mx, my, w)
-    else:
-        ox, oy = _sort_order(x)[0], _sort_order(y)[0]
-        ry = _dense_rank(oy, new_y) if mx < n or my < n else None
-        order = ox  # rows in (x, y) order
-        new_xy = new_x
-        if ry is not None and mx < n:
-            key = (np.cumsum(new_x) - 1) * my + ry[ox]
-            within = np.argsort(key)
-            order = ox[within]
-            key = key[within]
-            new_xy = _new_runs(key[1:] == key[:-1])
-        position = np.empty(n, dtype=np.int64)
-        position[order] = np.arange(n)
-        if ry is not None and my < n:
-            # positions sorted by (y, position): one sort of integer keys
-            bits = (n - 1).bit_length()
-            by_y = np.sort((ry << bits) | position) & ((1 << bits) - 1)
-        else:
-            by_y = position[oy]
-        w_xy = None if w is None else w[order]
-        if w is None:
-            n0: Any = n * (n - 1) // 2
-        else:
-            total = float(w.sum())
-            n0 = 0.5 * (total * total - float((w * w).sum()))
-        n1 = _tie_pairs(new_x, w_xy) if mx < n else 0  # pairs tied on x
-        n2 = _tie_pairs(new_y, None if w is None else w[oy]) if my < n else 0  # tied on y
-        n3 = _tie_pairs(new_xy, w_xy) if mx < n and my < n else 0  # tied on both
-        # rows in (x, y) order: pairs tied on x are never inverted
-        discordant = _inversions(by_y, w_xy)
-    concordant = n0 - n1 - n2 + n3 - discordant
-    den = float(n0 - n1) * float(n0 - n2)
-    if den <= 0.0:
-        return None
-    return float(np.clip((concordant - discordant) / math.sqrt(den), -1.0, 1.0))
-
-
-def _kendall_batch(s: pl.Series, weighted: bool) -> pl.Series:
-    frame = s.struct.unnest()
-    x = frame.get_column("y").to_numpy().astype(np.float64, copy=False)
-    y = frame.get_column("p").to_numpy().astype(np.float64, copy=False)
-    w = frame.get_column("w").to_numpy().astype(np.float64, copy=False) if weighted else None
-    return pl.Series("kendall_tau", [_kendall_tau_b(x, y, w)], dtype=F64)
+    return _rank_correlations(x, y, w, ("kendall_tau",))["kendall_tau"]
 
 
 @register(**CORRELATION)
@@ -923,11 +1120,13 @@ def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     tau-b = (n_c − n_d) / √((n_0 − n_1)(n_0 − n_2)), with n_0 the pairs, n_1 / n_2 the pairs
     tied on actual / prediction, n_c / n_d the concordant / discordant pairs. Discordant
     pairs are counted as the inversions of the prediction once rows are sorted by actual
-    (Knight 1966), by a vectorised merge sort in numpy (no sort inside its levels), run per
-    group through ``map_batches``; with few distinct values on both sides (at most n
-    cells in their table), from the table of counts of the (actual, prediction) pairs
-    instead, in O(n). With weights, a pair counts w_i·w_j (integer weights = repeated rows).
-    Null with a constant side or fewer than two rows.
+    (Knight 1966), by a vectorised merge sort (no sort inside its levels:
+    :func:`_inversions`), run per group through ``map_batches``; with few distinct values
+    on both sides (at most n cells in their table), from the table of counts of the
+    (actual, prediction) pairs instead, in O(n). With weights, a pair counts w_i·w_j
+    (integer weights = repeated rows). Null with a constant side or fewer than two rows.
+    In ``df.eval.regression`` computed with Spearman's rho from the same sorts
+    (:func:`shared_ranks`).
 
     References
     ----------
@@ -944,15 +1143,7 @@ def kendall_tau(actual: IntoExpr, pred: IntoExpr, *, weight: IntoExpr | None = N
     >>> round(df.select(pe.kendall_tau("y", "p")).item(), 6)
     0.666667
     """
-    y, p, w = _inputs(actual, pred, weight, drop_zero_weight=True)
-    weighted = weight is not None
-
-    def finalize(r: Mapping[str, pl.Expr]) -> pl.Expr:
-        return pl.struct(r["y"].alias("y"), r["p"].alias("p"), r["w"].alias("w")).map_batches(
-            lambda s: _kendall_batch(s, weighted), return_dtype=F64, returns_scalar=True
-        )
-
-    return _rows_spec(finalize, y=y, p=p, w=w)
+    return _rank_spec("kendall_tau", actual, pred, weight)
 
 
 @register(task="regression", inputs=INPUTS, higher_is_better=True, upper=1.0, undefined=CONSTANT)

@@ -77,6 +77,9 @@ def regression_table(a: Mapping[str, Any]) -> Table:
         raise InvalidParameterError(BASELINE_NOT_MERGEABLE)
     infos = _registry.select("regression", a["metrics"])
     specs = regression_specs(infos, actual, pred, weight=weight, zero_actuals=zero_actuals)
+    names = list(specs)
+    # the rank correlations over the same rows in one numpy call: each side sorted once
+    planned, rank_fields = r.shared_ranks(specs)
     undefined = {info.name: info.undefined or "no defined value" for info in infos}
     for info in filter(_log_domain, infos):
         undefined[info.name] = "some actual or prediction is <= -1, or the group is empty"
@@ -99,15 +102,21 @@ def regression_table(a: Mapping[str, Any]) -> Table:
     # the count as a state of its own column (the name pe.Evaluation's states keep)
     count = r.zero_actual_count(actual, pred, weight=weight).alias(ZERO)
 
+    def value(values: Mapping[str, pl.Expr], name: str) -> pl.Expr:
+        if name in rank_fields:
+            joint, field = rank_fields[name]
+            return values[joint].struct.field(field)
+        return values[name]
+
     def columns(values: Mapping[str, pl.Expr]) -> list[pl.Expr]:
         return [
-            *(values[name].alias(name) for name in specs),
+            *(value(values, name).alias(name) for name in names),
             values[ZERO].alias("zero_actuals"),
             *(values[name].alias(name) for name in baseline_specs),
         ]
 
     return Table(
-        Specs({**specs, **baseline_specs}, columns, sums=[count]),
+        Specs({**planned, **baseline_specs}, columns, sums=[count]),
         Checks(
             NUMERIC_INPUTS,
             {"actual": actual, "pred": pred, "weight": weight},
