@@ -459,12 +459,16 @@ def build(table: Table, frame: Frame) -> pl.LazyFrame:
 
     # The row checks ride in the metric query itself (one pass over the data) unless a
     # second stage reshapes its result; then they are aggregated apart and cross-joined.
+    # A DataFrame grouped by keys is checked apart too: its counts are wanted for the
+    # whole frame only, and counting them per group gathers every checked column by
+    # group (1e6 rows, 1,000 groups: 37 ms on a 70 ms AUC by group; apart: ~3 ms)
+    group = [*table.by, *stage.keys]
     inline = bool(checks) and stage.then is None
+    inline = inline and not (group and isinstance(frame, pl.DataFrame))
     exprs = list(q.aggs) + (check_aggs(checks, examples=False) if inline else [])
     rows = lf
     for columns in q.rows:
         rows = rows.with_columns(columns)
-    group = [*table.by, *stage.keys]
     # grouped: the check counts ride on every result row (with units: counted apart)
     carried = g is not None and stage.units is None
     if g is not None:
