@@ -203,13 +203,6 @@ import polars as pl
 
 from polars_eval._typing import IntoExpr, Proba, ZeroActuals
 from polars_eval.stats.intervals import Interval
-
-class EvalBase:
-    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None: ...
-
-def install() -> type: ...
-
-class EvalNamespace(EvalBase):
 '''
 
 
@@ -241,11 +234,17 @@ def _stub_signature(name: str, sig: inspect.Signature) -> str:
 
 
 def render_stub() -> str:
-    """The ``.pyi`` text of the namespace: every method with its signature."""
+    """The ``.pyi`` text of the namespace: ``EvalBase``, ``install`` and every method, each
+    with its signature."""
     # importing this module imported the package first: the namespace is installed and
     # every family registered
     namespace = type(pl.DataFrame().eval)
-    lines = []
+    init = _stub_signature("__init__", inspect.signature(EvalBase.__init__))
+    lines = [
+        f"\nclass EvalBase:\n{init}\n",
+        _stub_signature("install", inspect.signature(install)).strip() + "\n",
+        "class EvalNamespace(EvalBase):",
+    ]
     for name in sorted(dir(namespace)):
         member = getattr(namespace, name)
         if name.startswith("_") or not callable(member):
