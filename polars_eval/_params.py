@@ -95,3 +95,17 @@ def check_tweedie_power(power: Any, *, negative: bool = True, metric: str = "") 
             f"got {power!r}"
         )
     return float(power)
+
+
+def check_column_names(name: str, columns: Sequence[Any]) -> list[str]:
+    """The list of columns given to ``name=``, checked: each a column name (str), none
+    named twice."""
+    for col in columns:
+        if not isinstance(col, str):
+            raise InvalidParameterError(
+                f"{name}= takes column names (str); got {type(col).__name__} {col!r}"
+            )
+    repeated = sorted({c for c in columns if list(columns).count(c) > 1})
+    if repeated:
+        raise InvalidParameterError(f'{name}= names the column "{repeated[0]}" twice')
+    return list(columns)

@@ -9,7 +9,7 @@ turned into an error before the result is returned (at collect time on a LazyFra
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,14 +60,8 @@ def column_problems(
 ) -> list[str]:
     """Schema-level problems of the column arguments, as messages."""
     problems: list[str] = []
-    for arg, role in inputs.items():
-        value = args.get(arg)
-        if value is None:
-            continue
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for item in values:
-            if not isinstance(item, (str, pl.Expr)):
-                continue
+    for arg, role, value in _given(args, inputs):
+        for item in _columns(value):
             roots = [item] if isinstance(item, str) else item.meta.root_names()
             missing = [r for r in roots if r not in schema]
             if missing:
@@ -108,22 +102,30 @@ def row_checks(
 ) -> list[Check]:
     """Row-level checks of the column arguments, by role."""
     checks: list[Check] = []
-    for arg, role in inputs.items():
-        value = args.get(arg)
-        if value is not None and role == "key" and arg in CLASS_ARGS:
+    for arg, role, value in _given(args, inputs):
+        if role == "key" and arg in CLASS_ARGS:
             checks.extend(_class_id_checks(value, schema))
-        if value is None or role in ("key", "row_id"):
+        if role in ("key", "row_id"):
             continue
         if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
             if not isinstance(value, (list, tuple)):
                 continue
             role = "proba" if role == "class_proba" else "score"
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for item in values:
-            if not isinstance(item, (str, pl.Expr)):
-                continue
+        for item in _columns(value):
             checks.extend(_checks_for(item, role, schema, args))
     return checks
+
+
+def _given(args: Mapping[str, Any], inputs: Mapping[str, Role]) -> list[tuple[str, Role, Any]]:
+    """(argument, role, value) of each input given a value (not None)."""
+    return [(arg, role, args[arg]) for arg, role in inputs.items() if args.get(arg) is not None]
+
+
+def _columns(value: Any) -> list[str | pl.Expr]:
+    """The columns an argument names: a name or an expression, or a list of them (a value
+    of another kind, such as None, names none)."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [item for item in values if isinstance(item, (str, pl.Expr))]
 
 
 CLASS_ARGS = ("label", "pred")
@@ -195,44 +197,26 @@ def _checks_for(
                 name, nonfinite, expr, "must hold finite numbers; found {n} rows with NaN or ±inf"
             )
         )
-    finite = f.is_finite() & f.is_not_null()
-    if role == "proba":
-        out.append(
-            Check(
-                name,
-                finite & ((f < 0.0) | (f > 1.0)),
-                expr,
-                "must hold probabilities in [0, 1]; found {n} rows outside",
-            )
-        )
-    elif role == "weight":
-        out.append(
-            Check(
-                name,
-                finite & (f < 0.0),
-                expr,
-                "must hold non-negative weights; found {n} negative rows",
-            )
-        )
-    elif role == "relevance":
-        out.append(
-            Check(
-                name,
-                finite & (f < 0.0),
-                expr,
-                "must hold relevance grades >= 0; found {n} negative rows",
-            )
-        )
-    elif role == "positive":
-        out.append(
-            Check(
-                name,
-                finite & (f <= -1.0),
-                expr,
-                "must hold values > -1 for a logarithmic error; found {n} rows <= -1",
-            )
-        )
+    if role in RANGES:
+        outside, problem = RANGES[role]
+        finite = f.is_finite() & f.is_not_null()
+        out.append(Check(name, finite & outside(f), expr, problem))
     return out
+
+
+RANGES: dict[str, tuple[Callable[[pl.Expr], pl.Expr], str]] = {
+    "proba": (
+        lambda f: (f < 0.0) | (f > 1.0),
+        "must hold probabilities in [0, 1]; found {n} rows outside",
+    ),
+    "weight": (lambda f: f < 0.0, "must hold non-negative weights; found {n} negative rows"),
+    "relevance": (lambda f: f < 0.0, "must hold relevance grades >= 0; found {n} negative rows"),
+    "positive": (
+        lambda f: f <= -1.0,
+        "must hold values > -1 for a logarithmic error; found {n} rows <= -1",
+    ),
+}
+"""The range of the numeric roles that have one: (the finite values outside it, the problem)."""
 
 
 def resolve_checks(items: Sequence[Any], schema: Mapping[str, pl.DataType]) -> list[Check]:

@@ -49,7 +49,7 @@ from polars_eval._core.planner import Planned, normalize_by, plan_specs
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
 from polars_eval._exprs import F64, binary_label, count_true, not_null, to_float, weight_expr
-from polars_eval._params import check_choice, check_number
+from polars_eval._params import check_choice, check_column_names, check_number
 from polars_eval._typing import IntoExpr
 from polars_eval._validate import column_problems
 from polars_eval.exceptions import (
@@ -107,24 +107,12 @@ class Query:
     @property
     def available(self) -> dict[str, Any]:
         """The arguments a metric of the table may take."""
-        return {
-            "label": self.label,
-            "score": self.score,
-            "threshold": self.threshold,
-            "weight": self.weight,
-            "pos_label": self.pos_label,
-        }
+        return {k: getattr(self, k) for k in ("label", "score", "threshold", "weight", "pos_label")}
 
     @property
     def args(self) -> dict[str, Any]:
         """The column arguments, for validation."""
-        return {
-            "label": self.label,
-            "score": self.score,
-            "weight": self.weight,
-            "pos_label": self.pos_label,
-            "sensitive": self.sensitive,
-        }
+        return {k: getattr(self, k) for k in ("label", "score", "weight", "pos_label", "sensitive")}
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -152,14 +140,7 @@ def _columns(name: str, value: Any) -> list[str]:
         raise InvalidParameterError(
             f"{name}= must be a column name or a non-empty list of column names; got {value!r}"
         )
-    for col in cols:
-        if not isinstance(col, str):
-            raise InvalidParameterError(
-                f"{name}= takes column names (str); got {type(col).__name__} {col!r}"
-            )
-    if len(set(cols)) < len(cols):
-        raise InvalidParameterError(f"{name}= names a column twice: {list(cols)!r}")
-    return list(cols)
+    return check_column_names(name, cols)
 
 
 def resolve_metrics(metrics: str | Sequence[str] | None) -> list[tuple[str, MetricInfo]]:

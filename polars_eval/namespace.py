@@ -30,21 +30,23 @@ class EvalBase:
         self._frame = frame
 
 
-_NAMESPACE_TYPES = {
-    "by": "str | list[str] | None",
-    "validate": "bool",
-    "ci": "str | None",
-    "level": "float",
-    "n_resamples": "int | None",
-    "seed": "int | None",
-    "method": "str | None",
-    "time": "str | None",
-    "every": "str | int | None",
-    "period": "str | int | None",
-    "offset": "str | int | None",
+_NAMESPACE_OPTIONS = {
+    "by": ("str | list[str] | None", None),
+    "validate": ("bool", True),
+    "ci": ("str | None", None),
+    "level": ("float", 0.95),
+    "n_resamples": ("int | None", None),
+    "seed": ("int | None", None),
+    "method": ("str | None", None),
+    "time": ("str | None", None),
+    "every": ("str | int | None", None),
+    "period": ("str | int | None", None),
+    "offset": ("str | int | None", None),
 }
-"""The types of the arguments the namespace adds to a metric's own (by=, validate=, the
-intervals' and the windows')."""
+"""The arguments the namespace adds to a metric's own (by=, validate=, the intervals' and the
+windows'): their types and defaults."""
+
+_NAMESPACE_TYPES = {name: ann for name, (ann, _) in _NAMESPACE_OPTIONS.items()}
 
 
 def _make_method(info: MetricInfo) -> Any:
@@ -54,22 +56,10 @@ def _make_method(info: MetricInfo) -> Any:
     own_method = "method" in sig.parameters
 
     @functools.wraps(info.fn)
-    def method(
-        self: EvalBase,
-        *args: Any,
-        by: Any = None,
-        validate: bool = True,
-        ci: str | None = None,
-        level: float = 0.95,
-        n_resamples: int | None = None,
-        seed: int | None = None,
-        method: str | None = None,
-        time: str | None = None,
-        every: str | int | None = None,
-        period: str | int | None = None,
-        offset: str | int | None = None,
-        **kwargs: Any,
-    ) -> Any:
+    def method(self: EvalBase, *args: Any, **kwargs: Any) -> Any:
+        o = {name: kwargs.pop(name, default) for name, (_, default) in _NAMESPACE_OPTIONS.items()}
+        by, validate, ci, level = o["by"], o["validate"], o["ci"], o["level"]
+        n_resamples, seed, method = o["n_resamples"], o["seed"], o["method"]
         if own_method:
             kwargs = {**kwargs, **({"method": method} if method is not None else {})}
             method = None
@@ -85,7 +75,7 @@ def _make_method(info: MetricInfo) -> Any:
                 f"the bootstrap options ({', '.join(f'{k}=' for k in boot)}) need "
                 f"ci='bootstrap'; got ci={ci!r}"
             )
-        windows = grouping(by, time=time, every=every, period=period, offset=offset)
+        windows = grouping(by, **{k: o[k] for k in ("time", "every", "period", "offset")})
         if windows is not None and ci is not None:
             raise InvalidParameterError(
                 f"ci={ci!r} is not available with time=/every= (an interval per window)"
@@ -112,18 +102,19 @@ def _make_method(info: MetricInfo) -> Any:
             **{"resampling" if k == "method" else k: v for k, v in boot.items()},
         )
 
-    def keyword(name: str, default: Any = None) -> inspect.Parameter:
+    def keyword(name: str) -> inspect.Parameter:
+        annotation, default = _NAMESPACE_OPTIONS[name]
         kind = inspect.Parameter.KEYWORD_ONLY
-        return inspect.Parameter(name, kind, default=default, annotation=_NAMESPACE_TYPES[name])
+        return inspect.Parameter(name, kind, default=default, annotation=annotation)
 
     params = [
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         *sig.parameters.values(),
         keyword("by"),
-        keyword("validate", True),
+        keyword("validate"),
     ]
     if info.intervals:
-        params += [keyword("ci"), keyword("level", 0.95)]
+        params += [keyword("ci"), keyword("level")]
     if "bootstrap" in info.intervals:  # ci="bootstrap" options (None: 1000, 0, "multinomial")
         params += [keyword("n_resamples"), keyword("seed")]
         if not own_method:
@@ -212,13 +203,6 @@ import polars as pl
 
 from polars_eval._typing import IntoExpr, Proba, ZeroActuals
 from polars_eval.stats.intervals import Interval
-
-class EvalBase:
-    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None: ...
-
-def install() -> type: ...
-
-class EvalNamespace(EvalBase):
 '''
 
 
@@ -250,11 +234,17 @@ def _stub_signature(name: str, sig: inspect.Signature) -> str:
 
 
 def render_stub() -> str:
-    """The ``.pyi`` text of the namespace: every method with its signature."""
+    """The ``.pyi`` text of the namespace: ``EvalBase``, ``install`` and every method, each
+    with its signature."""
     # importing this module imported the package first: the namespace is installed and
     # every family registered
     namespace = type(pl.DataFrame().eval)
-    lines = []
+    init = _stub_signature("__init__", inspect.signature(EvalBase.__init__))
+    lines = [
+        f"\nclass EvalBase:\n{init}\n",
+        _stub_signature("install", inspect.signature(install)).strip() + "\n",
+        "class EvalNamespace(EvalBase):",
+    ]
     for name in sorted(dir(namespace)):
         member = getattr(namespace, name)
         if name.startswith("_") or not callable(member):

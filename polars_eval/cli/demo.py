@@ -58,6 +58,11 @@ def command(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
+def _section(out: io.StringIO, table: pl.DataFrame, keys: list[str], title: str) -> None:
+    """One table of the demo, under its title."""
+    out.write(render_table(table, keys, title) + "\n\n")
+
+
 def _pick(table: pl.DataFrame, *names: str) -> pl.DataFrame:
     """The named columns that the table has, in that order."""
     return table.select([n for n in names if n in table.columns])
@@ -74,15 +79,13 @@ def _demo_binary(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
     )
     per = ("auc", "gini", "ks", "logloss", "brier", "ece")
     overall = df.eval.binary(label, score)
-    out.write(
-        render_table(
-            _pick(overall, *per[:3], "pr_auc", *per[3:], "accuracy", "precision", "recall").hstack(
-                _pick(overall, "f1", "mcc")
-            ),
-            [],
-            "Overall (threshold 0.5):",
-        )
-        + "\n\n"
+    _section(
+        out,
+        _pick(overall, *per[:3], "pr_auc", *per[3:], "accuracy", "precision", "recall").hstack(
+            _pick(overall, "f1", "mcc")
+        ),
+        [],
+        "Overall (threshold 0.5):",
     )
     for seg in ("segment", "channel"):
         counts = df.group_by(seg).agg(
@@ -93,21 +96,18 @@ def _demo_binary(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
         table = (
             _pick(df.eval.binary(label, score, by=seg), seg, *per).join(counts, on=seg).sort("auc")
         )
-        out.write(render_table(table, [seg], f"Per {seg}, worst AUC first:") + "\n\n")
+        _section(out, table, [seg], f"Per {seg}, worst AUC first:")
     models = pl.concat(
         [
             _pick(df.eval.binary(label, col), *per).select(pl.lit(col).alias("model"), pl.all())
             for col in ("pd_score", "pd_challenger")
         ]
     )
-    out.write(render_table(models, ["model"], "Production model vs challenger:") + "\n\n")
+    _section(out, models, ["model"], "Production model vs challenger:")
     gain = df.eval.gain_table(label, score, bins=10)
     columns = ("bin", "min_score", "count", "positives", "cum_pct_positives", "lift", "cum_lift")
-    out.write(
-        render_table(
-            _pick(gain, *columns, "ks"), [], "Gain table (deciles of pd_score, riskiest first):"
-        )
-        + "\n\n"
+    _section(
+        out, _pick(gain, *columns, "ks"), [], "Gain table (deciles of pd_score, riskiest first):"
     )
 
 
@@ -119,15 +119,13 @@ def _demo_regression(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
     )
     keep = ("mape", "wape", "mae", "rmse", "bias", "r2", "pearson")
     overall = df.eval.regression("sale_price", "predicted_price")
-    out.write(render_table(_pick(overall, *keep), [], "Overall:") + "\n\n")
+    _section(out, _pick(overall, *keep), [], "Overall:")
     per = df.eval.regression("sale_price", "predicted_price", by="region")
-    out.write(
-        render_table(
-            _pick(per, "region", *keep).sort("mape", descending=True),
-            ["region"],
-            "Per region, worst MAPE first:",
-        )
-        + "\n\n"
+    _section(
+        out,
+        _pick(per, "region", *keep).sort("mape", descending=True),
+        ["region"],
+        "Per region, worst MAPE first:",
     )
 
 
@@ -150,7 +148,7 @@ def _demo_multiclass(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
     )
     table = _pick(per, "sector", *keep).sort("multiclass_accuracy")
     table = table.rename({c: c.removeprefix("multiclass_") for c in table.columns})
-    out.write(render_table(table, ["sector"], "Per sector, worst accuracy first:") + "\n\n")
+    _section(out, table, ["sector"], "Per sector, worst accuracy first:")
 
 
 def _demo_forecast(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
@@ -173,10 +171,7 @@ def _demo_forecast(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
         by="lead",
     )
     keep = ("n", "mae", "rmse", "bias", "mape", "wape", "mase", "coverage")
-    out.write(
-        render_table(_pick(by_lead, "lead", *keep), ["lead"], "By lead time (months ahead):")
-        + "\n\n"
-    )
+    _section(out, _pick(by_lead, "lead", *keep), ["lead"], "By lead time (months ahead):")
 
 
 def _demo_ranking(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
@@ -188,13 +183,11 @@ def _demo_ranking(out: io.StringIO, data: dict[str, pl.DataFrame]) -> None:
     )
     keep = ("n_queries", "n_excluded", "ndcg@10", "map@10", "mrr@10", "precision@5", "recall@10")
     per = df.eval.ranking("relevance", "score", query="query_id", k=[5, 10], by="market")
-    out.write(
-        render_table(
-            _pick(per, "market", *keep).sort("ndcg@10"),
-            ["market"],
-            "Per market, worst NDCG@10 first (means over queries):",
-        )
-        + "\n\n"
+    _section(
+        out,
+        _pick(per, "market", *keep).sort("ndcg@10"),
+        ["market"],
+        "Per market, worst NDCG@10 first (means over queries):",
     )
 
 

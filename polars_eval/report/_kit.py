@@ -95,6 +95,28 @@ def require_altair() -> Any:
     return alt
 
 
+def dot_layers(
+    metric: str, x: Any, y: Any, tooltip: list[str], ci: bool, axis: bool = True
+) -> list[Any]:
+    """A dot plot's layers: a point per row at (``x``, ``y``) and, with ``ci``, its interval
+    as a rule from ``<metric>_lower`` to ``<metric>_upper`` behind it; ``axis=False`` leaves
+    the points' ``y`` axis out (a panel beside the first)."""
+    alt = require_altair()
+    layers = []
+    if ci:
+        layers.append(
+            alt.Chart()
+            .mark_rule(color=PALETTE[0], strokeWidth=2, opacity=0.55)
+            .encode(x=alt.X(f"{metric}_lower:Q", title=metric), x2=f"{metric}_upper:Q", y=y)
+        )
+    layers.append(
+        alt.Chart()
+        .mark_point(filled=True, color=PALETTE[0], size=60, opacity=1)
+        .encode(x=x, y=y if axis else y.axis(None), tooltip=tooltip)
+    )
+    return layers
+
+
 def downsample(
     table: pl.DataFrame,
     columns: Sequence[str],

@@ -33,6 +33,7 @@ from polars_eval.report._kit import (
     WIDE,
     WIDTH,
     PlotExtraMissing,
+    dot_layers,
     downsample,
     require_altair,
 )
@@ -559,18 +560,7 @@ def segments_chart(report: Report) -> tuple[Any, str] | None:
         axis=alt.Axis(labelLimit=220, grid=True, gridColor="#f0f0f0"),
     )
     x = alt.X(f"{metric}:Q", title=metric, scale=alt.Scale(domain=domain, zero=False, nice=False))
-    layers = []
-    if has_ci:
-        layers.append(
-            alt.Chart()
-            .mark_rule(color=PALETTE[0], strokeWidth=2, opacity=0.55)
-            .encode(x=alt.X(f"{lower}:Q", title=metric), x2=f"{upper}:Q", y=y)
-        )
-    layers.append(
-        alt.Chart()
-        .mark_point(filled=True, color=PALETTE[0], size=60, opacity=1)
-        .encode(x=x, y=y, tooltip=[f"{SEGMENT}:N", f"{metric}:Q", "rows_used:Q"])
-    )
+    layers = dot_layers(metric, x, y, [f"{SEGMENT}:N", f"{metric}:Q", "rows_used:Q"], has_ci)
     if overall is not None:
         layers.append(
             alt.Chart(alt.Data(values=[{metric: overall}]))

@@ -106,7 +106,7 @@ def fairness_metrics(table: pl.DataFrame, keys: Sequence[str]) -> list[str]:
 def fairness_chart(report: Report) -> tuple[Any, str] | None:
     """Each metric per sensitive group: a dot per group with its interval, one panel per
     metric side by side (the data: the fairness table with the group's label)."""
-    from polars_eval.report._kit import PALETTE, WIDE, require_altair
+    from polars_eval.report._kit import WIDE, dot_layers, require_altair
 
     if "fairness" not in report.tables:
         return None
@@ -131,19 +131,8 @@ def fairness_chart(report: Report) -> tuple[Any, str] | None:
         lo = 0.0 if info is None or info.lower is None else info.lower
         hi = 1.0 if info is None or info.upper is None else info.upper
         x = alt.X(f"{name}:Q", title=name, scale=alt.Scale(domain=[lo, hi], nice=False))
-        layers = []
-        if has_ci:
-            layers.append(
-                alt.Chart()
-                .mark_rule(color=PALETTE[0], strokeWidth=2, opacity=0.55)
-                .encode(x=alt.X(f"{name}_lower:Q", title=name), x2=f"{name}_upper:Q", y=y)
-            )
         tooltip = [f"{SEGMENT}:N", "n:Q", f"{name}:Q"]
-        layers.append(
-            alt.Chart()
-            .mark_point(filled=True, color=PALETTE[0], size=60, opacity=1)
-            .encode(x=x, y=y if i == 0 else y.axis(None), tooltip=tooltip)
-        )
+        layers = dot_layers(name, x, y, tooltip, has_ci, axis=i == 0)
         width = max(120, WIDE // len(names) - 90)
         panels.append(alt.layer(*layers).properties(width=width, height=height))
     title = {"text": "Metrics per sensitive group", "anchor": "start"}

@@ -56,22 +56,15 @@ class Trend:
         g = _windows.grouping(
             None,
             grouping_sets=[[], self.segments] if self.segments else None,
-            time=self.time,
-            every=self.every,
-            period=self.period,
-            offset=self.offset,
             time_is_key=task == "forecast",
+            **self.window_options(),
         )
         assert g is not None and g.windows is not None
         return g
 
     def window_options(self) -> dict[str, Any]:
-        return {
-            "time": self.time,
-            "every": self.every,
-            "period": self.period,
-            "offset": self.offset,
-        }
+        """The task method's arguments ``time=``, ``every=``, ``period=``, ``offset=``."""
+        return {name: getattr(self, name) for name in ("time", "every", "period", "offset")}
 
 
 def take_options(

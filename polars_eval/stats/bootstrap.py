@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -1177,29 +1177,85 @@ def bootstrap(
     method: str = "multinomial",
     validate: bool = True,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Percentile bootstrap of metric expressions; see ``df.eval.bootstrap``."""
+    """Percentile bootstrap intervals of any metric expressions.
+
+    ``exprs`` are ordinary aggregation expressions — ``pe.auc("y", "p")``,
+    ``pe.logloss("y", "p", weight="w")``, ``pl.col("x").mean()`` — each with a distinct
+    output name. Resample ``r`` gives every row (or every ``group=`` unit: a query, a
+    series) a count: multinomial (n draws with replacement within each ``by`` group,
+    the classical bootstrap; default) or Poisson(1) (``method="poisson"``). The counts
+    of resample r come from ``numpy.random.default_rng([seed, r])`` alone, so the
+    result is identical for the same seed on any number of threads, and all metrics
+    share the same resamples. Expressions are evaluated unchanged on the repeated rows,
+    a chunk of resamples per Polars query; registered metrics recognised structurally
+    — ``pe.auc``, ``pe.average_precision``, ``pe.ks`` ... over rows sorted once, and
+    the metrics made of sums (``pe.logloss``, ``pe.brier``, ``pe.accuracy``,
+    ``pe.mse`` ...) — use O(n)-per-resample kernels of the counts instead. The counts of a seed are Poisson(1) draws made
+    exactly multinomial (see ``polars_eval.stats.bootstrap``).
+
+    Result, one row per metric (and ``by`` group): ``metric``, ``estimate`` (on the
+    original data), ``lower`` and ``upper`` (the (1 − level)/2 and (1 + level)/2
+    percentiles, linear interpolation), ``std`` (standard deviation of the replicates)
+    and ``n_undefined`` (resamples where the metric was null or NaN, e.g. one class
+    drawn: dropped from the percentiles). Recognised registry metrics are validated as
+    in their own methods; other expressions are not. The columns the expressions read
+    are collected once (at ``collect()`` on a LazyFrame, which returns a LazyFrame).
+
+    References
+    ----------
+    Efron, B., Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13
+    (percentile interval). Hanley, J. A., MacGibbon, B. (2006). Creating non-parametric
+    bootstrap samples using Poisson frequencies. Computer Methods and Programs in
+    Biomedicine 83(1).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1, 0, 1, 0] * 25,
+    ...                    "p": [0.1, 0.8, 0.4, 0.5, 0.9, 0.3, 0.6, 0.7] * 25})
+    >>> out = df.eval.bootstrap([pe.auc("y", "p"), pe.brier("y", "p")], n_resamples=200)
+    >>> out.columns
+    ['metric', 'estimate', 'lower', 'upper', 'std', 'n_undefined']
+    >>> out.select("metric", pl.col("estimate").round(3)).rows()
+    [('auc', 0.812), ('brier', 0.176)]
+    >>> out.select((pl.col("lower") < pl.col("estimate")) & (pl.col("estimate") < pl.col("upper"))).to_series().all()
+    True
+    """
     check_options(n_resamples, level, seed, method)
     items = named_items(exprs)
-    by_cols, group_cols = normalize_by(by), normalize_by(group)
+    by_cols = normalize_by(by)
+    names = [n for n, _ in items]
+    resampling = {"n_resamples": n_resamples, "method": method, "seed": seed}
+    return run(
+        frame,
+        items,
+        lambda reps, est: percentile_summary(reps, est, names, by_cols, level),
+        SUMMARY_SCHEMA,
+        (by_cols, normalize_by(group), validate, resampling),
+    )
 
-    def compute(data: pl.DataFrame) -> pl.DataFrame:
-        reps, _ = replicates(
-            data,
-            items,
-            by=by_cols,
-            group=group_cols,
-            n_resamples=n_resamples,
-            method=method,
-            seed=seed,
-        )
-        est = estimates(data, items, by_cols)
-        return percentile_summary(reps, est, [n for n, _ in items], by_cols, level)
+
+def run(
+    frame: pl.DataFrame | pl.LazyFrame,
+    items: Sequence[tuple[str, pl.Expr]],
+    summarize: Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame],
+    schema: dict[str, Any],
+    options: tuple[list[str], list[str], bool, dict[str, Any]],
+) -> pl.DataFrame | pl.LazyFrame:
+    """Validate and collect the rows :func:`bootstrap` and ``paired_bootstrap`` read, then
+    ``summarize(replicates, estimates)`` of ``items``; on a LazyFrame all of it at
+    ``collect()``, the result's ``schema`` after the ``by`` columns. ``options``: the
+    ``by`` and ``group`` columns, ``validate`` and the :func:`replicates` keywords
+    (``n_resamples``, ``method``, ``seed``)."""
+    by, group, validate, resampling = options
+
+    def compute() -> pl.DataFrame:
+        data = prepare(frame, items, by, group, validate)
+        reps, _ = replicates(data, items, by=by, group=group, **resampling)
+        return summarize(reps, estimates(data, items, by))
 
     if isinstance(frame, pl.LazyFrame):
-        schema = frame.collect_schema()
-        out_schema = {b: schema[b] for b in by_cols if b in schema} | SUMMARY_SCHEMA
-        return pl.defer(
-            lambda: compute(prepare(frame, items, by_cols, group_cols, validate)),
-            schema=out_schema,
-        )
-    return compute(prepare(frame, items, by_cols, group_cols, validate))
+        in_schema = frame.collect_schema()
+        return pl.defer(compute, schema={b: in_schema[b] for b in by if b in in_schema} | schema)
+    return compute()

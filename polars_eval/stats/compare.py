@@ -355,29 +355,41 @@ def paired_bootstrap(
     validate: bool = True,
     **metric_kwargs: Any,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Metric of model 1 minus model 2 on shared resamples; see ``df.eval.paired_bootstrap``."""
+    """Difference of a metric between two models on the same bootstrap resamples.
+
+    ``metric_1`` and ``metric_2`` are the two models' metric expressions, e.g.
+    ``pe.auc("y", "s1")`` and ``pe.auc("y", "s2")`` (any aggregation expressions; they
+    may share a name). Also accepted: a metric name or function with two score
+    columns, ``paired_bootstrap("auc", "s1", "s2", label="y")``, where model k's
+    metric is ``metric(label, score_k, **metric_kwargs)`` (or ``metric(score_k, ...)``
+    without ``label``). Both models are evaluated on every resample (see
+    :meth:`bootstrap` for the resampling), so the interval of the difference accounts
+    for their correlation.
+
+    Result (one row, or one per ``by`` group): ``estimate_1``, ``estimate_2``,
+    ``difference`` (1 − 2 on the original data), ``lower``/``upper`` (percentiles of the
+    replicated differences), ``std``, ``p_value`` (two-sided, 2·min(P*(d ≤ 0),
+    P*(d ≥ 0)) over the replicates, at most 1) and ``n_undefined``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_eval as pe
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0, 1, 0, 1, 0] * 25,
+    ...                    "a": [0.1, 0.8, 0.4, 0.5, 0.9, 0.3, 0.6, 0.7] * 25,
+    ...                    "b": [0.1, 0.8, 0.9, 0.5, 0.9, 0.3, 0.6, 0.2] * 25})
+    >>> out = df.eval.paired_bootstrap(pe.auc("y", "a"), pe.auc("y", "b"), n_resamples=200)
+    >>> out.select("estimate_1", "estimate_2", "difference").rows()
+    [(0.8125, 1.0, -0.1875)]
+    """
     _boot.check_options(n_resamples, level, seed, method)
     items = _paired_items(metric_1, metric_2, score_2, label, metric_kwargs)
-    by_cols, group_cols = normalize_by(by), normalize_by(group)
-
-    def compute(data: pl.DataFrame) -> pl.DataFrame:
-        reps, _ = _boot.replicates(
-            data,
-            items,
-            by=by_cols,
-            group=group_cols,
-            n_resamples=n_resamples,
-            method=method,
-            seed=seed,
-        )
-        est = _boot.estimates(data, items, by_cols)
-        return paired_summary(reps, est, by_cols, level, n_resamples)
-
-    if isinstance(frame, pl.LazyFrame):
-        schema = frame.collect_schema()
-        out_schema = {b: schema[b] for b in by_cols if b in schema} | PAIRED_SCHEMA
-        return pl.defer(
-            lambda: compute(_boot.prepare(frame, items, by_cols, group_cols, validate)),
-            schema=out_schema,
-        )
-    return compute(_boot.prepare(frame, items, by_cols, group_cols, validate))
+    by_cols = normalize_by(by)
+    resampling = {"n_resamples": n_resamples, "method": method, "seed": seed}
+    return _boot.run(
+        frame,
+        items,
+        lambda reps, est: paired_summary(reps, est, by_cols, level, n_resamples),
+        PAIRED_SCHEMA,
+        (by_cols, normalize_by(group), validate, resampling),
+    )

@@ -11,6 +11,8 @@ import polars as pl
 from polars_eval._core.tasks import TASKS
 from polars_eval._typing import IntoExpr
 from polars_eval.stats import compare_tasks as _tasks
+from polars_eval.stats import diebold_mariano as _dm
+from polars_eval.tasks._methods import frame_method
 
 
 class CompareMethods:
@@ -157,67 +159,7 @@ class CompareMethods:
             validate=validate,
         )
 
-    def dm_test(
-        self,
-        actual: str,
-        forecast_1: str,
-        forecast_2: str,
-        *,
-        time: str,
-        h: int = 1,
-        power: float = 2,
-        alternative: str = "two-sided",
-        by: str | Sequence[str] | None = None,
-        validate: bool = True,
-    ) -> dict[str, Any] | pl.DataFrame | pl.LazyFrame:
-        """Diebold–Mariano test of two forecasts of the same series, as R's
-        ``forecast::dm.test`` (Harvey–Leybourne–Newbold corrected).
-
-        d = |actual − forecast_1|^power − |actual − forecast_2|^power in the order of
-        ``time``; its autocovariances up to lag h − 1 (denominator n) give the variance
-        of its mean, V = (γ₀ + 2 Σ γₖ) / n; the statistic d̄ / √V times
-        √((n + 1 − 2h + h(h − 1)/n) / n), and its p-value from Student's t with n − 1
-        degrees of freedom. ``alternative``: ``"two-sided"``, ``"less"`` (forecast 1 is
-        more accurate: d̄ < 0) or ``"greater"``. As ``dm.test``, a variance V ≤ 0 with
-        h > 1 falls back to the test of h = 1. ``h`` is the forecast horizon.
-
-        Rows with a null actual, time or both forecasts null are left out; a row with one
-        forecast only is an error (the forecasts must cover the same time points), as is
-        a repeated time point (per ``by`` group) and fewer than h + 2 time points
-        (BAD_INPUTS row 59). A constant d (zero variance) leaves the statistic and
-        p-value null, reported in one warning.
-
-        Returns ``{"statistic", "p_value", "n"}`` without ``by``; with ``by`` (e.g. the
-        series column) a DataFrame with one row per group and those columns; a LazyFrame
-        on a LazyFrame.
-
-        References
-        ----------
-        Diebold, F. X., Mariano, R. S. (1995). Comparing predictive accuracy. Journal of
-        Business and Economic Statistics 13(3). Harvey, D., Leybourne, S., Newbold, P.
-        (1997). Testing the equality of prediction mean squared errors. International
-        Journal of Forecasting 13(2). Hyndman, R. J. et al., R package ``forecast``,
-        ``dm.test``.
-
-        Examples
-        --------
-        Squared errors (1, 1, 1, 4, 9) against (9, 36, 36, 0, 81): d̄ = −29.2, γ₀ =
-        690.16, so DM = −29.2 / √(690.16 / 5) · √0.8 = −2.2230:
-
-        >>> import polars as pl
-        >>> import polars_eval as pe
-        >>> df = pl.DataFrame({"t": [1, 2, 3, 4, 5], "y": [10, 20, 30, 40, 50],
-        ...                    "f": [11, 21, 29, 42, 53], "g": [13, 26, 24, 40, 59]})
-        >>> out = df.eval.dm_test("y", "f", "g", time="t", alternative="less")
-        >>> round(out["statistic"], 6), round(out["p_value"], 6), out["n"]
-        (-2.222992, 0.045156, 5)
-        """
-        from polars_eval.stats.diebold_mariano import dm_test
-
-        return dm_test(
-            self._frame, actual, forecast_1, forecast_2, time=time, h=h, power=power,
-            alternative=alternative, by=by, validate=validate,
-        )  # fmt: skip
+    dm_test = frame_method(_dm.dm_test)
 
 
 def _compare_overloads(namespace: type) -> list[inspect.Signature]:

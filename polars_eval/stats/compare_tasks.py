@@ -34,7 +34,7 @@ from polars_eval._core.registry import REGISTRY, MetricInfo
 from polars_eval._core.spec import MetricSpec, is_row_mean
 from polars_eval._core.tasks import TASKS
 from polars_eval._exprs import count_true
-from polars_eval._params import check_choice
+from polars_eval._params import check_choice, check_column_names
 from polars_eval.exceptions import (
     DataValidationError,
     InvalidParameterError,
@@ -160,16 +160,9 @@ def resolve_systems(
             raise InvalidParameterError(
                 f"{arg}= names {len(columns)} system; compare needs at least two"
             )
-        for col in columns:
-            if not isinstance(col, str):
-                raise InvalidParameterError(
-                    f"{arg}= takes column names (one per system); got {col!r}"
-                )
+        for col in check_column_names(arg, columns):
             if col not in schema:
                 raise DataValidationError(f'system "{col}" is not a column (argument {arg}=)')
-        repeated = sorted({c for c in columns if columns.count(c) > 1})
-        if repeated:
-            raise InvalidParameterError(f'system "{repeated[0]}" is named twice in {arg}=')
         first = columns[0]
         for col in columns[1:]:
             if schema[col] != schema[first]:

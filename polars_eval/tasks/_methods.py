@@ -1,11 +1,15 @@
 """The docstring of a generated namespace method (``df.eval.<metric>``), shared by the
 namespace (:mod:`polars_eval.namespace`, which generates the method of every registered
 metric) and the task methods that write their own (ranking's mean over queries): a floor
-below both, so that a task does not import the namespace built on it."""
+below both, so that a task does not import the namespace built on it. Also the method of a
+function of the frame (:func:`frame_method`), for the statistics' methods."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 from polars_eval._core.registry import MetricInfo
 
@@ -84,3 +88,19 @@ def method_doc(
         f"Returns\n-------\n{returns}\n"
         f"{body}"
     )
+
+
+def frame_method(function: Callable[..., Any]) -> Any:
+    """The namespace method of ``function(frame, ...)``: ``df.eval.<name>(...)`` calls it on
+    the namespace's frame. The method has the function's signature (``self`` in place of
+    the frame) and docstring, so that the two cannot disagree."""
+
+    @functools.wraps(function)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return function(self._frame, *args, **kwargs)
+
+    sig = inspect.signature(function)
+    _, *params = sig.parameters.values()
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = sig.replace(parameters=[self_param, *params])  # type: ignore[attr-defined]
+    return method

@@ -373,22 +373,12 @@ def _second_stage(
 # One method per registered ranking metric
 # ---------------------------------------------------------------------------------------
 
-_EXTRA_PARAMS = [
-    inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY),
-    inspect.Parameter("item", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("weight", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("per_query", inspect.Parameter.KEYWORD_ONLY, default=False),
-    inspect.Parameter("by", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("validate", inspect.Parameter.KEYWORD_ONLY, default=True),
-    inspect.Parameter("ci", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("level", inspect.Parameter.KEYWORD_ONLY, default=0.95),
-    inspect.Parameter("n_resamples", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("seed", inspect.Parameter.KEYWORD_ONLY, default=None),
-    *(
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-        for name in ("time", "every", "period", "offset")
-    ),
-]
+_METHOD_OPTIONS = (
+    *("query", "item", "weight", "per_query", "by", "validate"),
+    *("ci", "level", "n_resamples", "seed", "time", "every", "period", "offset"),
+)
+"""The arguments of ``df.eval.ranking`` that the method of a ranking metric takes after the
+metric's own, in this order and with ``df.eval.ranking``'s defaults."""
 
 _METHOD_PARAMS = """query : str or list of str
     The query column(s) (required): the metric is computed per query, then averaged.
@@ -455,61 +445,48 @@ def _make_method(
     out_name = out or info.name
 
     @functools.wraps(info.fn)
-    def method(
-        self: Any,
-        *args: Any,
-        query: str | Sequence[str],
-        item: IntoExpr | None = None,
-        weight: IntoExpr | None = None,
-        per_query: bool = False,
-        by: str | Sequence[str] | None = None,
-        validate: bool = True,
-        ci: str | None = None,
-        level: float = 0.95,
-        n_resamples: int | None = None,
-        seed: int | None = None,
-        time: str | None = None,
-        every: str | int | None = None,
-        period: str | int | None = None,
-        offset: str | int | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        bound = sig.bind(*args, **kwargs)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = method.__signature__.bind(self, *args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
+        del arguments["self"]
+        o = {name: arguments.pop(name) for name in _METHOD_OPTIONS}
         info.fn(**arguments)  # checks every option, raising InvalidParameterError
-        by_cols = _keys(by, "by")
-        interval = units.unit_ci(ci, level, n_resamples, seed)
-        windows = _windows.grouping(by, time=time, every=every, period=period, offset=offset)
+        by_cols = _keys(o["by"], "by")
+        interval = units.unit_ci(o["ci"], o["level"], o["n_resamples"], o["seed"])
+        window = {k: o[k] for k in ("time", "every", "period", "offset")}
+        windows = _windows.grouping(o["by"], **window)
         result = run_ranking(
             self._frame,
             relevance=arguments["relevance"],
             score=arguments["score"],
             specs=[_spec(out_name, info.name, arguments)],
-            query=_keys(query, "query"),
+            query=_keys(o["query"], "query"),
             by=by_cols,
-            item=item,
-            weight=weight,
+            item=o["item"],
+            weight=o["weight"],
             ties=arguments.get("ties", "average"),
             min_relevance=arguments.get("min_relevance", 1.0),
             no_relevant=arguments.get("no_relevant"),
             unscored=arguments.get("unscored", "ignore"),
-            per_query=per_query,
-            validate=validate,
+            per_query=o["per_query"],
+            validate=o["validate"],
             unjudged=arguments.get("unjudged", "ignore"),
             ci=interval,
             grouping=windows,
         )
-        if isinstance(result, pl.LazyFrame) or by_cols or per_query or windows is not None:
+        if isinstance(result, pl.LazyFrame) or by_cols or o["per_query"] or windows is not None:
             return result
         if interval is not None:
             return Interval(*result.row(0))
         return result.item()
 
+    # the options as df.eval.ranking declares them; the namespace types them (its _typed)
+    table = inspect.signature(_ranking).parameters
     params = [
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         *sig.parameters.values(),
-        *_EXTRA_PARAMS,
+        *(table[name].replace(annotation=inspect.Parameter.empty) for name in _METHOD_OPTIONS),
     ]
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=params, return_annotation="float | pl.DataFrame | pl.LazyFrame"
