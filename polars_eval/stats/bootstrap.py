@@ -820,7 +820,16 @@ class CurveKernel:
             isinstance(c, str) for c in (label, score, weight) if c is not None
         ):
             return None
-        if not state.value.meta.eq(threshold_state(label, score, weight)):
+        # compared serialized, as the planner shares states: the unweighted state is a
+        # Python function of the rows, and ``meta.eq`` holds two calls' functions unequal
+        try:
+            same = (
+                state.value.meta.serialize()
+                == threshold_state(label, score, weight).meta.serialize()
+            )
+        except Exception:  # a state holding a function that does not serialize: not this one
+            return None
+        if not same:
             return None
         columns = _numeric_columns(df, label, score, weight)
         if columns is None or np.isnan(columns[1][~np.isnan(columns[2])]).any():
