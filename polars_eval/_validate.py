@@ -101,19 +101,24 @@ def row_checks(
     schema: Mapping[str, pl.DataType], args: Mapping[str, Any], inputs: Mapping[str, Role]
 ) -> list[Check]:
     """Row-level checks of the column arguments, by role."""
-    checks: list[Check] = []
-    for arg, role, value in _given(args, inputs):
-        if role == "key" and arg in CLASS_ARGS:
-            checks.extend(_class_id_checks(value, schema))
-        if role in ("key", "row_id"):
-            continue
-        if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
-            if not isinstance(value, (list, tuple)):
-                continue
-            role = "proba" if role == "class_proba" else "score"
-        for item in _columns(value):
-            checks.extend(_checks_for(item, role, schema, args))
-    return checks
+    return [
+        check
+        for arg, role, value in _given(args, inputs)
+        for check in _argument_checks(arg, role, value, schema, args)
+    ]
+
+
+def _argument_checks(
+    arg: str, role: Role, value: Any, schema: Mapping[str, pl.DataType], args: Mapping[str, Any]
+) -> list[Check]:
+    """The row checks of one column argument (its value not None)."""
+    if role in ("key", "row_id"):
+        return _class_id_checks(value, schema) if role == "key" and arg in CLASS_ARGS else []
+    if role in ("class_proba", "class_score"):  # a List/Array column: the check= hook
+        if not isinstance(value, (list, tuple)):
+            return []
+        role = "proba" if role == "class_proba" else "score"
+    return [c for item in _columns(value) for c in _checks_for(item, role, schema, args)]
 
 
 def _given(args: Mapping[str, Any], inputs: Mapping[str, Role]) -> list[tuple[str, Role, Any]]:

@@ -938,47 +938,37 @@ def _measure_method(measure: str, kind: str) -> Callable[..., Any]:
     name = f"{measure}_{kind}"
     rates = list(MEASURES[measure])
 
-    def method(
-        self: FairnessMethods,
-        label: IntoExpr,
-        score: IntoExpr,
-        *,
-        sensitive: str | Sequence[str],
-        method: Literal["between_groups", "to_overall"] = "between_groups",
-        threshold: float = 0.5,
-        weight: IntoExpr | None = None,
-        ci: str | None = None,
-        level: float = 0.95,
-        n_resamples: int = 1000,
-        seed: int = 0,
-        by: str | list[str] | None = None,
-        pos_label: Any = None,
-        validate: bool = True,
-        agg: Literal["worst_case", "mean"] | None = None,
-    ) -> float | Interval | pl.DataFrame | pl.LazyFrame:
+    # disparity's arguments but metrics= (the measure's rates), and agg= with two rates
+    disparity = inspect.signature(FairnessMethods.disparity)
+    sig = disparity.replace(
+        parameters=[p for p in disparity.parameters.values() if p.name != "metrics"],
+        return_annotation="float | Interval | pl.DataFrame | pl.LazyFrame",
+    )
+
+    def method(self: FairnessMethods, *args: Any, agg: Any = None, **kwargs: Any) -> Any:
+        bound = sig.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
         if agg is not None and len(rates) == 1:
             raise InvalidParameterError(f"agg= combines two rates: {name} has one")
         agg = "worst_case" if agg is None else agg
-        check_choice("method", method, METHODS)
+        check_choice("method", a["method"], METHODS)
         check_choice("agg", agg, AGGS)
-        options = {**_options(locals()), "metrics": rates}
+        options = {**_options(a), "metrics": rates}
         out = _table(
-            self._frame, lambda q: measure_shape(q, method, measure, kind, str(agg)), options
+            self._frame, lambda q: measure_shape(q, a["method"], measure, kind, str(agg)), options
         )
-        if isinstance(out, pl.LazyFrame) or normalize_by(by):
+        if isinstance(out, pl.LazyFrame) or normalize_by(a["by"]):
             return out
-        if ci is None:
+        if a["ci"] is None:
             return out.item()
         return Interval(*out.row(0))
 
-    sig = inspect.signature(method)
-    params = [p for p in sig.parameters.values() if p.name != "agg"]
+    params = list(sig.parameters.values())
     if len(rates) > 1:  # equalized odds: agg= (fairlearn's default "worst_case")
         at = [p.name for p in params].index("by")
-        agg = inspect.Parameter(
-            "agg", inspect.Parameter.KEYWORD_ONLY, default="worst_case", annotation="str"
-        )
-        params.insert(at, agg)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params.insert(at, inspect.Parameter("agg", keyword, default="worst_case", annotation="str"))
     method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     method.__name__ = method.__qualname__ = name
     what, definition = _MEASURE_DOC[measure]

@@ -610,16 +610,9 @@ def closed_form(name: str, args: dict[str, Any], method: str, level: float) -> p
     """The struct expression of a registered metric's closed-form interval."""
     if method == "wilson":
         return proportion_ci(name, level=level, **args)
-    if method == "hanley":
-        return hanley_mcneil(
-            args["label"],
-            args["score"],
-            weight=args.get("weight"),
-            pos_label=args.get("pos_label"),
-            level=level,
-        )
-    if method == "logistic":
-        return pr_auc_logistic(
+    if method in ("hanley", "logistic"):  # an AUC's: the same arguments
+        interval = hanley_mcneil if method == "hanley" else pr_auc_logistic
+        return interval(
             args["label"],
             args["score"],
             weight=args.get("weight"),

@@ -92,6 +92,9 @@ class StatsMethods:
 
         Examples
         --------
+        Model 1 is right on every row, model 2 wrong on three of them (rows 1, 3 and 5) and
+        never alone right: the p-value is P(X ≥ 3) for X ~ Binomial(3, 1/2), 1/8:
+
         >>> import polars as pl
         >>> import polars_eval as pe
         >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1, 0], "m1": [0.9, 0.8, 0.1, 0.2, 0.7, 0.1],
