@@ -229,13 +229,19 @@ def calibration_table(
     return MetricSpec({"c": state}, lambda s: calibration_list(s["c"], bins))
 
 
+_CALIBRATION_ERROR: dict[str, Any] = {
+    "task": "binary",
+    "inputs": PROBA_INPUTS,
+    "higher_is_better": False,
+    "lower": 0.0,
+    "upper": 1.0,
+    "undefined": "empty group",
+}
+"""What the binary calibration errors declare alike (``ece`` and ``calibration_error``)."""
+
+
 @register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    upper=1.0,
-    undefined="empty group",
+    **_CALIBRATION_ERROR,
     summary={"binary": {"probability": True}},  # with probability=True only
 )
 def ece(
@@ -318,15 +324,7 @@ def error_spec(
     )
 
 
-@register(
-    task="binary",
-    inputs=PROBA_INPUTS,
-    higher_is_better=False,
-    lower=0.0,
-    upper=1.0,
-    summary=False,
-    undefined="empty group",
-)
+@register(**_CALIBRATION_ERROR, summary=False)
 def calibration_error(
     label: IntoExpr,
     score: IntoExpr,
