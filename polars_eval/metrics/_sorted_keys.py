@@ -420,14 +420,15 @@ def together(parts: Mapping[str, Callable[[Blocks], Accumulator]]) -> Callable[[
     return kernel
 
 
-def _alone(make: Callable[[Blocks], Accumulator]) -> Callable[[Blocks], float | None]:
-    """The kernel of one accumulator (NaN scores: the caller's :func:`_scalar`)."""
+def alone(make: Callable[[Blocks], Accumulator]) -> Callable[[Blocks], float | None]:
+    """The kernel of one accumulator, for the metric's bare expression (NaN scores: the
+    caller's :func:`_scalar`)."""
     kernel = together({"v": make})
     return lambda b: kernel(b)["v"]
 
 
-average_precision = _alone(AveragePrecision)
-pr_auc = _alone(PrAuc)
+average_precision = alone(AveragePrecision)
+pr_auc = alone(PrAuc)
 
 
 def auc(b: Blocks) -> float | None:

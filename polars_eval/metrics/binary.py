@@ -401,7 +401,7 @@ def ks(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _ks,
-        alone=curve_from_runs(label, score, weight, pos_label, bins, _ks),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.alone(kernels.Ks)),
         batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.Ks),
     )
 
@@ -1078,13 +1078,14 @@ def _make_max_metric(name: str, what: str, lo: float, value: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
     ) -> MetricSpec:
-        body = AUC_FINALIZE[name]
-        alone = None  # accuracy at the origin (RunsCurve's first point) is a value
-        if name != "max_accuracy":
-            alone = curve_from_runs(label, score, weight, pos_label, None, body)
-        batch = sorted_keys_batch(label, score, weight, pos_label, None, MAX_KERNELS[name])
+        part = MAX_KERNELS[name]
+        alone = sorted_keys_metric(label, score, weight, pos_label, None, kernels.alone(part))
+        batch = sorted_keys_batch(label, score, weight, pos_label, None, part)
         return sorted_spec(
-            thresholds(label, score, weight, pos_label), body, alone=alone, batch=batch
+            thresholds(label, score, weight, pos_label),
+            AUC_FINALIZE[name],
+            alone=alone,
+            batch=batch,
         )
 
     metric.__name__ = metric.__qualname__ = name
