@@ -122,6 +122,10 @@ def per_segment(df: pl.DataFrame, repeat: int, title: str) -> None:
             median_time(lambda: df.group_by("seg").agg(pe.auc("y", "score")), repeat),
         ),
         ("pandas groupby + scikit-learn", median_time(pandas_loop, 1)),
+        (
+            "polars_eval df.eval.binary(by=) (all metrics)",
+            median_time(lambda: df.eval.binary("y", "score", by="seg"), repeat),
+        ),
     ]
     try:
         import polars_ds as pds

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -130,7 +131,11 @@ class Query:
     grouping, ``merges`` merge the states upward and ``last`` is the merge the
     ``finals`` read (``cumulative``: the ``list`` states of running sums, merged per
     window as one long frame). ``states`` names the state of each aggregated column
-    (for partitions: :meth:`Table.partition`)."""
+    (for partitions: :meth:`Table.partition`). ``beside`` are aggregations that run
+    Python (numpy kernels, :class:`Batch`): Polars evaluates the expressions of a query
+    holding a Python function one after another, so on a DataFrame they are collected
+    in a thread beside the other aggregations (:func:`_beside`); on a LazyFrame they
+    are among them."""
 
     aggs: list[pl.Expr]
     finals: Sequence[pl.Expr] = ()
@@ -140,6 +145,43 @@ class Query:
     last: Sequence[pl.Expr] = ()
     cumulative: Mapping[str, Any] = field(default_factory=dict)
     states: Mapping[str, State] = field(default_factory=dict)
+    beside: Sequence[pl.Expr] = ()
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A spec's value as one part of a call shared with other specs of the same rows
+    (``MetricSpec.extra["batch"]``): ``rows`` the aggregation the call reads (one value
+    per group), ``part`` this spec's share of it, ``together(rows, parts)`` the one
+    aggregation of every part (by name) over the rows, a struct with a field per name.
+    Without a grouping, the specs of equal ``rows`` and ``together`` are computed by that
+    one aggregation instead of their states and finalizers (the sort-based binary
+    metrics: one numpy pass over the sorted keys for all of them, instead of a threshold
+    state and a finalizer each); their states still partition and merge as declared."""
+
+    rows: pl.Expr
+    part: Any
+    together: Callable[[pl.Expr, Mapping[str, Any]], pl.Expr]
+
+
+def _batches(specs: Mapping[str, MetricSpec]) -> tuple[list[pl.Expr], dict[str, pl.Expr]]:
+    """The aggregations of the specs that declare a :class:`Batch`, one per batch, and
+    each such spec's value (a field of its batch's struct)."""
+    groups: dict[Any, dict[str, Batch]] = {}
+    for name, spec in specs.items():
+        batch = spec.extra.get("batch")
+        if isinstance(batch, Batch):
+            key = (batch.rows.meta.serialize(), batch.together)
+            groups.setdefault(key, {})[name] = batch
+    aggs, values = [], {}
+    for i, members in enumerate(groups.values()):
+        first = next(iter(members.values()))
+        alias = f"__pe_k{i}"
+        aggs.append(
+            first.together(first.rows, {n: b.part for n, b in members.items()}).alias(alias)
+        )
+        values |= {name: pl.col(alias).struct.field(name) for name in members}
+    return aggs, values
 
 
 def _summed(agg: pl.Expr) -> State:
@@ -177,8 +219,8 @@ class Specs:
 
     def layout(self, grouping: windows.Grouping | None, by: Sequence[str]) -> Query:
         """The query of the specs: each distinct state once and each column over them
-        (:func:`plan_specs`); with a grouping, every state its own column with its merge
-        (:func:`windows.plan_merged`)."""
+        (:func:`plan_specs`), the specs of one :class:`Batch` by its one aggregation; with
+        a grouping, every state its own column with its merge (:func:`windows.plan_merged`)."""
         if grouping is not None:
             merged = windows.plan_merged(self.specs, columns_first=self.columns_first)
             for agg in self.sums:
@@ -192,12 +234,15 @@ class Specs:
                 cumulative=merged.cumulative,
             )
         one_group = self.one_group and not by
-        planned = plan_specs(self.specs, columns_first=self.columns_first, one_group=one_group)
+        batched, values = _batches(self.specs)
+        rest = {name: spec for name, spec in self.specs.items() if name not in values}
+        planned = plan_specs(rest, columns_first=self.columns_first, one_group=one_group)
         return Query(
             [*planned.aggs, *self.sums],
-            self._finals(planned.values),
+            self._finals({**planned.values, **values}),
             points=planned.point_finals,
             rows=_stages(self.stages, planned.row_columns),
+            beside=batched,
         )
 
     @functools.cached_property
@@ -443,12 +488,14 @@ def run(table: Table, frame: Frame, *, lazy: bool | None = None) -> pl.DataFrame
             return build(table, frame)
         except DataValidationError as error:
             return deferred(error)
-    return build(table, frame).collect(engine=table.engine)
+    return build(table, frame, eager=True).collect(engine=table.engine)
 
 
-def build(table: Table, frame: Frame) -> pl.LazyFrame:
+def build(table: Table, frame: Frame, *, eager: bool = False) -> pl.LazyFrame:
     """The lazy query of a table, with validation, its second stage and the finish step
-    attached (raises a DataValidationError the schema shows)."""
+    attached (raises a DataValidationError the schema shows). ``eager`` (a DataFrame
+    collected at once: :func:`run`): the aggregations that run Python (``Query.beside``)
+    are collected now, in a thread beside the others (:func:`_beside`)."""
     q = table.laid_out()
     c = table.checks
     stage = table.stage or Stage()
@@ -471,10 +518,15 @@ def build(table: Table, frame: Frame) -> pl.LazyFrame:
         rows = rows.with_columns(columns)
     # grouped: the check counts ride on every result row (with units: counted apart)
     carried = g is not None and stage.units is None
+    beside = list(q.beside)
+    if beside and not (eager and isinstance(frame, pl.DataFrame) and stage.slice_rows is None):
+        exprs, beside = exprs + beside, []
     if g is not None:
         query = _grouped(rows, table, q, schema, checks if carried else [])
         group = g.out
         inline = False
+    elif beside:
+        query = _beside(rows, group, exprs, beside, table.engine)
     elif not group:
         query = rows.select(exprs)
     elif stage.slice_rows and isinstance(frame, pl.DataFrame) and frame.height > stage.slice_rows:
@@ -552,6 +604,34 @@ def _grouped(
     side = check_aggs(checks, examples=False) if checks else []
     units = table.stage.units if table.stage is not None else None
     return windows.query(rows, g, schema, aggs, merges, last, side, units, q.cumulative)
+
+
+def _beside(
+    rows: pl.LazyFrame,
+    group: list[str],
+    exprs: list[pl.Expr],
+    beside: list[pl.Expr],
+    engine: Literal["auto", "in-memory", "streaming"],
+) -> pl.LazyFrame:
+    """The aggregations ``exprs`` and ``beside`` (which run Python) per ``group``,
+    collected at once in two queries, ``beside`` in a thread of its own, and put side by
+    side: in one query Polars would evaluate every expression one after another once one
+    of them calls Python, while numpy's sort and passes release the GIL (the binary
+    table: the sort-based metrics' numpy pass beside the sums and the checks)."""
+
+    def aggregate(aggs: list[pl.Expr]) -> pl.DataFrame:
+        lf = rows.group_by(group).agg(aggs) if group else rows.select(aggs)
+        return lf.collect(engine=engine)
+
+    with ThreadPoolExecutor(1) as pool:
+        side = pool.submit(aggregate, beside)
+        main = aggregate(exprs) if exprs else None
+        other = side.result()
+    if main is None:
+        return other.lazy()
+    if group:
+        return main.join(other, on=group, how="left", nulls_equal=True).lazy()
+    return pl.concat([main, other], how="horizontal").lazy()
 
 
 def _sliced(rows: pl.LazyFrame, group: list[str], exprs: list[pl.Expr], n: int) -> pl.LazyFrame:

@@ -14,12 +14,13 @@ counts at the block's end are used, so the result never depends on the order of 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import polars as pl
 
 from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.table import Batch
 from polars_eval._exprs import (
     F64,
     NAN,
@@ -243,6 +244,29 @@ def sorted_keys_metric(
     return rows.map_batches(kernels.metric(kernel), return_dtype=F64, is_elementwise=True)
 
 
+def sorted_keys_batch(
+    label: IntoExpr,
+    score: IntoExpr,
+    weight: IntoExpr | None,
+    pos_label: Any,
+    bins: int | None,
+    part: Callable[[kernels.Blocks], kernels.Accumulator],
+) -> Batch | None:
+    """A sort-based metric of unweighted rows as its share of one numpy pass over the
+    sorted keys with the other metrics of the same rows (``part``: its accumulator,
+    :func:`~polars_eval.metrics._sorted_keys.together`): a task table computes them all
+    from one sort, without the threshold state and a finalizer each (a :class:`Batch`);
+    None with weights."""
+    if weight is not None:
+        return None
+    return Batch(unweighted_rows(label, score, pos_label, bins), part, _together)
+
+
+def _together(rows: pl.Expr, parts: Mapping[str, Any]) -> pl.Expr:
+    dtype = pl.Struct(dict.fromkeys(parts, F64))
+    return rows.map_batches(kernels.metrics(parts), return_dtype=dtype, is_elementwise=True)
+
+
 def _accumulate(s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:
     """``{t, tp, fp}`` at the end of each tie block of rows sorted by score descending:
     the cumulative positive and negative weights ``p``/``n`` at each distinct score ``s``."""
@@ -301,15 +325,19 @@ def sorted_spec(
     body: Callable[[Curve], pl.Expr],
     form: str = "scalar",
     alone: pl.Expr | None = None,
+    batch: Batch | None = None,
 ) -> MetricSpec:
     """A sort-based metric: ``body`` over the :class:`Curve` of one threshold state, read as
     a scalar, a struct (one row) or a list of points (a curve or table). ``alone``: the
-    same metric as one expression that builds no state (``MetricSpec.alone``)."""
+    same metric as one expression that builds no state (``MetricSpec.alone``); ``batch``:
+    its share of the numpy pass that a task table runs for all its sort-based metrics
+    (:func:`sorted_keys_batch`)."""
     run = {"scalar": finalize, "struct": finalize_struct, "list": finalize_list}[form]
     one = {"scalar": finalize_one, "struct": finalize_struct_one}.get(form)
     return MetricSpec(
         {"c": state},
         lambda s: run(s["c"], body),
+        extra={} if batch is None else {"batch": batch},
         one_group=None if one is None else lambda s: one(s["c"], body),
         alone=alone,
     )

@@ -17,8 +17,9 @@ the state and the metrics stay in Polars (:mod:`polars_eval.metrics._curve`).
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -93,6 +94,21 @@ class Blocks:
             self.nan_positives = self.nan - int(np.count_nonzero(low & 1))
         self.has_nan = self.nan > 0
         self.P = self.N = 0  # noqa: N815 - the textbook names
+        self._memo: dict[Any, Any] = {}
+
+    def memo(self, key: Any, compute: Callable[[Blocks], Any]) -> Any:
+        """``compute(self)`` once per group and ``key`` (the AUC that AUC and Gini read)."""
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        return self._memo[key]
+
+    def count(self) -> None:
+        """The class totals ``P``/``N`` before the chunks are read (one pass over the
+        keys' label bits)."""
+        negatives = sum(
+            int(np.count_nonzero(keys.view(np.uint8)[_LOW_BYTE::8] & 1)) for keys, _ in self.parts
+        )
+        self.P, self.N = self.rows - negatives, negatives
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
         """Per chunk of whole blocks: the positives and the rows up to the end of each
@@ -147,27 +163,272 @@ def _steps(cumulative: np.ndarray, before: int) -> np.ndarray:
     return out
 
 
-def average_precision(b: Blocks) -> float | None:
+class Chunk:
+    """One chunk of :meth:`Blocks.chunks` as the accumulators of :func:`together` read
+    it: the cumulative positives and rows at each block's end (Int64), the counts before
+    the chunk, and the arrays several accumulators share, each computed on first use
+    (a chunk is a few thousand blocks, so they stay in cache)."""
+
+    def __init__(
+        self, b: Blocks, ends: tuple[np.ndarray, np.ndarray, np.ndarray, bool], tp0: int, rows0: int
+    ) -> None:
+        self.b = b
+        self.tp, self.rows, self.last, self.nonneg = ends
+        self.tp0, self.rows0 = tp0, rows0
+
+    @functools.cached_property
+    def fp(self) -> np.ndarray:
+        """The negatives at each block's end (Int64)."""
+        return self.rows - self.tp
+
+    @functools.cached_property
+    def tp_f(self) -> np.ndarray:
+        return self.tp.astype(np.float64)
+
+    @functools.cached_property
+    def rows_f(self) -> np.ndarray:
+        return self.rows.astype(np.float64)
+
+    @functools.cached_property
+    def precision(self) -> np.ndarray:
+        return self.tp_f / self.rows_f
+
+    @functools.cached_property
+    def gap(self) -> np.ndarray:
+        """TPR − FPR at each block's end (KS, MCC), as the Polars finalizers compute it."""
+        fp = self.rows_f - self.tp_f
+        fp /= float(self.b.N)
+        return np.subtract(self.tp_f / float(self.b.P), fp, out=fp)
+
+    @functools.cached_property
+    def scores(self) -> np.ndarray:
+        """The score of each block."""
+        out = np.empty(len(self.last))
+        thresholds(self.last, self.nonneg, out)
+        return out
+
+
+class Accumulator:
+    """One metric computed in :func:`together`'s pass over the chunks: ``step`` per chunk
+    (``chunked``), ``value`` at the end (``None``: undefined). ``totals``: it reads the
+    class totals ``P``/``N`` while it steps (counted before the pass)."""
+
+    chunked = True
+    totals = False
+
+    def __init__(self, b: Blocks) -> None:
+        self.b = b
+
+    def step(self, c: Chunk) -> None:  # pragma: no cover - every chunked one overrides it
+        raise NotImplementedError
+
+    def value(self) -> float | None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Auc(Accumulator):
+    """The AUC (:func:`auc`, from the sorted keys themselves: a few passes without the
+    chunks' cumulative counts, cheaper than a trapezoid per block)."""
+
+    chunked = False
+
+    def value(self) -> float | None:
+        return self.b.memo(auc, auc)
+
+
+class Gini(Accumulator):
+    """2·AUC − 1, written as ``pe.gini`` alone writes it (from the table's one AUC)."""
+
+    chunked = False
+
+    def value(self) -> float | None:
+        a = self.b.memo(auc, auc)
+        return None if a is None else (a - 0.5) / 0.5
+
+
+class AveragePrecision(Accumulator):
     """Σ_b (TP_b − TP_{b−1}) · TP_b / rows_b / P over the blocks (scikit-learn's step rule)."""
-    total, before = 0.0, 0
-    for tp, rows, _, _ in b.chunks():
-        total += float((_steps(tp, before) * (tp / rows)).sum())
-        before = int(tp[-1])
-    return total / b.P if b.defined() else None
+
+    def __init__(self, b: Blocks) -> None:
+        super().__init__(b)
+        self.total = 0.0
+
+    def step(self, c: Chunk) -> None:
+        self.total += float((_steps(c.tp_f, c.tp0) * c.precision).sum())
+
+    def value(self) -> float | None:
+        return self.total / self.b.P if self.b.defined() else None
 
 
-def pr_auc(b: Blocks) -> float | None:
+class PrAuc(Accumulator):
     """Σ_b (prec_b + prec_{b−1})/2 · (TP_b − TP_{b−1}) / P, the point before the first
     block of precision 1 (the lower trapezoid rule, :func:`polars_eval.pr_auc`)."""
-    total, before, last = 0.0, 0, 1.0
-    for tp, rows, _, _ in b.chunks():
-        precision = tp / rows
-        previous = np.empty_like(precision)
-        previous[0] = last
-        previous[1:] = precision[:-1]
-        total += float(((precision + previous) * _steps(tp, before)).sum())
-        before, last = int(tp[-1]), float(precision[-1])
-    return total / (2.0 * b.P) if b.defined() else None
+
+    def __init__(self, b: Blocks) -> None:
+        super().__init__(b)
+        self.total, self.last = 0.0, 1.0
+
+    def step(self, c: Chunk) -> None:
+        precision = c.precision
+        pairs = np.empty_like(precision)
+        pairs[0] = precision[0] + self.last
+        np.add(precision[1:], precision[:-1], out=pairs[1:])
+        self.total += float((pairs * _steps(c.tp_f, c.tp0)).sum())
+        self.last = float(precision[-1])
+
+    def value(self) -> float | None:
+        return self.total / (2.0 * self.b.P) if self.b.defined() else None
+
+
+class _Maximum(Accumulator):
+    """The maximum of a value over the blocks' ends (None where no block defines it)."""
+
+    totals = True
+
+    def __init__(self, b: Blocks) -> None:
+        super().__init__(b)
+        self.best: float | None = None
+
+    def points(self, c: Chunk) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def step(self, c: Chunk) -> None:
+        values = self.points(c)
+        if len(values):
+            best = float(values.max())
+            self.best = best if self.best is None else max(self.best, best)
+
+    def scale(self, best: float) -> float:
+        return best
+
+    def value(self) -> float | None:
+        if not self.b.defined() or self.best is None:
+            return None
+        return self.scale(self.best)
+
+
+class Ks(_Maximum):
+    """max |TPR − FPR| over the blocks' ends (the larger of the gap's maximum and its
+    minimum negated: no array of absolute values)."""
+
+    def step(self, c: Chunk) -> None:
+        best = max(float(c.gap.max()), -float(c.gap.min()))
+        self.best = best if self.best is None else max(self.best, best)
+
+
+class MaxAccuracy(_Maximum):
+    """max (TP + N − FP) / (P + N): the maximum of TP − FP (exact integers) over P + N."""
+
+    def points(self, c: Chunk) -> np.ndarray:
+        return c.tp - c.fp
+
+    def scale(self, best: float) -> float:
+        return (best + self.b.N) / float(self.b.P + self.b.N)
+
+
+class MaxF1(_Maximum):
+    """max 2·TP / (2·TP + FN + FP) = 2·TP / (rows + P), two exact integers divided."""
+
+    def points(self, c: Chunk) -> np.ndarray:
+        return (2.0 * c.tp_f) / (c.rows_f + float(self.b.P))
+
+
+class MaxMcc(_Maximum):
+    """max MCC as :func:`polars_eval.metrics.binary._max_mcc`: the maximum of (TPR − FPR)
+    / √(q (T − q)) over the blocks where q (T − q) > 0 (q = TP + FP, the rows up to the
+    block's end, T = P + N), times √(P N). q >= 1 at every block, and q = T at the last
+    block only, which is left out."""
+
+    def points(self, c: Chunk) -> np.ndarray:
+        q, gap = c.rows_f, c.gap
+        if c.rows[-1] == self.b.rows:
+            q, gap = q[:-1], gap[:-1]
+        spread = float(self.b.rows) - q
+        spread *= q
+        return gap / np.sqrt(spread, out=spread)
+
+    def scale(self, best: float) -> float:
+        return best * float(np.sqrt(float(self.b.P) * float(self.b.N)))
+
+
+class Ece(Accumulator):
+    """The expected calibration error over ``bins`` equal bins of [0, 1], bins as
+    scikit-learn's ``calibration_curve`` (bin ``numpy.searchsorted(edges[1:-1], p)``):
+    per bin its rows, positives and sum of scores, from the blocks (a block's score times
+    its rows), then Σ_b n_b |pos_b / n_b − mean_b| / n. Defined wherever a row is (one
+    class too)."""
+
+    def __init__(self, b: Blocks, bins: int) -> None:
+        super().__init__(b)
+        self.bins = bins
+        self.inner = -np.linspace(0.0, 1.0, bins + 1)[1:-1]
+        self.count = np.zeros(bins, np.int64)
+        self.positives = np.zeros(bins, np.int64)
+        self.sums = np.zeros(bins)
+
+    def step(self, c: Chunk) -> None:
+        scores = c.scores  # descending: the blocks of bin b (b from the top) are one stretch
+        above = np.searchsorted(-scores, self.inner, side="left")  # blocks with score > edge
+        bounds = np.concatenate(([0], above[::-1], [len(scores)]))  # top bin first
+        ends = bounds[1:] - 1
+        rows_at = np.where(ends >= 0, c.rows[np.maximum(ends, 0)], c.rows0)
+        tp_at = np.where(ends >= 0, c.tp[np.maximum(ends, 0)], c.tp0)
+        self.count += _steps(rows_at, c.rows0)[::-1]  # lowest bin first
+        self.positives += _steps(tp_at, c.tp0)[::-1]
+        starts = bounds[:-1]
+        nonempty = starts < bounds[1:]
+        weighted = scores * _steps(c.rows, c.rows0)
+        sums = np.zeros(self.bins)
+        sums[::-1][nonempty] = np.add.reduceat(weighted, starts[nonempty])
+        self.sums += sums
+
+    def value(self) -> float | None:
+        kept = self.count > 0
+        if not kept.any():
+            return None
+        count = self.count[kept].astype(np.float64)
+        gap = np.abs(self.positives[kept] / count - self.sums[kept] / count)
+        return float((count * gap).sum() / count.sum())
+
+
+def together(parts: Mapping[str, Callable[[Blocks], Accumulator]]) -> Callable[[Blocks], dict]:
+    """The kernel of several metrics of the same rows (``parts``: name -> accumulator of
+    the blocks): one pass over the chunks of the sorted keys steps every chunked
+    accumulator, sharing the parts of a chunk (the precision, TPR − FPR ...). Every value
+    is NaN if a score is NaN."""
+
+    def kernel(b: Blocks) -> dict[str, float | None]:
+        with np.errstate(divide="ignore", invalid="ignore"):  # a class absent: 0/0, unread
+            return run(b)
+
+    def run(b: Blocks) -> dict[str, float | None]:
+        if b.has_nan:
+            return dict.fromkeys(parts, NAN)
+        accumulators = {name: make(b) for name, make in parts.items()}
+        chunked = [a for a in accumulators.values() if a.chunked]
+        if any(a.totals for a in chunked):
+            b.count()
+        if chunked:
+            tp0 = rows0 = 0
+            for ends in b.chunks():
+                chunk = Chunk(b, ends, tp0, rows0)
+                for a in chunked:
+                    a.step(chunk)
+                tp0, rows0 = int(ends[0][-1]), int(ends[1][-1])
+        return {name: a.value() for name, a in accumulators.items()}
+
+    return kernel
+
+
+def alone(make: Callable[[Blocks], Accumulator]) -> Callable[[Blocks], float | None]:
+    """The kernel of one accumulator, for the metric's bare expression (NaN scores: the
+    caller's :func:`_scalar`)."""
+    kernel = together({"v": make})
+    return lambda b: kernel(b)["v"]
+
+
+average_precision = alone(AveragePrecision)
+pr_auc = alone(PrAuc)
 
 
 def auc(b: Blocks) -> float | None:
@@ -288,8 +549,9 @@ def per_group(
     """The function of ``rows.map_batches(..., is_elementwise=True)`` over ``{y, s}``,
     one list of each per group (``y`` whether the row is positive, ``s`` the score), all
     the groups in one call; ``kernel`` over the blocks of each group's rows with neither field null,
-    a float (``dtype`` Float64) or a dict of columns per group (``dtype`` a list of
-    structs, assembled by :func:`_lists`).
+    a float (``dtype`` Float64), a dict of columns per group (``dtype`` a list of
+    structs, assembled by :func:`_lists`) or a dict of floats per group (``dtype`` a
+    struct of Float64 fields: :func:`together`).
 
     One call for all the groups, not one per group: Polars calls a Python function of a
     ``group_by`` once per group and one group at a time (1,000 groups of 1e4 rows: ~0.3 s
@@ -322,6 +584,9 @@ def per_group(
         values = _run_all(tasks, parallel=parallel)
         if dtype == F64:
             return pl.Series(values, dtype=F64)
+        if isinstance(dtype, pl.Struct):
+            fields = {n: pl.Series(n, [v[n] for v in values], F64) for n in dtype.to_schema()}
+            return pl.DataFrame(fields).to_struct()
         return _lists(values, dtype) if values else pl.Series([], dtype=dtype)
 
     return run
@@ -334,3 +599,11 @@ roc_points = per_group(_roc, ROC_DTYPE)
 def metric(kernel: Callable[[Blocks], float | None]) -> Callable[[pl.Series], pl.Series]:
     """The ``map_batches`` function of a scalar ``kernel`` (NaN if a score is NaN)."""
     return per_group(_scalar(kernel), F64)
+
+
+def metrics(
+    parts: Mapping[str, Callable[[Blocks], Accumulator]],
+) -> Callable[[pl.Series], pl.Series]:
+    """The ``map_batches`` function of several metrics of the same rows (:func:`together`):
+    a struct of one Float64 field per name, one row per group."""
+    return per_group(together(parts), pl.Struct(dict.fromkeys(parts, F64)))

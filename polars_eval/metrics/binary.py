@@ -51,6 +51,7 @@ from polars_eval.metrics._curve import (
     Curve,
     curve_from_runs,
     prev,
+    sorted_keys_batch,
     sorted_keys_metric,
     sorted_spec,
     thresholds,
@@ -224,6 +225,7 @@ def auc(
         thresholds(label, score, weight, pos_label, bins),
         _auc,
         alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.auc),
+        batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.Auc),
     )
 
 
@@ -264,6 +266,7 @@ def gini(
         thresholds(label, score, weight, pos_label, bins),
         AUC_FINALIZE["gini"],
         alone=None if auc_alone is None else (auc_alone - 0.5) / 0.5,
+        batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.Gini),
     )
 
 
@@ -313,6 +316,7 @@ def pr_auc(
         thresholds(label, score, weight, pos_label, bins),
         _pr_auc,
         alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.pr_auc),
+        batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.PrAuc),
     )
 
 
@@ -359,6 +363,7 @@ def average_precision(
         thresholds(label, score, weight, pos_label, bins),
         _average_precision,
         alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.average_precision),
+        batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.AveragePrecision),
     )
 
 
@@ -396,7 +401,8 @@ def ks(
     return sorted_spec(
         thresholds(label, score, weight, pos_label, bins),
         _ks,
-        alone=curve_from_runs(label, score, weight, pos_label, bins, _ks),
+        alone=sorted_keys_metric(label, score, weight, pos_label, bins, kernels.alone(kernels.Ks)),
+        batch=sorted_keys_batch(label, score, weight, pos_label, bins, kernels.Ks),
     )
 
 
@@ -1049,6 +1055,13 @@ def confusion_table(counts: dict[str, Any]) -> pl.DataFrame:
 # Best over thresholds (as H2O Driverless AI)
 # ---------------------------------------------------------------------------------------
 
+MAX_KERNELS = {
+    "max_accuracy": kernels.MaxAccuracy,
+    "max_f1": kernels.MaxF1,
+    "max_mcc": kernels.MaxMcc,
+}
+"""The accumulators of the maximum metrics over the sorted keys (:func:`sorted_keys_batch`)."""
+
 _MAX_DOC = """Maximum {what} over all thresholds (every distinct score).
 
     A row is positive when ``score >= threshold``; the candidate thresholds are the distinct
@@ -1067,11 +1080,15 @@ def _make_max_metric(name: str, what: str, lo: float, value: str) -> Any:
     def metric(
         label: IntoExpr, score: IntoExpr, *, weight: IntoExpr | None = None, pos_label: Any = None
     ) -> MetricSpec:
-        body = AUC_FINALIZE[name]
-        alone = None  # accuracy at the origin (RunsCurve's first point) is a value
-        if name != "max_accuracy":
-            alone = curve_from_runs(label, score, weight, pos_label, None, body)
-        return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
+        part = MAX_KERNELS[name]
+        alone = sorted_keys_metric(label, score, weight, pos_label, None, kernels.alone(part))
+        batch = sorted_keys_batch(label, score, weight, pos_label, None, part)
+        return sorted_spec(
+            thresholds(label, score, weight, pos_label),
+            AUC_FINALIZE[name],
+            alone=alone,
+            batch=batch,
+        )
 
     metric.__name__ = metric.__qualname__ = name
     metric.__module__ = __name__

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,10 @@ from polars_eval.metrics._curve import (
     finalize_struct_one,
     prev,
     score_runs,
+    sorted_keys_batch,
     thresholds,
 )
+from polars_eval.metrics._sorted_keys import Ece
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
 from polars_eval.metrics.multiclass import (
     PROBA_INPUTS as CLASS_PROBA_INPUTS,
@@ -275,9 +278,11 @@ def ece(
     """
     check_positive_int("bins", bins)
     state = thresholds(label, score, weight, pos_label)
+    batch = sorted_keys_batch(label, score, weight, pos_label, None, partial(Ece, bins=bins))
     return MetricSpec(
         {"c": state},
         lambda s: ece_from_state(s["c"], bins),
+        extra={} if batch is None else {"batch": batch},
         one_group=lambda s: ece_one(s["c"], bins),
     )
 
