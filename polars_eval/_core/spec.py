@@ -26,6 +26,35 @@ Kind = Literal["sum", "min", "max", "rows", "moments", "list"]
 F64 = pl.Float64
 
 
+class _Itself:
+    """A key equal only to the very object it holds (held, so its ``id`` is never reused)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Itself) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def plan_key(expr: pl.Expr) -> bytes | _Itself:
+    """Equal keys: the same computation (the planner computes it once).
+
+    The expression's serialized plan. Polars serializes an expression over a Python
+    function with ``cloudpickle`` (its ``cloudpickle`` extra, a dependency of ours); should
+    that fail (cloudpickle missing, or a user's function it cannot pickle) the key is the
+    expression object itself: equal to no other, so never shared, never confused.
+    """
+    try:
+        return expr.meta.serialize()
+    except Exception:  # noqa: BLE001 - Polars raises ComputeError, pickling anything
+        return _Itself(expr)
+
+
 @dataclass(frozen=True, eq=False)
 class State:
     """One mergeable summary of the rows of a group.
@@ -67,9 +96,9 @@ class State:
     cumulative: tuple[str, tuple[str, ...]] | None = None
 
     @property
-    def key(self) -> tuple[str, bytes]:
+    def key(self) -> tuple[str, bytes | _Itself]:
         """Two states with equal keys are the same state (the planner computes it once)."""
-        return self.kind, self.value.meta.serialize()
+        return self.kind, plan_key(self.value)
 
     def parts(self) -> dict[str, pl.Expr]:
         """The aggregations the state is assembled from, by name (one, but for moments)."""
@@ -319,10 +348,10 @@ class MetricSpec:
                 return self.finalize(inline)
         fields: dict[str, pl.Expr] = {}  # one field per distinct aggregation
         field_of: dict[tuple[str, str], str] = {}
-        by_key: dict[bytes, str] = {}
+        by_key: dict[bytes | _Itself, str] = {}
         for name, p in parts.items():
             for k, agg in p.items():
-                key = agg.meta.serialize()
+                key = plan_key(agg)
                 if key not in by_key:
                     by_key[key] = f"{name}.{k}"
                     fields[by_key[key]] = agg

@@ -47,7 +47,7 @@ from polars_eval._core.planner import (
     row_counts,
 )
 from polars_eval._core.registry import MetricInfo, Role
-from polars_eval._core.spec import MetricSpec, State
+from polars_eval._core.spec import MetricSpec, State, plan_key
 from polars_eval._validate import (
     check_aggs,
     column_problems,
@@ -171,7 +171,7 @@ def _batches(specs: Mapping[str, MetricSpec]) -> tuple[list[pl.Expr], dict[str, 
     for name, spec in specs.items():
         batch = spec.extra.get("batch")
         if isinstance(batch, Batch):
-            key = (batch.rows.meta.serialize(), batch.together)
+            key = (plan_key(batch.rows), batch.together)
             groups.setdefault(key, {})[name] = batch
     aggs, values = [], {}
     for i, members in enumerate(groups.values()):

@@ -14,6 +14,7 @@ counts at the block's end are used, so the result never depends on the order of 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -103,6 +104,27 @@ def threshold_state(
     block, runs in ``list.eval`` (``list.filter`` names a root column ``""``, which the
     bootstrap reads as a missing column).
     """
+    if all(isinstance(c, str) for c in (label, score)) and not isinstance(weight, pl.Expr):
+        try:
+            return _named_threshold_state(label, score, weight, pos_label, bins)
+        except TypeError:  # an unhashable pos_label
+            pass
+    return _threshold_state(label, score, weight, pos_label, bins)
+
+
+@functools.lru_cache(maxsize=256)
+def _named_threshold_state(
+    label: str, score: str, weight: str | None, pos_label: Any, bins: int | None
+) -> pl.Expr:
+    """The state over named columns, one expression object per call arguments: so metrics
+    share it even where Polars cannot serialize its Python function (the planner's key
+    is then the object itself, :func:`polars_eval._core.spec.plan_key`)."""
+    return _threshold_state(label, score, weight, pos_label, bins)
+
+
+def _threshold_state(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, bins: int | None
+) -> pl.Expr:
     if weight is None:
         return _counted_state(label, score, pos_label, bins)
     s, sw = pl.field("s"), pl.field("sw")
