@@ -46,7 +46,7 @@ from polars_eval._core.planner import (
     report_undefined,
     row_counts,
 )
-from polars_eval._core.registry import MetricInfo, Role
+from polars_eval._core.registry import REGISTRY, MetricInfo, Role
 from polars_eval._core.spec import MetricSpec, State, plan_key
 from polars_eval._validate import (
     check_aggs,
@@ -164,13 +164,17 @@ class Batch:
     together: Callable[[pl.Expr, Mapping[str, Any]], pl.Expr]
 
 
-def _batches(specs: Mapping[str, MetricSpec]) -> tuple[list[pl.Expr], dict[str, pl.Expr]]:
+def _batches(
+    specs: Mapping[str, MetricSpec], keep: Mapping[str, State]
+) -> tuple[list[pl.Expr], dict[str, pl.Expr]]:
     """The aggregations of the specs that declare a :class:`Batch`, one per batch, and
-    each such spec's value (a field of its batch's struct)."""
+    each such spec's value (a field of its batch's struct). A spec of a kept state is
+    not batched: the state is computed anyway, and the spec finalized from it."""
+    kept = {state.key for state in keep.values()}
     groups: dict[Any, dict[str, Batch]] = {}
     for name, spec in specs.items():
         batch = spec.extra.get("batch")
-        if isinstance(batch, Batch):
+        if isinstance(batch, Batch) and not any(s.key in kept for s in spec.states.values()):
             key = (plan_key(batch.rows), batch.together)
             groups.setdefault(key, {})[name] = batch
     aggs, values = [], {}
@@ -184,6 +188,15 @@ def _batches(specs: Mapping[str, MetricSpec]) -> tuple[list[pl.Expr], dict[str, 
     return aggs, values
 
 
+def _kept_value(state: Mapping[str, pl.Expr]) -> pl.Expr:
+    return state["c"]
+
+
+def _kept_specs(keep: Mapping[str, State]) -> dict[str, MetricSpec]:
+    """A spec per kept state, the state itself its value."""
+    return {n: MetricSpec({"c": s}, _kept_value) for n, s in keep.items()}
+
+
 def _summed(agg: pl.Expr) -> State:
     """An aggregation (a count) as a state merged by summing."""
     return State(agg, "list", merge=pl.Expr.sum)
@@ -194,13 +207,15 @@ class Specs:
     """The metrics of a table as specs, laid out by the runner for its query.
 
     ``columns`` gives the table's columns from each spec's value (default: each spec
-    under its name); ``sums`` are extra aggregations merged by summing (counts, e.g.
-    ``zero_actuals``, the used rows of ``pe.Evaluation``), whose values ``columns``
-    reads by their names; ``stages`` row
-    columns the states read (parts shared by many states); ``columns_first`` computes
-    the row values of the summed states as columns first (plain column sums: faster for
-    many small groups); ``one_group`` finalizes the sort-based specs of one ``list``
-    state over its points when the query has no groups (``plan_specs(one_group=)``).
+    under its name, then each kept state); ``sums`` are extra aggregations merged by
+    summing (counts, e.g. ``zero_actuals``, the used rows of ``pe.Evaluation``), whose
+    values ``columns`` reads by their names; ``stages`` row columns the states read
+    (parts shared by many states); ``columns_first`` computes the row values of the
+    summed states as columns first (plain column sums: faster for many small groups);
+    ``one_group`` finalizes the sort-based specs of one ``list`` state over its points
+    when the query has no groups (``plan_specs(one_group=)``); ``keep`` names states
+    given as columns of the result, computed once with the specs' equal states (the
+    report's threshold state and confusion counts: its curves and intervals read them).
     """
 
     specs: Mapping[str, MetricSpec]
@@ -209,20 +224,26 @@ class Specs:
     stages: Sequence[Sequence[pl.Expr]] = ()
     columns_first: bool = False
     one_group: bool = False
+    keep: Mapping[str, State] = field(default_factory=dict)
 
     def _finals(self, values: Mapping[str, pl.Expr]) -> list[pl.Expr]:
         """The table's columns from each spec's value (and each sum's, by its name)."""
         if self.columns is None:
-            return [values[name].alias(name) for name in self.specs]
+            return [values[name].alias(name) for name in [*self.specs, *self.keep]]
         sums = {s.meta.output_name(): pl.col(s.meta.output_name()) for s in self.sums}
         return self.columns({**values, **sums})
+
+    @property
+    def _all(self) -> dict[str, MetricSpec]:
+        """The specs and a spec per kept state (the state itself its value)."""
+        return {**self.specs, **_kept_specs(self.keep)}
 
     def layout(self, grouping: windows.Grouping | None, by: Sequence[str]) -> Query:
         """The query of the specs: each distinct state once and each column over them
         (:func:`plan_specs`), the specs of one :class:`Batch` by its one aggregation; with
         a grouping, every state its own column with its merge (:func:`windows.plan_merged`)."""
         if grouping is not None:
-            merged = windows.plan_merged(self.specs, columns_first=self.columns_first)
+            merged = windows.plan_merged(self._all, columns_first=self.columns_first)
             for agg in self.sums:
                 merged.add_sum(agg)
             return Query(
@@ -234,8 +255,8 @@ class Specs:
                 cumulative=merged.cumulative,
             )
         one_group = self.one_group and not by
-        batched, values = _batches(self.specs)
-        rest = {name: spec for name, spec in self.specs.items() if name not in values}
+        batched, values = _batches(self.specs, self.keep)
+        rest = {name: spec for name, spec in self._all.items() if name not in values}
         planned = plan_specs(rest, columns_first=self.columns_first, one_group=one_group)
         return Query(
             [*planned.aggs, *self.sums],
@@ -252,10 +273,11 @@ class Specs:
         rows = [name for name, spec in self.specs.items() if spec.has_rows]
         if rows:
             raise InvalidParameterError(f"{rows[0]}: a metric over the rows has no states to merge")
-        planned = plan_specs(self.specs)
+        specs = self._all
+        planned = plan_specs(specs)
         states = {
             planned.columns[name][key]: state
-            for name, spec in self.specs.items()
+            for name, spec in specs.items()
             for key, state in spec.states.items()
         }
         states |= {s.meta.output_name(): _summed(s) for s in self.sums}
@@ -296,12 +318,16 @@ class Table:
     stage: Stage | None = None
     grouping: windows.Grouping | None = None
     engine: Literal["auto", "in-memory", "streaming"] = "auto"
+    _laid_out: Query | None = field(default=None, init=False, repr=False, compare=False)
 
     def laid_out(self) -> Query:
-        """The table's query, its specs planned for its grouping and ``by``."""
-        if isinstance(self.query, Specs):
-            return self.query.layout(self.grouping, self.by)
-        return self.query
+        """The table's query, its specs planned for its grouping and ``by`` (once per
+        table: a table kept and run again, :func:`kept`, plans nothing again)."""
+        if not isinstance(self.query, Specs):
+            return self.query
+        if self._laid_out is None:
+            self._laid_out = self.query.layout(self.grouping, self.by)
+        return self._laid_out
 
     # -- states of partitions (SPEC §10) --------------------------------------------------
 
@@ -396,6 +422,46 @@ class Table:
         df = out.select(*g.out, *self.names, *kept).collect()
         df = finish(df, self.output, grouped=True, grouping=g, rows=used or ROWS)
         return df.drop(kept)
+
+
+Builder = Callable[[Mapping[str, Any]], "Table"]
+
+
+def kept(builder: Builder) -> Builder:
+    """``builder`` (a task's table builder, of the method's arguments by name) keeping its
+    last tables by their arguments, when every argument is a plain value (a column name,
+    a number, None, a list of names; no expression, no grouping): the same call again
+    neither binds the specs nor plans them (:meth:`Table.laid_out` once per table; about
+    10 ms of Python for the binary table's 23 metrics). The registry's size is part of
+    the key (a metric registered later is seen)."""
+
+    tables: dict[tuple[Any, ...], Table] = {}
+
+    @functools.wraps(builder)
+    def build(a: Mapping[str, Any]) -> Table:
+        key = (len(REGISTRY), *((k, _plain(v)) for k, v in a.items()))
+        if any(v is _NOT_PLAIN for _, v in key[1:]):
+            return builder(a)
+        table = tables.pop(key, None) or builder(a)
+        tables[key] = table  # the latest last
+        while len(tables) > 16:
+            del tables[next(iter(tables))]
+        return table
+
+    return build
+
+
+_NOT_PLAIN = object()
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as a hashable plain value (a list as a tuple), or ``_NOT_PLAIN``."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return type(value), value  # True and 1 are equal keys, not equal arguments
+    if isinstance(value, (list, tuple)):
+        items = tuple(_plain(v) for v in value)
+        return _NOT_PLAIN if any(v is _NOT_PLAIN for v in items) else items
+    return _NOT_PLAIN
 
 
 def arguments(method: Callable[..., Any], **given: Any) -> dict[str, Any]:

@@ -240,7 +240,7 @@ def unweighted_rows(label: IntoExpr, score: IntoExpr, pos_label: Any, bins: int 
     lists in a struct gather as fast as the score alone, a list of structs ~1.5x). Rows
     with a null label or score are left out by the kernels (a filter here, evaluated per
     group, cost a third of a per-group sort of the scores)."""
-    y = binary_label(label, pos_label) == 1.0
+    y = to_expr(label) == (1 if pos_label is None else pos_label)  # no cast to a float
     s = binned_score(to_float(score), bins)
     return pl.struct(y.implode().alias("y"), s.implode().alias("s"))
 

@@ -519,9 +519,11 @@ def logloss(
     y, p = binary_label(label, pos_label), to_float(score)
     w = masked_weight(y, p, weight=weight)
     pc = p.clip(LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    return weighted_mean(
-        -(y * pc.log() + (1.0 - y) * (1.0 - pc).log()), w, unweighted=weight is None
-    )
+    # the probability of the row's own class, pc or 1 − pc, exactly (y is 0 or 1): one
+    # logarithm per row, where y ln pc + (1 − y) ln(1 − pc) takes two (each ~12 ns a row
+    # in Polars) for the same term
+    own = (1.0 - y) + (2.0 * y - 1.0) * pc
+    return weighted_mean(-own.log(), w, unweighted=weight is None)
 
 
 @register(
@@ -593,6 +595,23 @@ def confusion_states(
     positive.
     """
     y, raw, yhat = _hard_prediction(label, score, pred, threshold, pos_label)
+    if weight is None:
+        # counts of booleans (1.0 where true, summed): a third fewer passes than the
+        # products of the 0/1 floats, the same sums
+        valid = not_null(y, raw)
+        positive = to_expr(label) == (1 if pos_label is None else pos_label)  # no cast
+        predicted = raw == 1.0 if pred is not None else raw >= threshold
+
+        def count(flags: pl.Expr) -> State:
+            return State(indicator(valid & flags))
+
+        return {
+            "tp": count(positive & predicted),
+            "fp": count(~positive & predicted),
+            "tn": count(~positive & ~predicted),
+            "fn": count(positive & ~predicted),
+            "nan": State(raw.is_nan() & valid, "max"),
+        }
     w = weight_expr(weight)
     valid = not_null(y, raw, w)
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from polars_eval._core import registry as _registry
-from polars_eval._core.planner import Planned, normalize_by, plan_specs
+from polars_eval._core.planner import normalize_by
 from polars_eval._core.spec import nan_or
-from polars_eval._core.table import Checks, Output, Query, Stage, Table, run
+from polars_eval._core.table import Specs, Table, run
 from polars_eval._core.tasks import TASKS, Task
 from polars_eval._exprs import binary_label, count_true, to_expr, to_float
 from polars_eval._params import check_positive_int
@@ -41,14 +41,10 @@ from polars_eval.exceptions import (
 )
 from polars_eval.metrics import binary as binary_family
 from polars_eval.metrics import calibration as calibration_family
+from polars_eval.metrics._curve import thresholds
 from polars_eval.report import _states
 from polars_eval.report.calibration import calibration_tables_soon
-from polars_eval.tasks.binary import (
-    BASELINE,
-    _summary_specs,
-    constant_predictor,
-    summary_infos,
-)
+from polars_eval.tasks.binary import binary_table, summary_infos
 
 SEGMENT = _states.SEGMENT
 """Name of the column that labels a segment (its ``by`` values joined) in chart data."""
@@ -105,16 +101,7 @@ def collect_quietly(queries: dict[str, pl.LazyFrame], notes: list[str]) -> dict[
 
     Other warnings are passed on unchanged.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frames = pl.collect_all(list(queries.values()))
-    for w in caught:
-        if not issubclass(w.category, UndefinedMetricWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            continue
-        message = str(w.message)
-        if message not in notes:
-            notes.append(message)
+    frames = _quietly(lambda: pl.collect_all(list(queries.values())), notes)
     return dict(zip(queries, frames, strict=True))
 
 
@@ -215,12 +202,13 @@ def build_binary(
     ``calibration_table`` (only for probabilities), and with ``by`` the per-segment
     ``roc_curve_by`` / ``pr_curve_by``: each equal to the namespace method's result.
 
-    The threshold state of the whole data and of every segment are computed once
-    (:mod:`polars_eval.report._states`), and every table, curve and sort-based metric is
-    the metric layer's finalizer over them. The
-    one-pass parts (confusion counts, log loss, Brier, row counts, validation) take one
-    pass for the whole data and one ``group_by`` pass for the segments. The long curves
-    are finalized when first read from ``report.tables``.
+    The summary and the segments are the table of ``df.eval.binary`` itself
+    (:func:`~polars_eval.tasks.binary.binary_table`, run by the one runner), once for
+    the whole data and once per segment, each keeping its threshold state and its
+    confusion counts as columns (``Specs.keep``: the state out of the same sort as the
+    sort-based metrics, the counts the threshold metrics' own) and the row counts
+    (``Specs.sums``). Every curve and table is the metric layer's finalizer over the
+    kept states; the long curves are finalized when first read from ``report.tables``.
     """
     _check_options("binary", options, BINARY_OPTIONS)
     pos_label = options.get("pos_label")
@@ -233,106 +221,48 @@ def build_binary(
     common: dict[str, Any] = {"weight": weight, "pos_label": pos_label}
     inputs = binary_family.PROBA_INPUTS if probability else binary_family.ORDER_INPUTS
     check_columns(lf, {"label": label, "score": score, **common}, inputs, by)
-    infos = summary_infos(probability)
-    specs = _summary_specs(infos, label, score, weight, pos_label, threshold, "")
-    names = list(specs)
-    summary_specs = dict(specs)
-    if baseline:
-        constant, majority = constant_predictor(label, score, weight, pos_label)
-        summary_specs |= _summary_specs(
-            infos, label, constant, weight, pos_label, threshold, BASELINE, pred=majority
-        )
-    # the specs planned as df.eval.binary plans them (each state once); the threshold state
-    # of the metrics is taken out of the aggregations and computed from one sort below
-    planned, summary_planned = plan_specs(specs), plan_specs(summary_specs)
-    column = _threshold_column(planned, names)
-    assert _threshold_column(summary_planned, names) == column
-    state_agg, on_state, on_counts = _split_plan(planned, column)
-    # the whole data's state is one row: its finalizers run over its points, exploded
-    # into a frame of their own (``plan_specs(one_group=True)``)
-    on_whole_state = plan_specs(specs, one_group=True).point_finals[column]
-    _, _, summary_finalizers = _split_plan(summary_planned, column)
-    counts = _row_count_aggs([label, score], weight, binary_label(label, pos_label))
-
-    # the states of the whole data and of each segment, and their sort-based metrics (the
-    # calibration table of the whole data is kept: the ECE reads it). Each state sorts its
-    # own rows (a plain sort of integer keys): sorting every row by score first, for the
-    # states to meet their rows in order, cost more than it saved (2e7 rows, 100 segments:
-    # 1.7 s of CPU for the sort, 1.0 saved in the states; and a copy of the rows).
-    rows = lf
-    if isinstance(frame, pl.LazyFrame):  # a lazy source is read once
-        rows = _states.input_rows(lf, label, score, weight, by).collect().lazy()
-    whole_q = rows.select(state_agg)
-    segments_q = rows.group_by(by).agg(state_agg) if by else None
-    shared_cal = probability and bins == 10 and "ece" in names
-    point_fins = [f for f in on_whole_state if not (shared_cal and f.meta.output_name() == "ece")]
-    if shared_cal:
-        point_fins.append(calibration_family.calibration_one(pl.col(column), 10).alias(CALIBRATION))
-    whole_q = whole_q.join(whole_q.select(pl.col(column).explode()).select(point_fins), how="cross")
-    if shared_cal:
-        whole_q = whole_q.with_columns(
-            calibration_family.ece_from_calibration(pl.col(CALIBRATION)).alias("ece")
-        )
-    # the whole data's state first: the calibration section's fits over its points (numpy,
-    # one core) then run in a thread beside the segments' queries (Polars, every core)
-    whole_state = whole_q.collect()
-    if probability:
-        calibration = calibration_tables_soon(
-            whole_state.select(pl.col(column).alias(_states.STATE)), bins
-        )
-    segment_state = [] if segments_q is None else [segments_q.with_columns(on_state).collect()]
-    del rows
-    on_state_names = [f.meta.output_name() for f in on_state]
-    one_pass = [a for a in planned.aggs if a.meta.output_name() != column]
-    summary_one_pass = [a for a in summary_planned.aggs if a.meta.output_name() != column]
-
-    plan_args = {"label": label, "score": score, **common}
-    undefined = {info.name: info.undefined or "no defined value" for info in infos}
-    whole_fins = whole_state.drop(column, CALIBRATION, strict=False)
-    queries: dict[str, pl.LazyFrame] = {
-        "summary": run(
-            Table(
-                Query(summary_one_pass + counts),
-                Checks(inputs, plan_args, validate),
-                Output(undefined, strict=False),
-                stage=Stage(
-                    lambda q: q.join(whole_fins.lazy(), how="cross").with_columns(
-                        summary_finalizers
-                    )
-                ),
-            ),
-            lf,
-        )
+    # a lazy source is read once: the columns it needs, collected
+    rows = (
+        _states.input_rows(lf, label, score, weight, by).collect()
+        if isinstance(frame, pl.LazyFrame)
+        else frame
+    )
+    arguments = {
+        "label": label,
+        "score": score,
+        **common,
+        "threshold": threshold,
+        "probability": probability,
+        "bins": None,
+        "metrics": None,
+        "grouping": None,
     }
-    if by:
-        segment_fins = segment_state[0].select(*by, *on_state_names)
-        queries["segments"] = run(
-            Table(
-                Query(one_pass + counts),
-                Checks(inputs, plan_args, validate=False),
-                Output(undefined, strict=False),
-                by=by,
-                stage=Stage(
-                    lambda q: q.join(
-                        segment_fins.lazy(), on=by, how="left", nulls_equal=True
-                    ).with_columns(on_counts)
-                ),
-            ),
-            lf,
-        )
-    # the metric table first, alone: its warnings are the metric layer's (the CLI says them)
-    metric_key = "segments" if by else "summary"
+    whole = binary_table({**arguments, "baseline": baseline, "by": None, "validate": validate})
+    assert isinstance(whole.query, Specs)
+    summary_names = list(whole.query.specs)  # with the baseline's columns
+    counts = _row_count_aggs([label, score], weight, binary_label(label, pos_label))
+    kept = _kept_states(label, score, weight, pos_label, threshold)
+
+    # the whole data first: the calibration section's fits over its state's points (numpy,
+    # one core) then run in a thread beside the segments' query
+    notes: list[str] = []
     metric_notes: list[str] = []
-    found = collect_quietly({metric_key: queries.pop(metric_key)}, metric_notes)
-    notes = list(metric_notes)
-    found.update(collect_quietly(queries, notes))
-    summary_all = found["summary"]
-    summary_names = list(summary_specs)
+    summary_all = _quietly(
+        lambda: run(_reported(whole, kept, counts), rows), metric_notes if not by else notes
+    )
+    whole_state = summary_all.select(_states.STATE)
+    if probability:
+        calibration = calibration_tables_soon(whole_state, bins)
+    segments_all = None
+    if by:
+        segments = binary_table({**arguments, "baseline": False, "by": by, "validate": False})
+        segments_all = _quietly(lambda: run(_reported(segments, kept, counts), rows), metric_notes)
+    notes = [*metric_notes, *(n for n in notes if n not in metric_notes)]
     tables = _states.Tables(
         {"summary": summary_all.select(summary_names), "data": summary_all.select(COUNT_COLUMNS)}
     )
+    names = [info.name for info in summary_infos(probability)]
     metrics = summary_all.select(summary_names)
-    segments_all = found.get("segments")
     if segments_all is not None:
         metrics = segments_all.select(*by, *names) if not baseline else None
         tables["segments"] = sort_worst_first(
@@ -345,9 +275,8 @@ def build_binary(
         name: _state_finalizer(_registry.REGISTRY[name].spec(**args))
         for name in ("roc_curve", "pr_curve", "lorenz_curve")
     }
-    whole_state = whole_state.rename({column: _states.STATE})
-    segment_state = [f.rename({column: _states.STATE}) for f in segment_state]
-    curves = _states.StateCurves(whole_state, segment_state[0] if by else None, by, finalize)
+    segment_state = None if segments_all is None else segments_all.select(*by, _states.STATE)
+    curves = _states.StateCurves(whole_state, segment_state, by, finalize)
     # the short tables over the points of the whole data's state (``one_group`` forms)
     points = pl.col(_states.STATE)
     short = {
@@ -368,12 +297,8 @@ def build_binary(
             # metric-layer issue, reported); the report then goes on without that table
             notes.append("threshold table unavailable: no usable row")
     if probability:
-        tables["calibration_table"] = (
-            _short_curve(whole_state, "calibration_table", pl.col(CALIBRATION), points=False)
-            if shared_cal
-            else _short_curve(
-                whole_state, "calibration_table", calibration_family.calibration_one(points, bins)
-            )
+        tables["calibration_table"] = _short_curve(
+            whole_state, "calibration_table", calibration_family.calibration_one(points, bins)
         )
         for name, table in calibration.items():
             tables.defer(name, table)
@@ -406,29 +331,59 @@ def build_binary(
         metric_notes=metric_notes,
     )
     parts = {"summary": summary_all, **({"segments": segments_all} if by else {})}
-    built.intervals = lambda ci, level: _binary_intervals(built, parts, planned, by, ci, level)
+    built.intervals = lambda ci, level: _binary_intervals(built, parts, by, ci, level)
     return built
 
 
-def _threshold_column(planned: Planned, names: list[str]) -> str:
-    """The column of the threshold state (the one ``list`` state the sort-based specs share)."""
-    found = {
-        planned.columns[name][key]
-        for name in names
-        for key, state in planned.specs[name].states.items()
-        if state.kind == "list"
+CONFUSION = "__pe_confusion_"
+"""The prefix of the kept confusion counts (``tp``, ``fp``, ``tn``, ``fn``, ``nan``)."""
+
+
+def _kept_states(
+    label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, threshold: float
+) -> dict[str, Any]:
+    """The states the report keeps from the binary table: the threshold state (its
+    curves and tables) and the confusion counts at ``threshold`` (the intervals), each
+    equal to the table's own (the same specs' states: computed once)."""
+    confusion = binary_family.confusion_states(
+        label, score, pred=None, threshold=threshold, weight=weight, pos_label=pos_label
+    )
+    return {
+        _states.STATE: thresholds(label, score, weight, pos_label),
+        **{CONFUSION + key: state for key, state in confusion.items()},
     }
-    assert len(found) == 1, found
-    return found.pop()
 
 
-def _split_plan(planned: Planned, column: str) -> tuple[pl.Expr, list[pl.Expr], list[pl.Expr]]:
-    """The aggregation of the threshold state ``column``, the finalizers that read only it,
-    and the other finalizers."""
-    (agg,) = [a for a in planned.aggs if a.meta.output_name() == column]
-    on_state = [f for f in planned.finals if set(f.meta.root_names()) == {column}]
-    others = [f for f in planned.finals if set(f.meta.root_names()) != {column}]
-    return agg, on_state, others
+def _reported(table: Table, kept: dict[str, Any], counts: list[pl.Expr]) -> Table:
+    """``table`` (the binary table) with the report's kept states and row counts."""
+    query = table.query
+    assert isinstance(query, Specs)
+    names = [*query.specs, *kept, *(c.meta.output_name() for c in counts)]
+    return replace(
+        table,
+        query=replace(
+            query,
+            keep=kept,
+            sums=[*query.sums, *counts],
+            columns=lambda values: [values[n].alias(n) for n in names],
+        ),
+    )
+
+
+def _quietly(compute: Callable[[], Any], notes: list[str]) -> Any:
+    """``compute()``, its warnings about undefined values added to ``notes`` (once each);
+    other warnings passed on unchanged."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compute()
+    for w in caught:
+        if not issubclass(w.category, UndefinedMetricWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        message = str(w.message)
+        if message not in notes:
+            notes.append(message)
+    return out
 
 
 def _state_finalizer(spec: Any, one_group: bool = False) -> Callable[[pl.Expr], pl.Expr]:
@@ -454,7 +409,6 @@ def _short_curve(
 def _binary_intervals(
     built: Built,
     parts: dict[str, pl.DataFrame],
-    planned: Planned,
     by: list[str],
     ci: str,
     level: float,
@@ -472,10 +426,10 @@ def _binary_intervals(
 
     check_ci(ci)
     z = iv.z_quantile(level)
-    # the weighted confusion counts as the Wilson intervals read them (NaN → NaN)
-    states = planned.columns["accuracy"] if "accuracy" in planned.columns else {}
+    # the weighted confusion counts (kept) as the Wilson intervals read them (NaN → NaN)
     confusion = {
-        k: nan_or(pl.col(states["nan"]), pl.col(states[k])) for k in ("tp", "fp", "tn", "fn")
+        k: nan_or(pl.col(CONFUSION + "nan"), pl.col(CONFUSION + k))
+        for k in ("tp", "fp", "tn", "fn")
     }
 
     def interval(name: str) -> pl.Expr | None:

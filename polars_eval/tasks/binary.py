@@ -11,7 +11,7 @@ from polars_eval._core import registry as _registry
 from polars_eval._core.planner import normalize_by
 from polars_eval._core.registry import MetricInfo
 from polars_eval._core.spec import MetricSpec
-from polars_eval._core.table import Checks, Output, Specs, Table, run
+from polars_eval._core.table import Checks, Output, Specs, Table, kept, run
 from polars_eval._core.tasks import TASKS
 from polars_eval._core.windows import BASELINE_NOT_MERGEABLE, Grouping, grouped_method
 from polars_eval._exprs import binary_label, not_null, to_float, weight_expr
@@ -122,6 +122,7 @@ def _summary_specs(
     return out
 
 
+@kept
 def binary_table(a: Mapping[str, Any]) -> Table:
     """The table of ``df.eval.binary`` from the arguments of
     :meth:`BinaryMethods.binary` by name (``grouping`` among them; see
