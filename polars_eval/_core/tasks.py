@@ -29,6 +29,8 @@ class Task:
     data_args: tuple[str, ...]
     keys: tuple[str, ...] = ()
     bootstrap: bool = True
+    # where the task's methods, report builder and CLI sub-command live; unnamed, where
+    # the layout puts them (:meth:`__post_init__`)
     methods: str = ""
     report: str = ""
     cli: str = ""
@@ -54,6 +56,19 @@ class Task:
     # bounded ``pe.Evaluation`` in chunks (SPEC §10: the state, not the rows)
     bounded: str = ""
 
+    def __post_init__(self) -> None:
+        """The pieces the task leaves unnamed, where the layout puts them: the methods in
+        ``tasks/<name>.py`` (class ``<Name>Methods``), the report builder in
+        ``report/tables.py`` (``build_<name>``), the sub-command in ``cli/<name>.py``."""
+        where = {
+            "methods": f"polars_eval.tasks.{self.name}:{self.name.capitalize()}Methods",
+            "report": f"polars_eval.report.tables:build_{self.name}",
+            "cli": f"polars_eval.cli.{self.name}:command",
+        }
+        for what, default in where.items():
+            if not getattr(self, what):
+                object.__setattr__(self, what, default)
+
     def load(self, what: str) -> Any:
         """The object a ``"module:attribute"`` field of this task names."""
         module, _, attribute = getattr(self, what).partition(":")
@@ -77,9 +92,6 @@ TASKS: dict[str, Task] = {
             "binary",
             "binary classification",
             ("label", "score"),
-            methods="polars_eval.tasks.binary:BinaryMethods",
-            report="polars_eval.report.tables:build_binary",
-            cli="polars_eval.cli.binary:command",
             columns=("label", "score"),
             required=("label", "score"),
             options=("pos_label", "threshold", "probability", "baseline"),
@@ -91,9 +103,6 @@ TASKS: dict[str, Task] = {
             "regression",
             "regression",
             ("actual", "pred"),
-            methods="polars_eval.tasks.regression:RegressionMethods",
-            report="polars_eval.report.tables:build_regression",
-            cli="polars_eval.cli.regression:command",
             columns=("actual", "pred"),
             required=("actual", "pred"),
             options=("zero_actuals", "baseline"),
@@ -104,9 +113,6 @@ TASKS: dict[str, Task] = {
             "multiclass",
             "multiclass classification",
             ("label",),
-            methods="polars_eval.tasks.multiclass:MulticlassMethods",
-            report="polars_eval.report.tables:build_multiclass",
-            cli="polars_eval.cli.multiclass:command",
             columns=("label", "pred", "proba"),
             required=("label",),
             options=("classes", "k", "multi_class", "weights", "adjusted", "baseline"),
@@ -119,9 +125,6 @@ TASKS: dict[str, Task] = {
             "forecast",
             ("actual", "forecast"),
             keys=("series", "time", "cutoff"),
-            methods="polars_eval.tasks.forecast:ForecastMethods",
-            report="polars_eval.report.tables:build_forecast",
-            cli="polars_eval.cli.forecast:command",
             metric_method="polars_eval.tasks.forecast:keyed_method",
             metric_tasks=("regression", "forecast"),
             columns=("actual", "forecast", "series", "time"),
@@ -138,9 +141,6 @@ TASKS: dict[str, Task] = {
             ("relevance", "score"),
             keys=("query", "item"),
             bootstrap=False,
-            methods="polars_eval.tasks.ranking:RankingMethods",
-            report="polars_eval.report.tables:build_ranking",
-            cli="polars_eval.cli.ranking:command",
             metric_method="polars_eval.tasks.ranking:metric_method",
             metric_tasks=("ranking",),
             columns=("relevance", "score", "query", "item"),

@@ -89,24 +89,6 @@ from polars_eval.metrics._multiclass_checks import (
 )
 from polars_eval.metrics.binary import LOGLOSS_EPS
 
-__all__ = [
-    "multiclass_accuracy",
-    "multiclass_auc",
-    "multiclass_balanced_accuracy",
-    "multiclass_brier",
-    "multiclass_cohen_kappa",
-    "multiclass_confusion_matrix",
-    "multiclass_f1",
-    "multiclass_f_beta",
-    "multiclass_hinge_loss",
-    "multiclass_jaccard",
-    "multiclass_logloss",
-    "multiclass_mcc",
-    "multiclass_precision",
-    "multiclass_recall",
-    "top_k_accuracy",
-]
-
 PRED_INPUTS = {"label": "key", "pred": "key", "proba": "class_proba", "weight": "weight"}
 PROBA_INPUTS = {"label": "key", "proba": "class_proba", "weight": "weight"}
 AVERAGES = ("micro", "macro", "weighted", None)

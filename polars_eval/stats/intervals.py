@@ -293,15 +293,9 @@ def proportion_ci(
     >>> import polars as pl
     >>> import polars_eval as pe
     >>> df = pl.DataFrame({"y": [1, 1, 0, 0, 1], "p": [0.9, 0.3, 0.6, 0.2, 0.5]})
-    >>> df.select(pe.proportion_ci("accuracy", "y", "p").struct.unnest().round(4))
-    shape: (1, 3)
-    ┌───────┬────────┬────────┐
-    │ value ┆ lower  ┆ upper  │
-    │ ---   ┆ ---    ┆ ---    │
-    │ f64   ┆ f64    ┆ f64    │
-    ╞═══════╪════════╪════════╡
-    │ 0.6   ┆ 0.2307 ┆ 0.8824 │
-    └───────┴────────┴────────┘
+    >>> ci = df.select(pe.proportion_ci("accuracy", "y", "p").struct.unnest().round(4))
+    >>> ci.columns, ci.row(0)
+    (['value', 'lower', 'upper'], (0.6, 0.2307, 0.8824))
     """
     if metric not in PROPORTIONS:
         raise InvalidParameterError(
