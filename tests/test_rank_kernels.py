@@ -12,7 +12,7 @@ import pytest
 import scipy.stats as ss
 
 import polars_eval as pe
-from polars_eval.metrics import regression as rm
+from polars_eval.metrics import _rank_kernels as rm
 
 N = rm.PARALLEL_ROWS + 1_003  # above every size threshold, not a power of two
 

@@ -23,13 +23,9 @@ from polars_eval.exceptions import (
     UndefinedMetricError,
     UndefinedMetricWarning,
 )
-from polars_eval.metrics import regression as regression_module
-from polars_eval.metrics.regression import (
-    _inversions,
-    _kendall_tau_b,
-    _small_inversions,
-    normal_quantile,
-)
+from polars_eval.metrics import _rank_kernels
+from polars_eval.metrics._rank_kernels import _inversions, _kendall_tau_b, _small_inversions
+from polars_eval.metrics.regression import normal_quantile
 
 SCALAR = [
     "mse",
@@ -187,12 +183,12 @@ def test_inversion_count_levels_against_brute_force(
     n = y.size
     w = np.array(weights[:n], dtype=float)
     order = np.lexsort((np.arange(n), y))  # positions by (value, position)
-    saved = regression_module.INVERSION_BLOCK, regression_module.INVERSION_BLOCK_WEIGHTED
+    saved = _rank_kernels.INVERSION_BLOCK, _rank_kernels.INVERSION_BLOCK_WEIGHTED
     try:
-        regression_module.INVERSION_BLOCK = regression_module.INVERSION_BLOCK_WEIGHTED = block
+        _rank_kernels.INVERSION_BLOCK = _rank_kernels.INVERSION_BLOCK_WEIGHTED = block
         unweighted, weighted = _inversions(order, None), _inversions(order, w)
     finally:
-        regression_module.INVERSION_BLOCK, regression_module.INVERSION_BLOCK_WEIGHTED = saved
+        _rank_kernels.INVERSION_BLOCK, _rank_kernels.INVERSION_BLOCK_WEIGHTED = saved
     assert unweighted == brute_inversions(y, np.ones(n))
     assert isinstance(unweighted, int)
     assert weighted == pytest.approx(brute_inversions(y, w), abs=1e-9)
@@ -260,7 +256,7 @@ def test_rank_order_paths_against_scipy(kind: str) -> None:
     elif kind == "ties":
         x = np.round(x, 1)
     y = -x + rng.normal(size=x.size) * 0.5
-    np.testing.assert_array_equal(regression_module._average_ranks(x), ss.rankdata(x))
+    np.testing.assert_array_equal(_rank_kernels._average_ranks(x), ss.rankdata(x))
     df = pl.DataFrame({"y": x, "p": y})
     got = df.select(pe.spearman("y", "p"), pe.kendall_tau("y", "p")).row(0)
     assert got[0] == pytest.approx(ss.spearmanr(x, y).statistic, rel=1e-12)
