@@ -1,8 +1,9 @@
 """What every command-line module reads, below the shared machinery of ``_common``: the
-command line's own error and the scan of the input files."""
+command line's own error, the scan of the input files and the form of a repeated option."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 
 import polars as pl
@@ -59,3 +60,9 @@ def scan(
         return files.scan(names, input_format=input_format, columns=columns)
     except FileNotFoundError as error:  # a file removed meanwhile: not "file: file not found"
         raise CliError(str(error)) from None
+
+
+def repeated(p: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
+    """An option given once or more (``action="append"``; a ``COL[,COL]`` value is split
+    at its commas where it is read)."""
+    p.add_argument(flag, action="append", metavar=metavar, help=help)

@@ -21,7 +21,7 @@ import polars_eval as pe
 from polars_eval._core import registry as _registry
 from polars_eval.cli import windows as _windows
 from polars_eval.cli._base import CliError as CliError
-from polars_eval.cli._base import _expand, _format_of
+from polars_eval.cli._base import _expand, _format_of, repeated
 from polars_eval.cli._base import scan as scan
 from polars_eval.io import files
 
@@ -95,17 +95,17 @@ def _add_common(p: argparse.ArgumentParser, task: str) -> None:
         "their common type)",
     )
     p.add_argument("--weight", metavar="COL", help="column of row weights (>= 0)")
-    p.add_argument(
+    repeated(
+        p,
         "--by",
-        action="append",
-        metavar="COL[,COL]",
-        help="evaluate per group of these columns (repeat or separate with commas)",
+        "COL[,COL]",
+        "evaluate per group of these columns (repeat or separate with commas)",
     )
-    p.add_argument(
+    repeated(
+        p,
         "--metrics",
-        action="append",
-        metavar="NAME[,NAME]",
-        help="evaluate only these metrics (names as pe.metrics() lists them; a metric "
+        "NAME[,NAME]",
+        "evaluate only these metrics (names as pe.metrics() lists them; a metric "
         "gives each of its columns: averages, cutoffs)",
     )
     intervals = _interval_methods(task)

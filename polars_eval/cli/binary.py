@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval.cli import compare
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -85,11 +86,11 @@ def command(sub: Any) -> None:
         "bounded by the groups and bins (AUC within half the share of pairs sharing a bin); "
         "logloss, Brier and the threshold metrics stay exact",
     )
-    p.add_argument(
+    repeated(
+        p,
         "--sensitive",
-        action="append",
-        metavar="COL[,COL]",
-        help="add the fairness and disparity tables of the groups of these columns",
+        "COL[,COL]",
+        "add the fairness and disparity tables of the groups of these columns",
     )
     _add_baseline(p)
     _add_common(p, "binary")

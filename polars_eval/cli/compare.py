@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     PROG,
     CliError,
@@ -58,19 +59,19 @@ def add_options(p: argparse.ArgumentParser, *, trec: bool = False, unit: bool = 
             help="compare RUN (the baseline) with these runs, query by query: the compare table",
         )
     else:
-        p.add_argument(
+        repeated(
+            p,
             "--compare",
-            action="append",
-            metavar="COL[,COL]",
-            help="compare the scored column (the baseline) with these columns of other systems, "
+            "COL[,COL]",
+            "compare the scored column (the baseline) with these columns of other systems, "
             "unit by unit: the compare table",
         )
     if unit:
-        p.add_argument(
+        repeated(
+            p,
             "--unit",
-            action="append",
-            metavar="COL[,COL]",
-            help="--compare: the units are the groups of these columns (default: the rows)",
+            "COL[,COL]",
+            "--compare: the units are the groups of these columns (default: the rows)",
         )
     p.add_argument(
         "--test",

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval.cli import _common, compare
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     CliError,
     _add_common,
@@ -63,11 +64,8 @@ def command(sub: Any) -> None:
         "--series", required=True, action="append", metavar="COL[,COL]", help="series id column(s)"
     )
     p.add_argument("--time", required=True, metavar="COL", help="time column")
-    p.add_argument(
-        "--train",
-        action="append",
-        metavar="PATH",
-        help="history (same series, time and actual columns) for MASE and RMSSE",
+    repeated(
+        p, "--train", "PATH", "history (same series, time and actual columns) for MASE and RMSSE"
     )
     p.add_argument(
         "--season-length", type=int, metavar="N", help="season of the naive scale (default 1)"
@@ -81,11 +79,8 @@ def command(sub: Any) -> None:
         choices=("skip", "inf"),
         help="percentage errors on rows whose actual is 0: skip them (default) or inf",
     )
-    p.add_argument(
-        "--quantile",
-        action="append",
-        metavar="Q=COL",
-        help="a quantile forecast column, e.g. 0.9=q90 (repeat): pinball loss",
+    repeated(
+        p, "--quantile", "Q=COL", "a quantile forecast column, e.g. 0.9=q90 (repeat): pinball loss"
     )
     p.add_argument("--interval", metavar="LO,HI", help="columns of a prediction interval: coverage")
     p.add_argument("--per-series", action="store_true", default=None, help="one row per series")

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval.cli import _common
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import CliError, _split, add_command, reading
 
 EPILOG = """\
@@ -37,9 +38,7 @@ def command(sub: Any) -> None:
     p.add_argument("--method", choices=METHODS, default="rrf", help="fusion method (default rrf)")
     p.add_argument("--norm", choices=NORMS, help="normalize each run's scores per query first")
     p.add_argument("-k", type=float, default=60.0, help="RRF's constant k (default 60)")
-    p.add_argument(
-        "--weights", action="append", metavar="W[,W]", help="wsum: one weight per run, in order"
-    )
+    repeated(p, "--weights", "W[,W]", "wsum: one weight per run, in order")
     p.add_argument("--tag", default="fused", help="the run tag written (default 'fused')")
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write the fused run to FILE instead of stdout"

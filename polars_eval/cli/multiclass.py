@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -48,15 +49,13 @@ def command(sub: Any) -> None:
     p = add_command(sub, "multiclass", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--label", required=True, metavar="COL", help="column of true class ids")
     p.add_argument("--pred", metavar="COL", help="column of predicted class ids")
-    p.add_argument(
+    repeated(
+        p,
         "--proba",
-        action="append",
-        metavar="COL[,COL]",
-        help="probabilities: one List/Array column, or one column per class (in --classes order)",
+        "COL[,COL]",
+        "probabilities: one List/Array column, or one column per class (in --classes order)",
     )
-    p.add_argument(
-        "--classes", action="append", metavar="C[,C]", help="the class ids, in probability order"
-    )
+    repeated(p, "--classes", "C[,C]", "the class ids, in probability order")
     p.add_argument("-k", type=int, help="k of top_k_accuracy (default 2)")
     p.add_argument(
         "--multi-class",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     _add_output,
     _split,
@@ -54,9 +55,7 @@ def command(sub: Any) -> None:
         help="bins at the reference's quantiles (default 10)",
     )
     p.add_argument("--weight", metavar="COL", help="column of weights of the current rows")
-    p.add_argument(
-        "--by", action="append", metavar="COL[,COL]", help="one PSI per group of these columns"
-    )
+    repeated(p, "--by", "COL[,COL]", "one PSI per group of these columns")
     p.add_argument("--time", metavar="COL", help="with --every: one PSI per time window")
     p.add_argument(
         "--every", metavar="DURATION", help='the step of the windows ("1d", "1w", "1mo")'

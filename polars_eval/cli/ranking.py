@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from polars_eval.cli import compare
+from polars_eval.cli._base import repeated
 from polars_eval.cli._common import (
     CliError,
     _add_baseline,
@@ -60,12 +61,7 @@ def command(sub: Any) -> None:
     )
     p.add_argument("--relevance", required=True, metavar="COL", help="column of relevance grades")
     p.add_argument("--score", required=True, metavar="COL", help="column of model scores")
-    p.add_argument(
-        "-k",
-        action="append",
-        metavar="K[,K]",
-        help="cutoffs, e.g. -k 1,5,10 ('all' = the whole list; default 1,5,10)",
-    )
+    repeated(p, "-k", "K[,K]", "cutoffs, e.g. -k 1,5,10 ('all' = the whole list; default 1,5,10)")
     p.add_argument(
         "--ties",
         choices=("average", "first"),

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from polars_eval._core.windows import GROUPING, WINDOW_END
-from polars_eval.cli._base import CliError, scan
+from polars_eval.cli._base import CliError, repeated, scan
 
 
 def add_options(p: argparse.ArgumentParser, task: str) -> None:
@@ -42,11 +42,11 @@ def add_options(p: argparse.ArgumentParser, task: str) -> None:
     p.add_argument(
         "--min-rows", type=int, metavar="N", help="null metrics for a slice of fewer than N rows"
     )
-    p.add_argument(
+    repeated(
+        p,
         "--reference",
-        action="append",
-        metavar="PATH",
-        help="with --report and --every: the PSI of the score per window against these rows "
+        "PATH",
+        "with --report and --every: the PSI of the score per window against these rows "
         "(files, globs or directories; repeat for several)",
     )
 
