@@ -65,14 +65,17 @@ def uniform_bins(p: np.ndarray, bins: int) -> np.ndarray:
     and p·bins), where it may be one off: one comparison with each edge of the guessed
     bin moves it there."""
     edges = np.linspace(0.0, 1.0, bins + 1)
-    guess = np.multiply(p, float(bins))
+    with np.errstate(over="ignore"):  # p·bins = inf: clipped to the last bin
+        guess = np.multiply(p, float(bins))
     np.ceil(guess, out=guess)
     guess -= 1.0
     np.fmax(guess, 0.0, out=guess)  # NaN to 0 (fmax ignores NaN), moved last below
     np.fmin(guess, bins - 1.0, out=guess)
     b = guess.astype(np.intp)
-    lower = np.concatenate([[-np.inf], edges[1:bins]])  # the bin's lower edge (open)
-    upper = np.concatenate([edges[1:bins], [np.inf]])  # its upper edge (closed)
+    # the guessed bin's lower (open) and upper (closed) edge; NaN, never compared true,
+    # below the first bin and above the last (no edge there, even for ±inf)
+    lower = np.concatenate([[np.nan], edges[1:bins]])
+    upper = np.concatenate([edges[1:bins], [np.nan]])
     b -= p <= lower[b]
     b += p > upper[b]
     nan = np.isnan(p)
@@ -94,23 +97,42 @@ def bin_lists(w: np.ndarray, y: np.ndarray, p: np.ndarray) -> pl.Series:
     return pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), points)).cast(BIN_STATE_DTYPE)
 
 
+def bin_sums(lists: pl.Series, *, bins: int) -> pl.Series:
+    """The uniform-bin state of each group from its rows ``{y, p}`` or ``{y, p, w}`` (one
+    list of each per group: whether the row is positive, its score, its weight; a row
+    with a null left out): :data:`BIN_STATE_DTYPE` per group."""
+    groups, g, arrays = rows_of(lists)
+    return _sums(groups, g, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None, bins)
+
+
 def signed_bin_sums(lists: pl.Series, *, bins: int) -> pl.Series:
-    """The uniform-bin state of each group from its rows' signed keys
+    """:func:`bin_sums` of rows given as signed keys
     (:func:`polars_eval.metrics._calibration.signed_key`: the score of a positive, −score
-    − TINY of a negative; NaN a positive of NaN score) and weights: ``{k}`` or ``{k, w}``,
-    one list of each per group (:data:`BIN_STATE_DTYPE` per group).
+    − TINY of a negative; NaN a positive of NaN score) and weights: ``{k}`` or ``{k, w}``.
 
     The score of a negative's key k is −k − TINY = |k| − TINY exactly (−k is |k|), so
-    the scores are ``abs`` and a subtraction where negative; each (group, bin, label) is
-    one slot of two ``bincount`` (the weight, the weighted score)."""
+    the scores are ``abs`` and a subtraction where negative."""
     groups, g, arrays = rows_of(lists)
     k, w = arrays[0], (arrays[1] if len(arrays) > 1 else None)
     negative = k < 0.0  # NaN is a positive (as the sorted keys place it)
     p = np.abs(k)
     np.subtract(p, TINY, out=p, where=negative)
+    return _sums(groups, g, ~negative, p, w, bins)
+
+
+def _sums(
+    groups: int,
+    g: np.ndarray,
+    positive: np.ndarray,
+    p: np.ndarray,
+    w: np.ndarray | None,
+    bins: int,
+) -> pl.Series:
+    """The state from the rows' group, label, score and weight: each (group, bin, label)
+    one slot of two ``bincount`` (the weight, the weighted score)."""
     slot = uniform_bins(p, bins)
     slot *= 2
-    slot += ~negative
+    slot += positive
     if groups > 1:
         slot += g * (2 * bins)
     size = 2 * bins * groups

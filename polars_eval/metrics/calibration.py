@@ -33,7 +33,7 @@ from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import F64, NAN, binary_label, safe_div, to_float
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
-from polars_eval.metrics._bin_sums import BIN_STATE_DTYPE, rows_of, signed_bin_sums
+from polars_eval.metrics._bin_sums import BIN_STATE_DTYPE, bin_sums, rows_of, signed_bin_sums
 from polars_eval.metrics._calibration import (
     SUMS,
     bin_state,
@@ -462,15 +462,17 @@ def multiclass_calibration_error(
     checked = check_classes(classes, required="to know the class of each probability")
     assert checked is not None
     inputs = proba_inputs(label, proba, checked, weight)
-    rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
+    w = inputs.weight if inputs.weighted else None
     if method == "top_label":
         return MetricSpec(
-            {"b": _top_label_state(_top_label_key(inputs, checked), bins, rows["weight"])},
+            {"b": _counted_bin_state(_top_label_key(inputs, checked), None, w, bins)},
             lambda s: error_of_list(s["b"], norm),
         )
     dtype = class_dtype(checked)
     states = {
-        f"b{i}": bin_state((inputs.label == class_lit(c, dtype)).cast(F64), p, bins, **rows)
+        f"b{i}": _counted_bin_state(
+            pl.when(inputs.keep).then(inputs.label == class_lit(c, dtype)), p, w, bins
+        )
         for i, (c, p) in enumerate(zip(checked, inputs.probs, strict=True))
     }
 
@@ -481,16 +483,23 @@ def multiclass_calibration_error(
     return MetricSpec(states, finalize)
 
 
-def _top_label_state(key: pl.Expr, bins: int, weight: pl.Expr | None) -> State:
-    """The uniform-bin state of the top-label keys (and weights) of each group: the
-    sums per bin and label counted in numpy (:func:`._bin_sums.signed_bin_sums`, every
-    group in one call: an aggregation has no ``group_by``, and the Polars form,
-    :func:`._calibration.signed_bin_state`, sorts the keys to read the sums at the bin
-    ends), merged by bin as :func:`._calibration.bin_state`."""
-    lists = [key.implode().alias("k")]
+def _counted_bin_state(
+    positive: pl.Expr, p: pl.Expr | None, weight: pl.Expr | None, bins: int
+) -> State:
+    """The uniform-bin state of :func:`._calibration.bin_state` (per non-empty bin
+    ``{b, w, y, p}``, merged by bin) of rows given as whether each is positive and its
+    score (a row with a null left out), or (``p`` None) as the signed keys of
+    :func:`._calibration.signed_key` in ``positive``; with weights.
+
+    The sums per bin and label are counted in numpy (:mod:`._bin_sums`, every group in
+    one call): an aggregation has no ``group_by``, and the Polars form sorts each class's
+    scores to read the sums at the bin ends."""
+    lists = [positive.implode().alias("k" if p is None else "y")]
+    if p is not None:
+        lists.append(p.implode().alias("p"))
     if weight is not None:
         lists.append(weight.implode().alias("w"))
-    kernel = partial(signed_bin_sums, bins=bins)
+    kernel = partial(signed_bin_sums if p is None else bin_sums, bins=bins)
     state = pl.struct(lists).map_batches(kernel, return_dtype=BIN_STATE_DTYPE, is_elementwise=True)
     return State(state, "list", lambda column: per_bin(column.explode().drop_nulls(), SUMS))
 
