@@ -16,7 +16,7 @@ from test_calibration import multiclass_data, np_multiclass, sm_fit
 
 import polars_eval as pe
 from polars_eval._core.registry import REGISTRY
-from polars_eval.metrics._bin_sums import uniform_bins
+from polars_eval.metrics._bin_sums import decode_signed, signed_bin_sums, uniform_bins
 from polars_eval.metrics.calibration import COLLAPSE_SAMPLE
 
 EDGE_BINS = [1, 2, 3, 7, 10, 15, 100, 1000]
@@ -190,3 +190,46 @@ def test_multiclass_bins_per_group_and_empty_groups(method: str, weighted: bool)
             part["y"].to_numpy(), np.asarray(part["proba"].to_list()), w, 12, "l2", method
         )
         assert value == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_signed_keys_decode_to_the_scores() -> None:
+    """The top-label keys of negatives (−p − TINY) give back p exactly in the per-bin
+    score sums, for p = 0, subnormals and the normals where subtracting TINY is exact or
+    a tie; positives, NaN (a positive, the last bin) and the weights alike."""
+    tiny = 5e-324
+    near = np.array([0.0, tiny, 1e-310, 2.0**-1022, 3 * 2.0**-1022, 2.0**-1021, 2.0**-1020])
+    p = np.concatenate([near, np.nextafter(near, 1.0), [1e-300, 0.3, 0.5, 0.7, 1.0]])
+    p = np.concatenate([p, p])
+    positive = np.arange(len(p)) % 2 == 0
+    key = np.where(positive, p, -p - tiny)
+    w = np.arange(1.0, len(p) + 1.0)
+    bins = 4
+    state = signed_bin_sums(pl.Series([{"k": key.tolist(), "w": w.tolist()}]), bins=bins)
+    ids = np.searchsorted(np.linspace(0.0, 1.0, bins + 1)[1:-1], p)
+    want_w = np.bincount(ids, weights=w, minlength=bins)
+    want_y = np.bincount(ids, weights=w * positive, minlength=bins)
+    want_p = np.bincount(ids, weights=w * p, minlength=bins)
+    got = pl.DataFrame(state.explode().struct.unnest())
+    used = np.flatnonzero(want_w > 0)
+    assert got["b"].to_list() == used.tolist()
+    assert got["w"].to_list() == want_w[used].tolist()
+    assert got["y"].to_list() == want_y[used].tolist()
+    assert got["p"].to_list() == want_p[used].tolist()
+    nan = signed_bin_sums(pl.Series([{"k": [0.2, float("nan"), -0.9]}]), bins=bins)
+    last = nan.explode().struct.unnest()
+    assert last["b"].to_list() == [0, 3] and last["y"].to_list() == [1.0, 1.0]
+    assert np.isnan(last["p"][1])
+
+
+def test_signed_key_decoding_is_exact() -> None:
+    """A negative's key k decodes to −k − TINY bit for bit, around every power of two
+    where subtracting TINY changes a number, is a tie, or does not."""
+    tiny = 5e-324
+    powers = 2.0 ** np.arange(-1074, -1000, dtype=float)
+    p = np.concatenate([[0.0], powers, np.nextafter(powers, 1.0), np.nextafter(powers, 0.0)])
+    key = -p - tiny
+    positive, decoded = decode_signed(np.concatenate([key, p, [np.nan]]))
+    assert positive.tolist() == [False] * len(p) + [True] * (len(p) + 1)
+    np.testing.assert_array_equal(decoded[: len(p)], -key - tiny)  # as the sorted keys
+    np.testing.assert_array_equal(decoded[len(p) : -1], p)
+    assert np.isnan(decoded[-1])

@@ -23,6 +23,7 @@ BIN_STATE_DTYPE = pl.List(pl.Struct({"b": pl.Int32, "w": F64, "y": F64, "p": F64
 """The uniform-bin state: ``{b, w, y, p}`` per non-empty bin, in bin order."""
 
 TINY = 5e-324  # as polars_eval.metrics._calibration.TINY (signed_key)
+SMALL = 2.0**-1020  # from here on up, x − TINY rounds to x
 
 
 def rows_of(lists: pl.Series) -> tuple[int, np.ndarray, list[np.ndarray]]:
@@ -110,14 +111,27 @@ def signed_bin_sums(lists: pl.Series, *, bins: int) -> pl.Series:
     (:func:`polars_eval.metrics._calibration.signed_key`: the score of a positive, −score
     − TINY of a negative; NaN a positive of NaN score) and weights: ``{k}`` or ``{k, w}``.
 
-    The score of a negative's key k is −k − TINY = |k| − TINY exactly (−k is |k|), so
-    the scores are ``abs`` and a subtraction where negative."""
+    """
     groups, g, arrays = rows_of(lists)
-    k, w = arrays[0], (arrays[1] if len(arrays) > 1 else None)
-    negative = k < 0.0  # NaN is a positive (as the sorted keys place it)
+    positive, p = decode_signed(arrays[0])
+    return _sums(groups, g, positive, p, arrays[1] if len(arrays) > 1 else None, bins)
+
+
+def decode_signed(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each signed key is a positive's (NaN is, as the sorted keys place it) and
+    its score: k, or −k − TINY for a negative's.
+
+    −k − TINY = |k| − TINY exactly (−k is |k|), and that is |k| itself from 2⁻¹⁰²⁰ on
+    (TINY is below half an ulp there): the scores are ``abs``, and TINY is subtracted
+    from the few keys below that only (a ``where=`` over every row costs more than the
+    rest of the decoding)."""
+    negative = k < 0.0
     p = np.abs(k)
-    np.subtract(p, TINY, out=p, where=negative)
-    return _sums(groups, g, ~negative, p, w, bins)
+    small = p < SMALL
+    if small.any():
+        small &= negative
+        p[small] -= TINY
+    return ~negative, p
 
 
 def _sums(
