@@ -896,13 +896,17 @@ def _fit(
     return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
 
 
+def _descending(x: np.ndarray) -> bool:
+    return bool((x[1:] <= x[:-1]).all())
+
+
 def _separated(grp: _Groups, x: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Per group: the scores separate the classes (every positive's score ≥ every
     negative's, or ≤ every negative's; constant scores included), so that the slope has no
     maximum-likelihood estimate (Albert & Anderson 1984). Every group has points of both
     classes (the caller's)."""
     has_pos, has_neg = pos > 0, neg > 0
-    if grp.groups == 1 and len(x) > 1 and x[-1] <= x[0] and (x[1:] <= x[:-1]).all():
+    if grp.groups == 1 and len(x) > 1 and _descending(x[:64]) and _descending(x):
         # descending scores (the threshold state's): the ends of a class
         n = len(x) - 1
         first_pos, last_pos = np.argmax(has_pos), n - np.argmax(has_pos[::-1])
