@@ -16,7 +16,13 @@ from test_calibration import multiclass_data, np_multiclass, sm_fit
 
 import polars_eval as pe
 from polars_eval._core.registry import REGISTRY
-from polars_eval.metrics._bin_sums import decode_signed, signed_bin_sums, uniform_bins
+from polars_eval.metrics._bin_sums import (
+    _values,
+    decode_signed,
+    rows_of,
+    signed_bin_sums,
+    uniform_bins,
+)
 from polars_eval.metrics.calibration import COLLAPSE_SAMPLE
 
 EDGE_BINS = [1, 2, 3, 7, 10, 15, 100, 1000]
@@ -74,10 +80,11 @@ def recalibration_frame(n: int, groups: int, *, seed: int, decimals: int | None)
 def test_large_groups_fitted_over_rows_or_distinct_scores(
     weighted: bool, decimals: int | None, collect: Callable[..., pl.DataFrame]
 ) -> None:
-    """Two groups of 20,000 rows (large enough that tied scores are collapsed group by
-    group): the bare expression per group = the planner's fit over the threshold state =
-    statsmodels, and the whole frame alike."""
-    df = recalibration_frame(40_000, 2, seed=41, decimals=decimals)
+    """Two groups of 40,000 rows (large enough that tied scores are collapsed group by
+    group, and that distinct scores are fitted in chunks in two threads): the bare
+    expression per group = the planner's fit over the threshold state = statsmodels, and
+    the whole frame alike."""
+    df = recalibration_frame(80_000, 2, seed=41, decimals=decimals)
     weight = "w" if weighted else None
     exprs = [
         pe.calibration_slope("y", "p", weight=weight).alias("slope"),
@@ -233,3 +240,26 @@ def test_signed_key_decoding_is_exact() -> None:
     np.testing.assert_array_equal(decoded[: len(p)], -key - tiny)  # as the sorted keys
     np.testing.assert_array_equal(decoded[len(p) : -1], p)
     assert np.isnan(decoded[-1])
+
+
+@pytest.mark.parametrize("dtype", [pl.Boolean, pl.Float64, pl.Int32])
+def test_rows_read_from_arrow_at_any_offset(dtype: pl.DataType) -> None:
+    """The rows of a slice (an Arrow offset inside a byte of the bitmaps), with and
+    without nulls, read as Polars holds them (an integer column as Float64)."""
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 2, 100) if dtype == pl.Boolean else rng.integers(-5, 5, 100)
+    full = pl.Series("y", values).cast(dtype)
+    nulls = full.scatter([0, 9, 10, 50, 99], None)
+    for series in (full, nulls):
+        for start, length in ((0, 100), (3, 60), (9, 1), (13, 0), (17, 83)):
+            part = series.slice(start, length)
+            lists = pl.select(pl.struct(pl.lit(part).implode().alias("y"))).to_series()
+            groups, g, (got,) = rows_of(lists)
+            kept = part.drop_nulls()
+            assert groups == 1 and len(g) == len(kept)
+            want = kept.to_numpy() if dtype == pl.Boolean else kept.cast(pl.Float64).to_numpy()
+            np.testing.assert_array_equal(got, want)
+            values, valid = _values(part)  # the slice itself: its Arrow offset
+            mask = np.ones(length, bool) if valid is None else valid
+            np.testing.assert_array_equal(mask, part.is_not_null().to_numpy())
+            np.testing.assert_array_equal(values[mask], want)

@@ -31,18 +31,18 @@ def rows_of(lists: pl.Series) -> tuple[int, np.ndarray, list[np.ndarray]]:
     each row kept, the kept rows' columns in field order), a row kept when no field is
     null and, with a field ``w`` (a weight), its weight is not 0. The groups are in
     order, so the group index is non-decreasing; one group gives a read-only broadcast
-    zero (no index per row)."""
+    zero (no index per row). The columns are read-only views of Polars' memory where
+    no row is left out."""
     names = list(lists.struct.fields)
     columns = [lists.struct.field(name) for name in names]
     groups = len(lists)
     lengths = columns[0].list.len().fill_null(0).to_numpy().astype(np.int64)
-    flat = [c.explode(empty_as_null=False) for c in columns]
-    keep = None
-    if any(c.has_nulls() for c in flat):
-        keep = pl.select(pl.all_horizontal([c.is_not_null() for c in flat])).to_series()
-        keep = keep.to_numpy()
-        flat = [c.fill_null(False if c.dtype == pl.Boolean else 0.0) for c in flat]
-    arrays = [c.to_numpy() for c in flat]
+    arrays, keep = [], None
+    for column in columns:
+        values, valid = _values(column.explode(empty_as_null=False))
+        arrays.append(values)
+        if valid is not None:
+            keep = valid if keep is None else keep & valid
     if "w" in names:
         nonzero = arrays[names.index("w")] != 0.0
         keep = nonzero if keep is None else keep & nonzero
@@ -53,6 +53,32 @@ def rows_of(lists: pl.Series) -> tuple[int, np.ndarray, list[np.ndarray]]:
     if g is None:  # one group: no index per row
         g = np.broadcast_to(np.int64(0), (len(arrays[0]),))
     return groups, g, arrays
+
+
+def _values(column: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
+    """A Boolean or Float64 column's values (anything where null) and its validity (None
+    without a null), read from its Arrow buffers: no copy of the floats and no fill of
+    the nulls (``to_numpy`` of a column with nulls copies it to write NaN)."""
+    if column.dtype not in (pl.Boolean, F64):
+        column = column.cast(F64)
+    array = column.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n, offset = len(array), array.offset
+    if n == 0:
+        return np.empty(0, bool if column.dtype == pl.Boolean else np.float64), None
+    validity, data = array.buffers()[:2]
+    if column.dtype == pl.Boolean:
+        values = _bits(data, offset, n)
+    else:
+        values = np.frombuffer(data, dtype=np.float64)[offset : offset + n]
+    return values, None if array.null_count == 0 else _bits(validity, offset, n)
+
+
+def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """Bits ``offset`` … ``offset + n`` of an Arrow bitmap as booleans."""
+    bits = np.unpackbits(np.frombuffer(buffer, np.uint8), count=offset + n, bitorder="little")
+    return bits[offset:].view(bool)
 
 
 def uniform_bins(p: np.ndarray, bins: int) -> np.ndarray:

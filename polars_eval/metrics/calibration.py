@@ -19,7 +19,9 @@ and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares)
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -52,7 +54,13 @@ from polars_eval.metrics._curve import (
     thresholds,
     unweighted_rows,
 )
-from polars_eval.metrics._sorted_keys import GROUP_ROWS, Blocks, Ece, sorted_parts
+from polars_eval.metrics._sorted_keys import (
+    GROUP_ROWS,
+    PARALLEL_ROWS,
+    Blocks,
+    Ece,
+    sorted_parts,
+)
 from polars_eval.metrics._sorted_keys import _points as block_points
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
 from polars_eval.metrics.multiclass import (
@@ -692,6 +700,7 @@ NO_FIT = (
     "(no maximum-likelihood estimate otherwise)"
 )
 MAX_ITERATIONS = 100
+CHUNK = 1 << 15  # the points of a fit computed together (their temporaries in cache)
 TOLERANCE = 1e-12
 PREDICTED = 1e-15  # the next step Newton's quadratic convergence predicts, relative
 
@@ -753,6 +762,23 @@ class _Groups:
         """A value per group at each point (one group: the scalar, no gather)."""
         return per_group[0] if self.groups == 1 else per_group[self.g]
 
+    def chunks(self) -> list[tuple[slice, _Groups]]:
+        """The points in consecutive chunks of about :data:`CHUNK` (whole groups), each
+        with its groups (every group counted: a group outside the chunk sums to 0)."""
+        n = len(self.g)
+        if self.groups == 1:
+            return [(slice(a, min(a + CHUNK, n)), self) for a in range(0, n, CHUNK)]
+        if n == 0:
+            return []
+        # each chunk from the last group start at or below a multiple of CHUNK
+        at = np.searchsorted(self.starts, np.arange(0, n, CHUNK), side="right") - 1
+        cuts = np.unique(self.starts[at])
+        ends = [*cuts[1:].tolist(), n]
+        return [
+            (slice(a, z), _Groups(self.g[a:z], self.groups))
+            for a, z in zip(cuts.tolist(), ends, strict=True)
+        ]
+
     def keep(self, kept: np.ndarray, *columns: np.ndarray) -> tuple[Any, ...]:
         """These groups and ``columns`` restricted to the points of the groups ``kept``
         (no copy when every group is)."""
@@ -803,20 +829,14 @@ def _fit(
     has_nan = grp.reduce(np.logical_or, np.isnan(t), False)
     fit = (grp.sum(pos) > 0) & (grp.sum(neg) > 0) & ~has_nan
     grp, t, pos, neg = grp.keep(fit, t, pos, neg)
-    p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    z = np.subtract(1.0, p)  # in place from here: each fresh array is a page-faulting pass
-    if slope:  # z: x = logit(p); 1 − p and the ratio within 2 ulp: |error of x| ~ 1e-16
-        np.log(np.divide(p, z, out=z), out=z)
+    p, z, zz = _transform(grp, t, slope=slope)
+    if slope:
         fit &= ~_separated(grp, z, pos, neg)
-    else:  # z: 1 / odds, and σ(a + x) = 1 / (1 + e^−a / odds): no exp per point
-        np.divide(z, p, out=z)
     m = pos + neg
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
-    grp, p, z, pos, neg, m = grp.keep(active, p, z, pos, neg, m)
-    zz = z * z if slope else z  # x², for Σ v·x² as one dot product
+    grp, p, z, zz, pos, neg, m = grp.keep(active, p, z, zz, pos, neg, m)
     loglik, stale = np.zeros(groups), True  # computed when first needed
-    buf: tuple[np.ndarray, ...] = (np.empty(0),)
     before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
     unit, units = bool((m == 1.0).all()), len(m)
     for iteration in range(MAX_ITERATIONS):
@@ -825,38 +845,16 @@ def _fit(
         x = z if slope else None
         unit = unit if len(m) == units else bool((m == 1.0).all())
         units = len(m)
-        # σ(η), q = m·σ, v = m·σ(1 − σ) = q − q·σ and r = pos − q in three buffers, in
-        # place (a fresh array per operation costs more than the arithmetic at 1e6 points)
-        if len(buf[0]) != len(p):
-            buf = tuple(np.empty(len(p)) for _ in range(3))
-        sigma, q, v = buf
-        if iteration == 0:  # a = 0, b = 1: σ(logit p) = p
-            sigma = p
-        else:
-            if slope:
-                np.multiply(z, grp.of_points(-b), out=sigma)
-                sigma -= grp.of_points(a)
-                with np.errstate(over="ignore"):  # exp(−η) = inf: σ = 0
-                    np.exp(sigma, out=sigma)
-            else:
-                np.multiply(z, grp.of_points(np.exp(-a)), out=sigma)
-            sigma += 1.0
-            np.reciprocal(sigma, out=sigma)
-        if unit:  # every point one row (distinct unweighted scores): q = σ
-            q = sigma
-        else:
-            np.multiply(m, sigma, out=q)
-        np.multiply(q, sigma, out=v)
-        np.subtract(q, v, out=v)
-        r = np.subtract(pos, q, out=buf[1])
-        ga, haa = grp.sum(r), grp.sum(v)
+        points = (p, z, zz, pos, None if unit else m)
+        sums = _moments(grp, points, a, b, first=iteration == 0, slope=slope)
         with np.errstate(divide="ignore", invalid="ignore"):
             if slope:
-                gb, hab, hbb = grp.dot(r, z), grp.dot(v, z), grp.dot(v, zz)
+                ga, haa, gb, hab, hbb = sums
                 det = haa * hbb - hab * hab
                 da = (hbb * ga - hab * gb) / det
                 db = (haa * gb - hab * ga) / det
             else:
+                ga, haa = sums
                 da, db = ga / haa, np.zeros(groups)
         bad = active & ~(np.isfinite(da) & np.isfinite(db))
         active &= ~bad
@@ -894,6 +892,84 @@ def _fit(
     fit &= ~active  # not converged
     value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
     return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
+
+
+def _in_chunks(fn: Callable[[slice, _Groups], Any], grp: _Groups) -> list[Any]:
+    """``fn`` over the chunks of the points (:meth:`_Groups.chunks`), in order; from
+    :data:`PARALLEL_ROWS` points on in a pool of threads (numpy's passes release the
+    GIL: the exp and log per point take most of a fit)."""
+    chunks = grp.chunks()
+    workers = min(len(chunks), os.cpu_count() or 1)
+    if workers < 2 or len(grp.g) < PARALLEL_ROWS:
+        return [fn(*c) for c in chunks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda c: fn(*c), chunks))
+
+
+def _transform(grp: _Groups, t: np.ndarray, *, slope: bool) -> tuple[np.ndarray, ...]:
+    """The scores as the fit reads them: p = t clipped to [ε, 1 − ε], z = logit(p)
+    (``slope``; with z² for Σ v·x²) or 1 / odds (σ(a + logit p) = 1 / (1 + e^−a / odds):
+    no exp per point), chunk by chunk (:func:`_in_chunks`)."""
+    p, z = np.empty_like(t), np.empty_like(t)
+    zz = np.empty_like(t) if slope else z
+
+    def part(rows: slice, _: _Groups) -> None:
+        pr, zr = p[rows], z[rows]
+        np.clip(t[rows], LOGLOSS_EPS, 1.0 - LOGLOSS_EPS, out=pr)
+        np.subtract(1.0, pr, out=zr)
+        if slope:  # 1 − p and the ratio within 2 ulp: |error of logit p| ~ 1e-16
+            np.log(np.divide(pr, zr, out=zr), out=zr)
+            np.multiply(zr, zr, out=zz[rows])
+        else:
+            np.divide(zr, pr, out=zr)
+
+    _in_chunks(part, grp)
+    return p, z, zz
+
+
+def _moments(
+    grp: _Groups,
+    points: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    first: bool,
+    slope: bool,
+) -> list[np.ndarray]:
+    """The score equations' sums per group at (a, b): Σr and Σv, with ``slope`` also
+    Σr·x, Σv·x and Σv·x², where σ = σ(a + b·x), q = m·σ, v = q(1 − σ) and r = pos − q
+    (``points``: p, z and z² of :func:`_transform`, the positive weight and m, None when
+    every point is one row). Chunk by chunk (:func:`_in_chunks`): a chunk's temporaries
+    stay in cache, where whole arrays took a pass through memory per operation."""
+    p, z, zz, pos, m = points
+    exp_a = np.exp(-a)
+
+    def part(rows: slice, sub: _Groups) -> list[np.ndarray]:
+        zr = z[rows]
+        if first:  # a = 0, b = 1: σ(logit p) = p
+            sigma = p[rows]
+        else:
+            if slope:
+                sigma = np.multiply(zr, sub.of_points(-b))
+                sigma -= sub.of_points(a)
+                with np.errstate(over="ignore"):  # exp(−η) = inf: σ = 0
+                    np.exp(sigma, out=sigma)
+            else:
+                sigma = np.multiply(zr, sub.of_points(exp_a))
+            sigma += 1.0
+            np.reciprocal(sigma, out=sigma)
+        q = sigma if m is None else m[rows] * sigma
+        v = np.multiply(q, sigma)
+        np.subtract(q, v, out=v)
+        r = np.subtract(pos[rows], q)
+        if not slope:
+            return [sub.sum(r), sub.sum(v)]
+        return [sub.sum(r), sub.sum(v), sub.dot(r, zr), sub.dot(v, zr), sub.dot(v, zz[rows])]
+
+    parts = _in_chunks(part, grp)
+    if not parts:
+        return [np.zeros(grp.groups)] * (5 if slope else 2)
+    return [functools.reduce(np.add, sums) for sums in zip(*parts, strict=True)]
 
 
 def _descending(x: np.ndarray) -> bool:
