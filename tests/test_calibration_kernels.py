@@ -12,17 +12,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_calibration import multiclass_data, np_multiclass, sm_fit
+from test_calibration import np_multiclass, sm_fit
 
 import polars_eval as pe
 from polars_eval._core.registry import REGISTRY
-from polars_eval.metrics._bin_sums import (
-    _values,
-    decode_signed,
-    rows_of,
-    signed_bin_sums,
-    uniform_bins,
-)
+from polars_eval.metrics._bin_sums import _values, rows_of, top_label_sums, uniform_bins
 from polars_eval.metrics.calibration import COLLAPSE_SAMPLE
 
 EDGE_BINS = [1, 2, 3, 7, 10, 15, 100, 1000]
@@ -173,73 +167,95 @@ def test_rows_left_out_of_the_fit() -> None:
                 assert got[1] == pytest.approx(clean[1], rel=1e-12)
 
 
+@pytest.fixture(scope="module")
+def many_rows() -> tuple[pl.DataFrame, np.ndarray]:
+    """140,000 rows (more than a chunk: two threads), 7 groups, the last of unknown
+    labels; the probabilities as columns and as an array."""
+    rng = np.random.default_rng(11)
+    n = 140_000
+    logits = rng.normal(size=(n, 4))
+    y = rng.integers(0, 4, n)
+    logits[np.arange(n), y] += 1.2
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    g = np.arange(n) % 7
+    df = pl.DataFrame(
+        {
+            "y": np.where(g == 6, 9, y),
+            **{f"p{k}": proba[:, k] for k in range(4)},
+            "w": rng.integers(0, 4, n).astype(float),
+            "g": g,
+        }
+    )
+    return df, proba
+
+
 @pytest.mark.parametrize("method", ["top_label", "classwise"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_multiclass_bins_per_group_and_empty_groups(method: str, weighted: bool) -> None:
-    """Counted per bin for many groups at once: each group equals the definition on its
-    rows; a group without a usable row is null; merging partitions keeps the value."""
-    df = multiclass_data(11, n=3_000).with_columns(g=pl.int_range(pl.len()) % 7)
-    df = df.with_columns(y=pl.when(pl.col("g") == 6).then(9).otherwise(pl.col("y")))  # unknown
+def test_multiclass_bins_per_group_and_empty_groups(
+    many_rows: tuple[pl.DataFrame, np.ndarray], method: str, weighted: bool
+) -> None:
+    """Counted per bin for many groups at once and for the whole frame: each equals the
+    definition on its rows; a group without a usable row is null."""
+    df, proba = many_rows
     weight = "w" if weighted else None
     expr = pe.multiclass_calibration_error(
-        "y", "proba", classes=[0, 1, 2, 3], bins=12, norm="l2", method=method, weight=weight
+        "y",
+        ["p0", "p1", "p2", "p3"],
+        classes=[0, 1, 2, 3],
+        bins=12,
+        norm="l2",
+        method=method,
+        weight=weight,
     )
-    out = df.group_by("g").agg(expr).sort("g")
-    for g, value in out.iter_rows():
-        if g == 6:
-            assert value is None
-            continue
-        part = df.filter(pl.col("g") == g)
+
+    def want(rows: np.ndarray) -> float:
         if weighted:
-            part = part.filter(pl.col("w") > 0)
-        w = part["w"].to_numpy() if weighted else None
-        want = np_multiclass(
-            part["y"].to_numpy(), np.asarray(part["proba"].to_list()), w, 12, "l2", method
-        )
-        assert value == pytest.approx(want, rel=1e-12, abs=1e-12)
+            rows = rows & (df["w"].to_numpy() > 0)
+        w = df["w"].to_numpy()[rows] if weighted else None
+        return np_multiclass(df["y"].to_numpy()[rows], proba[rows], w, 12, "l2", method)
+
+    g = df["g"].to_numpy()
+    out = df.group_by("g").agg(expr).sort("g")
+    for group, value in out.iter_rows():
+        if group == 6:
+            assert value is None
+        else:
+            assert value == pytest.approx(want(g == group), rel=1e-12, abs=1e-12)
+    assert df.select(expr).item() == pytest.approx(want(g != 6), rel=1e-12, abs=1e-12)
 
 
-def test_signed_keys_decode_to_the_scores() -> None:
-    """The top-label keys of negatives (−p − TINY) give back p exactly in the per-bin
-    score sums, for p = 0, subnormals and the normals where subtracting TINY is exact or
-    a tie; positives, NaN (a positive, the last bin) and the weights alike."""
-    tiny = 5e-324
-    near = np.array([0.0, tiny, 1e-310, 2.0**-1022, 3 * 2.0**-1022, 2.0**-1021, 2.0**-1020])
-    p = np.concatenate([near, np.nextafter(near, 1.0), [1e-300, 0.3, 0.5, 0.7, 1.0]])
-    p = np.concatenate([p, p])
-    positive = np.arange(len(p)) % 2 == 0
-    key = np.where(positive, p, -p - tiny)
-    w = np.arange(1.0, len(p) + 1.0)
+def test_top_label_sums_on_ties_zeros_and_bad_rows() -> None:
+    """The per-bin sums of the top label: the confidence on the edges, ties (the first
+    class of the largest probability), −0.0 and 0 (bin 0), weights; a NaN probability
+    or a negative confidence is a positive of NaN score in the last bin."""
+    proba = np.array(
+        [
+            [0.25, 0.25, 0.5],
+            [0.5, 0.5, 0.0],  # a tie: class 0
+            [0.25, 0.75, 0.0],
+            [0.0, 0.0, 0.0],  # confidence 0, class 0
+            [-0.0, -0.0, -0.0],
+            [1.0 / 3, 1.0 / 3, 1.0 / 3],
+            [0.1, 0.45, 0.45],  # a tie: class 1
+        ]
+    )
+    y = np.array([2, 1, 1, 0, 1, 2, 2])
+    w = np.arange(1.0, len(y) + 1.0)
     bins = 4
-    state = signed_bin_sums(pl.Series([{"k": key.tolist(), "w": w.tolist()}]), bins=bins)
-    ids = np.searchsorted(np.linspace(0.0, 1.0, bins + 1)[1:-1], p)
-    want_w = np.bincount(ids, weights=w, minlength=bins)
-    want_y = np.bincount(ids, weights=w * positive, minlength=bins)
-    want_p = np.bincount(ids, weights=w * p, minlength=bins)
-    got = pl.DataFrame(state.explode().struct.unnest())
-    used = np.flatnonzero(want_w > 0)
+    fields = {"y": y.tolist(), **{f"p{k}": proba[:, k].tolist() for k in range(3)}}
+    state = top_label_sums(pl.Series([{**fields, "w": w.tolist()}]), bins=bins)
+    conf, correct = proba.max(axis=1), (proba.argmax(axis=1) == y).astype(float)
+    ids = np.searchsorted(np.linspace(0.0, 1.0, bins + 1)[1:-1], conf)
+    want = [np.bincount(ids, weights=x, minlength=bins) for x in (w, w * correct, w * conf)]
+    got = state.explode().struct.unnest()
+    used = np.flatnonzero(want[0] > 0)
     assert got["b"].to_list() == used.tolist()
-    assert got["w"].to_list() == want_w[used].tolist()
-    assert got["y"].to_list() == want_y[used].tolist()
-    assert got["p"].to_list() == want_p[used].tolist()
-    nan = signed_bin_sums(pl.Series([{"k": [0.2, float("nan"), -0.9]}]), bins=bins)
-    last = nan.explode().struct.unnest()
-    assert last["b"].to_list() == [0, 3] and last["y"].to_list() == [1.0, 1.0]
-    assert np.isnan(last["p"][1])
-
-
-def test_signed_key_decoding_is_exact() -> None:
-    """A negative's key k decodes to −k − TINY bit for bit, around every power of two
-    where subtracting TINY changes a number, is a tie, or does not."""
-    tiny = 5e-324
-    powers = 2.0 ** np.arange(-1074, -1000, dtype=float)
-    p = np.concatenate([[0.0], powers, np.nextafter(powers, 1.0), np.nextafter(powers, 0.0)])
-    key = -p - tiny
-    positive, decoded = decode_signed(np.concatenate([key, p, [np.nan]]))
-    assert positive.tolist() == [False] * len(p) + [True] * (len(p) + 1)
-    np.testing.assert_array_equal(decoded[: len(p)], -key - tiny)  # as the sorted keys
-    np.testing.assert_array_equal(decoded[len(p) : -1], p)
-    assert np.isnan(decoded[-1])
+    for name, values in zip("wyp", want, strict=True):
+        assert got[name].to_list() == values[used].tolist(), name
+    bad = {"y": [0, 1, 0], "p0": [0.2, float("nan"), -0.5], "p1": [0.8, 0.1, -0.25]}
+    last = top_label_sums(pl.Series([bad]), bins=bins).explode().struct.unnest()
+    assert last["b"].to_list() == [3] and last["w"].to_list() == [3.0]
+    assert last["y"].to_list() == [2.0] and np.isnan(last["p"][0])  # 0.8 wrong, 2 bad
 
 
 @pytest.mark.parametrize("dtype", [pl.Boolean, pl.Float64, pl.Int32])

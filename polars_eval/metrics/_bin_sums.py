@@ -1,29 +1,57 @@
 """numpy kernels of the calibration metrics (SPEC §15): the rows of each group as numpy
-arrays, and the uniform-bin state of the multiclass calibration error by counting.
+arrays, and the uniform-bin states of the multiclass calibration error by counting.
 
 The uniform-bin state (:func:`polars_eval.metrics._calibration.bin_state`: per non-empty
 bin ``{b, w, y, p}``, Σw, Σw·y, Σw·p) is a sum per (group, bin, label): a ``group_by``
 that an expression inside an aggregation cannot run. The Polars form sorts the scores to
 read the sums at the bin ends (a sort per group and class); here each row's bin is
-computed arithmetically (:func:`uniform_bins`) and the sums are one ``numpy.bincount``
-per field over every group at once, from the rows of each group as lists
-(``map_batches(..., is_elementwise=True)``: one call for all the groups of a query, as
-:mod:`._sorted_keys` does). The state is the same, merged alike.
+computed arithmetically (:func:`uniform_bins`) and the sums are ``numpy.bincount`` over
+every group at once, from the rows of each group as lists (``map_batches(...,
+is_elementwise=True)``: one call for all the groups of a query, as :mod:`._sorted_keys`
+does), chunk by chunk in two threads (:func:`in_chunks`). The state is the same, merged
+alike.
 """
 
 from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from polars_eval._exprs import F64
+from polars_eval.metrics._sorted_keys import PARALLEL_ROWS
 
 BIN_STATE_DTYPE = pl.List(pl.Struct({"b": pl.Int32, "w": F64, "y": F64, "p": F64}))
 """The uniform-bin state: ``{b, w, y, p}`` per non-empty bin, in bin order."""
 
-TINY = 5e-324  # as polars_eval.metrics._calibration.TINY (signed_key)
-SMALL = 2.0**-1020  # from here on up, x − TINY rounds to x
+CHUNK = 1 << 17
+"""The rows computed together: their temporaries stay in cache (a whole 1e6-row array
+costs a pass through memory per operation), and a few chunks per thread."""
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def in_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], rows: int) -> list[_R]:
+    """``fn`` over ``chunks`` in order; from :data:`PARALLEL_ROWS` rows on in a pool of
+    threads (numpy's passes release the GIL; the exp, log and bincount per row take most
+    of a kernel), as :mod:`._sorted_keys` runs its groups."""
+    workers = min(len(chunks), os.cpu_count() or 1)
+    if workers < 2 or rows < PARALLEL_ROWS:
+        return [fn(c) for c in chunks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, chunks))
+
+
+def row_chunks(n: int) -> list[slice]:
+    """Consecutive slices of :data:`CHUNK` rows (the last shorter) covering ``n``."""
+    return [slice(a, min(a + CHUNK, n)) for a in range(0, n, CHUNK)]
 
 
 def rows_of(lists: pl.Series) -> tuple[int, np.ndarray, list[np.ndarray]]:
@@ -56,22 +84,22 @@ def rows_of(lists: pl.Series) -> tuple[int, np.ndarray, list[np.ndarray]]:
 
 
 def _values(column: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
-    """A Boolean or Float64 column's values (anything where null) and its validity (None
-    without a null), read from its Arrow buffers: no copy of the floats and no fill of
-    the nulls (``to_numpy`` of a column with nulls copies it to write NaN)."""
-    if column.dtype not in (pl.Boolean, F64):
+    """A column's values (anything where null; Boolean, Float64 and integers as they are,
+    any other type as Float64) and its validity (None without a null), read from its
+    Arrow buffers: no copy and no fill of the nulls (``to_numpy`` of a column with nulls
+    copies it to write NaN)."""
+    if not (column.dtype in (pl.Boolean, F64) or column.dtype.is_integer()):
         column = column.cast(F64)
     array = column.to_arrow()
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     n, offset = len(array), array.offset
+    boolean = column.dtype == pl.Boolean
+    dtype = bool if boolean else array.type.to_pandas_dtype()
     if n == 0:
-        return np.empty(0, bool if column.dtype == pl.Boolean else np.float64), None
+        return np.empty(0, dtype), None
     validity, data = array.buffers()[:2]
-    if column.dtype == pl.Boolean:
-        values = _bits(data, offset, n)
-    else:
-        values = np.frombuffer(data, dtype=np.float64)[offset : offset + n]
+    values = _bits(data, offset, n) if boolean else np.frombuffer(data, dtype)[offset : offset + n]
     return values, None if array.null_count == 0 else _bits(validity, offset, n)
 
 
@@ -96,18 +124,15 @@ def uniform_bins(p: np.ndarray, bins: int) -> np.ndarray:
         guess = np.multiply(p, float(bins))
     np.ceil(guess, out=guess)
     guess -= 1.0
-    np.fmax(guess, 0.0, out=guess)  # NaN to 0 (fmax ignores NaN), moved last below
-    np.fmin(guess, bins - 1.0, out=guess)
+    np.fmin(guess, bins - 1.0, out=guess)  # NaN to the last bin (fmin ignores NaN) ...
+    np.fmax(guess, 0.0, out=guess)
     b = guess.astype(np.intp)
     # the guessed bin's lower (open) and upper (closed) edge; NaN, never compared true,
     # below the first bin and above the last (no edge there, even for ±inf)
     lower = np.concatenate([[np.nan], edges[1:bins]])
     upper = np.concatenate([edges[1:bins], [np.nan]])
-    b -= p <= lower[b]
+    b -= p <= lower[b]  # ... where it stays (NaN compares false)
     b += p > upper[b]
-    nan = np.isnan(p)
-    if nan.any():
-        b[nan] = bins - 1
     return b
 
 
@@ -129,47 +154,64 @@ def bin_sums(lists: pl.Series, *, bins: int) -> pl.Series:
     list of each per group: whether the row is positive, its score, its weight; a row
     with a null left out): :data:`BIN_STATE_DTYPE` per group."""
     groups, g, arrays = rows_of(lists)
-    return _sums(groups, g, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None, bins)
+    positive, p = arrays[0], arrays[1]
+    w = arrays[2] if len(arrays) > 2 else None
+
+    def part(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+        return _slot_sums(g[rows], groups, positive[rows], p[rows], _at(w, rows), bins)
+
+    return _state(in_chunks(part, row_chunks(len(p)), len(p)), groups, bins)
 
 
-def signed_bin_sums(lists: pl.Series, *, bins: int) -> pl.Series:
-    """:func:`bin_sums` of rows given as signed keys
-    (:func:`polars_eval.metrics._calibration.signed_key`: the score of a positive, −score
-    − TINY of a negative; NaN a positive of NaN score) and weights: ``{k}`` or ``{k, w}``.
+def top_label_sums(lists: pl.Series, *, bins: int) -> pl.Series:
+    """The uniform-bin state of the top label of each group's rows: ``{y, p0 … pK−1}`` or
+    with ``w`` (one list of each per group: the index of the row's label among the
+    classes, null for a row left out; the probability of each class; the weight).
 
-    """
+    Per row the confidence is the largest probability and the row is positive when its
+    class (the first class of that probability) is the label: the maximum of the K
+    columns, then the first column equal to it, from the last class down. A row with a
+    NaN probability (the maximum propagates it) or a negative confidence has a NaN score
+    and is a positive (in the last bin: every error is NaN then)."""
     groups, g, arrays = rows_of(lists)
-    positive, p = decode_signed(arrays[0])
-    return _sums(groups, g, positive, p, arrays[1] if len(arrays) > 1 else None, bins)
+    y, probs = arrays[0], arrays[1:]
+    w = None
+    if list(lists.struct.fields)[-1] == "w":
+        probs, w = probs[:-1], probs[-1]
+
+    def part(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+        columns = [q[rows] for q in probs]
+        conf = columns[0].copy()
+        for q in columns[1:]:
+            np.maximum(conf, q, out=conf)
+        top = np.full(len(conf), len(columns) - 1, dtype=y.dtype)
+        for k in range(len(columns) - 2, -1, -1):
+            top = np.where(columns[k] == conf, y.dtype.type(k), top)
+        positive = top == y[rows]
+        bad = ~(conf >= 0.0)  # NaN, or not a probability
+        if bad.any():
+            conf[bad] = np.nan
+            positive |= bad
+        conf += 0.0  # −0.0 as 0.0
+        return _slot_sums(g[rows], groups, positive, conf, _at(w, rows), bins)
+
+    return _state(in_chunks(part, row_chunks(len(y)), len(y)), groups, bins)
 
 
-def decode_signed(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each signed key is a positive's (NaN is, as the sorted keys place it) and
-    its score: k, or −k − TINY for a negative's.
-
-    −k − TINY = |k| − TINY exactly (−k is |k|), and that is |k| itself from 2⁻¹⁰²⁰ on
-    (TINY is below half an ulp there): the scores are ``abs``, and TINY is subtracted
-    from the few keys below that only (a ``where=`` over every row costs more than the
-    rest of the decoding)."""
-    negative = k < 0.0
-    p = np.abs(k)
-    small = p < SMALL
-    if small.any():
-        small &= negative
-        p[small] -= TINY
-    return ~negative, p
+def _at(w: np.ndarray | None, rows: slice) -> np.ndarray | None:
+    return None if w is None else w[rows]
 
 
-def _sums(
-    groups: int,
+def _slot_sums(
     g: np.ndarray,
+    groups: int,
     positive: np.ndarray,
     p: np.ndarray,
     w: np.ndarray | None,
     bins: int,
-) -> pl.Series:
-    """The state from the rows' group, label, score and weight: each (group, bin, label)
-    one slot of two ``bincount`` (the weight, the weighted score)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σw and Σw·p per (group, bin, label) slot of rows (its group, label, score and
+    weight; None: 1): two ``bincount``."""
     slot = uniform_bins(p, bins)
     slot *= 2
     slot += positive
@@ -177,9 +219,16 @@ def _sums(
         slot += g * (2 * bins)
     size = 2 * bins * groups
     weight = np.bincount(slot, weights=w, minlength=size).astype(np.float64, copy=False)
-    weight = weight.reshape(groups, bins, 2)
-    score = np.bincount(slot, weights=p if w is None else w * p, minlength=size)
-    score = score.reshape(groups, bins, 2)
+    return weight, np.bincount(slot, weights=p if w is None else w * p, minlength=size)
+
+
+def _state(parts: list[tuple[np.ndarray, np.ndarray]], groups: int, bins: int) -> pl.Series:
+    """The state from each chunk's sums per slot (:func:`_slot_sums`), added up."""
+    if parts:
+        weight = functools.reduce(np.add, [w for w, _ in parts]).reshape(groups, bins, 2)
+        score = functools.reduce(np.add, [p for _, p in parts]).reshape(groups, bins, 2)
+    else:
+        weight = score = np.zeros((groups, bins, 2))
     return bin_lists(
         weight[:, :, 0] + weight[:, :, 1], weight[:, :, 1], score[:, :, 0] + score[:, :, 1]
     )

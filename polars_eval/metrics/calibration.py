@@ -19,9 +19,7 @@ and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares)
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -35,14 +33,19 @@ from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import F64, NAN, binary_label, safe_div, to_float
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
-from polars_eval.metrics._bin_sums import BIN_STATE_DTYPE, bin_sums, rows_of, signed_bin_sums
+from polars_eval.metrics._bin_sums import (
+    BIN_STATE_DTYPE,
+    bin_sums,
+    in_chunks,
+    rows_of,
+    top_label_sums,
+)
 from polars_eval.metrics._calibration import (
     SUMS,
     bin_state,
     error_of_list,
     per_bin,
     quantile_finalizers,
-    signed_key,
     table_of_bins,
 )
 from polars_eval.metrics._curve import (
@@ -56,7 +59,6 @@ from polars_eval.metrics._curve import (
 )
 from polars_eval.metrics._sorted_keys import (
     GROUP_ROWS,
-    PARALLEL_ROWS,
     Blocks,
     Ece,
     sorted_parts,
@@ -473,13 +475,16 @@ def multiclass_calibration_error(
     w = inputs.weight if inputs.weighted else None
     if method == "top_label":
         return MetricSpec(
-            {"b": _counted_bin_state(_top_label_key(inputs, checked), None, w, bins)},
+            {"b": _counted_bin_state(_top_label_rows(inputs, checked), w, bins, top_label_sums)},
             lambda s: error_of_list(s["b"], norm),
         )
     dtype = class_dtype(checked)
     states = {
         f"b{i}": _counted_bin_state(
-            pl.when(inputs.keep).then(inputs.label == class_lit(c, dtype)), p, w, bins
+            {"y": pl.when(inputs.keep).then(inputs.label == class_lit(c, dtype)), "p": p},
+            w,
+            bins,
+            bin_sums,
         )
         for i, (c, p) in enumerate(zip(checked, inputs.probs, strict=True))
     }
@@ -492,60 +497,37 @@ def multiclass_calibration_error(
 
 
 def _counted_bin_state(
-    positive: pl.Expr, p: pl.Expr | None, weight: pl.Expr | None, bins: int
+    rows: Mapping[str, pl.Expr],
+    weight: pl.Expr | None,
+    bins: int,
+    kernel: Callable[..., pl.Series],
 ) -> State:
     """The uniform-bin state of :func:`._calibration.bin_state` (per non-empty bin
-    ``{b, w, y, p}``, merged by bin) of rows given as whether each is positive and its
-    score (a row with a null left out), or (``p`` None) as the signed keys of
-    :func:`._calibration.signed_key` in ``positive``; with weights.
-
-    The sums per bin and label are counted in numpy (:mod:`._bin_sums`, every group in
-    one call): an aggregation has no ``group_by``, and the Polars form sorts each class's
-    scores to read the sums at the bin ends."""
-    lists = [positive.implode().alias("k" if p is None else "y")]
-    if p is not None:
-        lists.append(p.implode().alias("p"))
+    ``{b, w, y, p}``, merged by bin) of ``rows`` and ``weight``, one list of each per
+    group, counted by ``kernel`` (:mod:`._bin_sums`, every group in one call): an
+    aggregation has no ``group_by``, and the Polars form sorts each class's scores to read
+    the sums at the bin ends."""
+    lists = [e.implode().alias(name) for name, e in rows.items()]
     if weight is not None:
         lists.append(weight.implode().alias("w"))
-    kernel = partial(signed_bin_sums if p is None else bin_sums, bins=bins)
-    state = pl.struct(lists).map_batches(kernel, return_dtype=BIN_STATE_DTYPE, is_elementwise=True)
+    state = pl.struct(lists).map_batches(
+        partial(kernel, bins=bins), return_dtype=BIN_STATE_DTYPE, is_elementwise=True
+    )
     return State(state, "list", lambda column: per_bin(column.explode().drop_nulls(), SUMS))
 
 
-def _top_label_key(inputs: ProbaInputs, classes: Sequence[Any]) -> pl.Expr:
-    """Per row, the top-label key of :func:`signed_bin_state`: the confidence (the largest
-    probability) signed by whether its class (the first of ``classes`` among ties) is the
-    label; null for a row left out, NaN when a probability is NaN or the confidence is
-    negative (not a probability).
-
-    The row's label and probabilities are packed into one struct and the confidence
-    added to it once, so that the class of the confidence is K comparisons with a field
-    (the argmax written inline costs 2K horizontal maxima, and Polars evaluates the whole
-    row expression again at each reference: four in :func:`bin_state`). Row-level struct
-    operations: the one sort of the keys is the state's only pass over the rows.
-    """
-    names = [f"p{i}" for i in range(len(inputs.probs))]
-    row = pl.struct(
-        inputs.label.alias("y"),
-        inputs.keep.alias("keep"),
-        *(p.alias(name) for name, p in zip(names, inputs.probs, strict=True)),
-    )
-    probs = [pl.field(name) for name in names]
-    nan = pl.any_horizontal([p.is_nan() for p in probs])  # max_horizontal skips NaN
-    with_conf = row.struct.with_fields(c=pl.max_horizontal(probs), nan=nan)
-    conf = pl.field("c")
+def _top_label_rows(inputs: ProbaInputs, classes: Sequence[Any]) -> dict[str, pl.Expr]:
+    """The rows of :func:`._bin_sums.top_label_sums`: the index of the row's label among
+    ``classes`` (null for a row left out) and the K probabilities. The confidence and
+    its class are computed there, in numpy with the bins: the row-wise argmax of K
+    columns costs Polars more than the whole numpy pass (it evaluates a shared
+    sub-expression again at each reference, and ``when`` chains in full)."""
     dtype = class_dtype(classes)
-    top: Any = pl
-    for c, p in zip(classes, probs, strict=True):
-        top = top.when(p == conf).then(class_lit(c, dtype))
-    key = (
-        pl.when(~pl.field("keep"))
-        .then(pl.lit(None, dtype=F64))
-        .when(pl.field("nan") | (conf < 0.0))
-        .then(pl.lit(NAN, dtype=F64))
-        .otherwise(signed_key(top.otherwise(None) == pl.field("y"), conf))
-    )
-    return with_conf.struct.eval(k=key).struct.field("k")
+    index: Any = pl
+    for i, c in enumerate(classes):
+        index = index.when(inputs.label == class_lit(c, dtype)).then(pl.lit(i, dtype=pl.Int32))
+    y = pl.when(inputs.keep).then(index.otherwise(None))
+    return {"y": y, **{f"p{i}": p for i, p in enumerate(inputs.probs)}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -700,7 +682,7 @@ NO_FIT = (
     "(no maximum-likelihood estimate otherwise)"
 )
 MAX_ITERATIONS = 100
-CHUNK = 1 << 15  # the points of a fit computed together (their temporaries in cache)
+CHUNK = 1 << 17  # the points of a fit computed together (their temporaries in cache)
 TOLERANCE = 1e-12
 PREDICTED = 1e-15  # the next step Newton's quadratic convergence predicts, relative
 
@@ -829,13 +811,13 @@ def _fit(
     has_nan = grp.reduce(np.logical_or, np.isnan(t), False)
     fit = (grp.sum(pos) > 0) & (grp.sum(neg) > 0) & ~has_nan
     grp, t, pos, neg = grp.keep(fit, t, pos, neg)
-    p, z, zz = _transform(grp, t, slope=slope)
+    p, z = _transform(grp, t, slope=slope)
     if slope:
         fit &= ~_separated(grp, z, pos, neg)
     m = pos + neg
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
-    grp, p, z, zz, pos, neg, m = grp.keep(active, p, z, zz, pos, neg, m)
+    grp, p, z, pos, neg, m = grp.keep(active, p, z, pos, neg, m)
     loglik, stale = np.zeros(groups), True  # computed when first needed
     before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
     unit, units = bool((m == 1.0).all()), len(m)
@@ -845,7 +827,7 @@ def _fit(
         x = z if slope else None
         unit = unit if len(m) == units else bool((m == 1.0).all())
         units = len(m)
-        points = (p, z, zz, pos, None if unit else m)
+        points = (p, z, pos, None if unit else m)
         sums = _moments(grp, points, a, b, first=iteration == 0, slope=slope)
         with np.errstate(divide="ignore", invalid="ignore"):
             if slope:
@@ -887,7 +869,7 @@ def _fit(
         moving = active & (step > TOLERANCE * size) & ~quadratic
         before = step
         if not np.array_equal(moving, active) and moving.any():  # the groups moving only
-            grp, p, z, zz, pos, neg, m = grp.keep(moving, p, z, zz, pos, neg, m)
+            grp, p, z, pos, neg, m = grp.keep(moving, p, z, pos, neg, m)
         active = moving
     fit &= ~active  # not converged
     value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
@@ -895,41 +877,37 @@ def _fit(
 
 
 def _in_chunks(fn: Callable[[slice, _Groups], Any], grp: _Groups) -> list[Any]:
-    """``fn`` over the chunks of the points (:meth:`_Groups.chunks`), in order; from
-    :data:`PARALLEL_ROWS` points on in a pool of threads (numpy's passes release the
-    GIL: the exp and log per point take most of a fit)."""
-    chunks = grp.chunks()
-    workers = min(len(chunks), os.cpu_count() or 1)
-    if workers < 2 or len(grp.g) < PARALLEL_ROWS:
-        return [fn(*c) for c in chunks]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda c: fn(*c), chunks))
+    """``fn`` over the chunks of the points (:meth:`_Groups.chunks`), in order, in two
+    threads from 65,536 points (:func:`._bin_sums.in_chunks`: the exp and log per point
+    take most of a fit)."""
+    return in_chunks(lambda c: fn(*c), grp.chunks(), len(grp.g))
 
 
-def _transform(grp: _Groups, t: np.ndarray, *, slope: bool) -> tuple[np.ndarray, ...]:
-    """The scores as the fit reads them: p = t clipped to [ε, 1 − ε], z = logit(p)
-    (``slope``; with z² for Σ v·x²) or 1 / odds (σ(a + logit p) = 1 / (1 + e^−a / odds):
+def _transform(grp: _Groups, t: np.ndarray, *, slope: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The scores as the fit reads them: p = t clipped to [ε, 1 − ε] (t itself when it
+    is), z = logit(p) (``slope``) or 1 / odds (σ(a + logit p) = 1 / (1 + e^−a / odds):
     no exp per point), chunk by chunk (:func:`_in_chunks`)."""
-    p, z = np.empty_like(t), np.empty_like(t)
-    zz = np.empty_like(t) if slope else z
+    inside = len(t) == 0 or (t.min() >= LOGLOSS_EPS and t.max() <= 1.0 - LOGLOSS_EPS)
+    p = t if inside else np.empty_like(t)
+    z = np.empty_like(t)
 
     def part(rows: slice, _: _Groups) -> None:
         pr, zr = p[rows], z[rows]
-        np.clip(t[rows], LOGLOSS_EPS, 1.0 - LOGLOSS_EPS, out=pr)
+        if not inside:
+            np.clip(t[rows], LOGLOSS_EPS, 1.0 - LOGLOSS_EPS, out=pr)
         np.subtract(1.0, pr, out=zr)
         if slope:  # 1 − p and the ratio within 2 ulp: |error of logit p| ~ 1e-16
             np.log(np.divide(pr, zr, out=zr), out=zr)
-            np.multiply(zr, zr, out=zz[rows])
         else:
             np.divide(zr, pr, out=zr)
 
     _in_chunks(part, grp)
-    return p, z, zz
+    return p, z
 
 
 def _moments(
     grp: _Groups,
-    points: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    points: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
     a: np.ndarray,
     b: np.ndarray,
     *,
@@ -938,10 +916,10 @@ def _moments(
 ) -> list[np.ndarray]:
     """The score equations' sums per group at (a, b): Σr and Σv, with ``slope`` also
     Σr·x, Σv·x and Σv·x², where σ = σ(a + b·x), q = m·σ, v = q(1 − σ) and r = pos − q
-    (``points``: p, z and z² of :func:`_transform`, the positive weight and m, None when
+    (``points``: p and z of :func:`_transform`, the positive weight and m, None when
     every point is one row). Chunk by chunk (:func:`_in_chunks`): a chunk's temporaries
     stay in cache, where whole arrays took a pass through memory per operation."""
-    p, z, zz, pos, m = points
+    p, z, pos, m = points
     exp_a = np.exp(-a)
 
     def part(rows: slice, sub: _Groups) -> list[np.ndarray]:
@@ -957,14 +935,16 @@ def _moments(
             else:
                 sigma = np.multiply(zr, sub.of_points(exp_a))
             sigma += 1.0
-            np.reciprocal(sigma, out=sigma)
+            np.divide(1.0, sigma, out=sigma)  # (np.reciprocal: not vectorised, 2x slower)
         q = sigma if m is None else m[rows] * sigma
         v = np.multiply(q, sigma)
         np.subtract(q, v, out=v)
         r = np.subtract(pos[rows], q)
         if not slope:
             return [sub.sum(r), sub.sum(v)]
-        return [sub.sum(r), sub.sum(v), sub.dot(r, zr), sub.dot(v, zr), sub.dot(v, zz[rows])]
+        sums = [sub.sum(r), sub.sum(v), sub.dot(r, zr)]
+        vz = np.multiply(v, zr, out=v)  # v·x, and Σ v·x² as Σ (v·x)·x: no x² array
+        return [*sums, sub.sum(vz), sub.dot(vz, zr)]
 
     parts = _in_chunks(part, grp)
     if not parts:
