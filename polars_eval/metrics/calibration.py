@@ -818,13 +818,12 @@ def _fit(
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
     grp, p, z, pos, neg, m = grp.keep(active, p, z, pos, neg, m)
-    loglik, stale = np.zeros(groups), True  # computed when first needed
+    loglik, fresh = np.zeros(groups), np.zeros(groups, dtype=bool)  # computed when needed
     before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
     unit, units = bool((m == 1.0).all()), len(m)
     for iteration in range(MAX_ITERATIONS):
         if not active.any():
             break
-        x = z if slope else None
         unit = unit if len(m) == units else bool((m == 1.0).all())
         units = len(m)
         points = (p, z, pos, None if unit else m)
@@ -844,23 +843,27 @@ def _fit(
         da, db = np.where(active, da, 0.0), np.where(active, db, 0.0)
         # step halving: the largest of 1, 1/2, 1/4 ... that does not lower the
         # log-likelihood (a Newton step of a concave function rarely needs it; steps
-        # below 0.1, near the maximum, are taken without the check)
+        # below 0.1, near the maximum, are taken without the check), over the points of
+        # the groups checked only (each group as if fitted alone)
         scale = np.ones(groups)
-        if np.max(np.maximum(np.abs(da), np.abs(db))) > 0.1:
-            if x is None:
-                x = -np.log(z)
-            if stale:  # the steps since the last check were taken unchecked
-                loglik = _log_likelihood(grp, grp.of_points(a) + grp.of_points(b) * x, m, neg)
+        checked = active & (np.maximum(np.abs(da), np.abs(db)) > 0.1)
+        if checked.any():
+            sub, x, ms, negs = grp.keep(checked, z, m, neg)
+            if not slope:
+                x = -np.log(x)
+            stale = checked & ~fresh  # stepped unchecked since their last check
+            if stale.any():
+                at = _log_likelihood(sub, sub.of_points(a) + sub.of_points(b) * x, ms, negs)
+                loglik = np.where(stale, at, loglik)
             for _ in range(60):
-                eta = grp.of_points(a + scale * da) + grp.of_points(b + scale * db) * x
-                after = _log_likelihood(grp, eta, m, neg)
-                worse = active & (after < loglik - 1e-13 * np.abs(loglik))
+                eta = sub.of_points(a + scale * da) + sub.of_points(b + scale * db) * x
+                after = _log_likelihood(sub, eta, ms, negs)
+                worse = checked & (after < loglik - 1e-13 * np.abs(loglik))
                 if not worse.any():
                     break
                 scale = np.where(worse, scale * 0.5, scale)
-            loglik, stale = np.where(active, after, loglik), False
-        else:
-            stale = True
+            loglik = np.where(checked, after, loglik)
+        fresh = checked  # the log-likelihood known at the new (a, b)
         a, b = a + scale * da, b + scale * db
         step = np.maximum(np.abs(scale * da), np.abs(scale * db))
         size = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
