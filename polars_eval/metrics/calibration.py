@@ -13,7 +13,9 @@ States (SPEC §10): uniform bins keep weighted sums per non-empty bin (at most `
 entries per group, merged by adding the sums of a bin); quantile bins, the Brier
 decomposition over distinct scores and the recalibration fits keep the threshold state of
 the sort-based binary metrics (one point per distinct score with its weighted positives
-and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares).
+and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares). The
+numpy passes (the recalibration fits, the multiclass per-bin counts: :mod:`._bin_sums`)
+get every group of a query in one call and run in chunks, in two threads on large data.
 """
 
 from __future__ import annotations
@@ -444,9 +446,10 @@ def multiclass_calibration_error(
     of each probability); ``proba=`` is one List/Array column or one column per class.
 
     State: per class (class-wise) or for the confidence (top-label), the weighted count,
-    positives and score sum of each non-empty bin, merged by bin (top-label: from one
-    sort of a signed confidence per row). Null for an empty group; NaN if a used row holds
-    a NaN probability or (top-label) a negative confidence (the namespace checks the rows).
+    positives and score sum of each non-empty bin, merged by bin (counted in numpy, one
+    pass over the rows of every group: :mod:`._bin_sums`). Null for an empty group; NaN
+    if a used row holds a NaN probability or (top-label) a negative confidence (the
+    namespace checks the rows).
 
     References
     ----------
@@ -689,9 +692,8 @@ PREDICTED = 1e-15  # the next step Newton's quadratic convergence predicts, rela
 
 def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The distinct scores of a column of threshold states, flattened: (groups, group of
-    each point, score, positive weight, negative weight). Read through Arrow: the call
-    runs once per group inside a ``group_by`` aggregation, where a DataFrame round trip
-    would cost more than the fit."""
+    each point, score, positive weight, negative weight). Read through Arrow (a
+    DataFrame round trip costs more than a small group's fit)."""
     lists = states.to_arrow()
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
@@ -1087,10 +1089,10 @@ _RECALIBRATION_DOC = """{summary}
 
     State: the threshold state of the sort-based binary metrics (one point per distinct
     score with its weighted positives and negatives: exact, merged per score); the fit is
-    Newton–Raphson over those points in numpy, every group at once. The bare unweighted
-    expression fits over the runs of equal (score, label) of the sorted rows instead (no
-    state: the same points, one sort of integer keys). Null {undefined};
-    NaN when a score is NaN.
+    Newton–Raphson over those points in numpy, every group at once. The bare expression
+    fits over the rows themselves instead (no state and no sort: the fit's sums over the
+    rows are its sums over the points; tied unweighted scores are first collapsed to
+    their distinct scores). Null {undefined}; NaN when a score is NaN.
 
     References
     ----------
