@@ -736,6 +736,15 @@ class _Groups:
     def sum(self, values: np.ndarray) -> np.ndarray:
         return self.reduce(np.add, values, 0.0)
 
+    def count(self, flags: np.ndarray) -> np.ndarray:
+        """The true flags per group."""
+        if self.groups == 1:
+            return np.array([np.count_nonzero(flags)])
+        out = np.zeros(self.groups, dtype=np.int64)
+        if len(flags):
+            out[self.present] = np.add.reduceat(flags, self.starts, dtype=np.int64)
+        return out
+
     def dot(self, values: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Σ values·other per group."""
         if self.groups == 1:
@@ -763,21 +772,27 @@ class _Groups:
             for a, z in zip(cuts.tolist(), ends, strict=True)
         ]
 
-    def keep(self, kept: np.ndarray, *columns: np.ndarray) -> tuple[Any, ...]:
-        """These groups and ``columns`` restricted to the points of the groups ``kept``
-        (no copy when every group is)."""
+    def keep(self, kept: np.ndarray, *columns: np.ndarray | None) -> tuple[Any, ...]:
+        """These groups and ``columns`` (None stays None) restricted to the points of the
+        groups ``kept`` (no copy when every group is)."""
         if kept.all():
             return (self, *columns)
         if self.groups == 1:
-            return (_Groups(self.g[:0], 1), *(c[:0] for c in columns))
+            return (_Groups(self.g[:0], 1), *(None if c is None else c[:0] for c in columns))
         rows = kept[self.g]
-        return (_Groups(self.g[rows], self.groups), *(c[rows] for c in columns))
+        kept_columns = (None if c is None else c[rows] for c in columns)
+        return (_Groups(self.g[rows], self.groups), *kept_columns)
 
 
-def _log_likelihood(grp: _Groups, eta: np.ndarray, m: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group (m = pos + neg), without overflow:
-    ln(1 − σ(η)) = ln σ(η) − η, one ``logaddexp``."""
-    return grp.sum(-(m * np.logaddexp(0.0, -eta) + neg * eta))
+def _log_likelihood(
+    grp: _Groups, eta: np.ndarray, pos: np.ndarray, neg: np.ndarray | None
+) -> np.ndarray:
+    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group, without overflow: ln(1 − σ(η)) =
+    ln σ(η) − η, one ``logaddexp`` (``neg`` None: rows, ``pos`` whether each is
+    positive)."""
+    if neg is None:
+        return grp.sum(-(np.logaddexp(0.0, -eta) + np.where(pos, 0.0, eta)))
+    return grp.sum(-((pos + neg) * np.logaddexp(0.0, -eta) + neg * eta))
 
 
 def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
@@ -790,14 +805,15 @@ def _fit(
     g: np.ndarray,
     t: np.ndarray,
     pos: np.ndarray,
-    neg: np.ndarray,
+    neg: np.ndarray | None,
     *,
     slope: bool,
 ) -> pl.Series:
     """The maximum-likelihood logistic recalibration of each group's points (group,
     score, positive weight, negative weight; a score may repeat, the points of a group
-    together, in group order): logit P(y = 1) = a + b·x with x = logit(p) (``slope``:
-    b; else b = 1 and a).
+    together, in group order; ``neg`` None: every point one row, ``pos`` whether it is
+    positive): logit P(y = 1) = a + b·x with x = logit(p) (``slope``: b; else b = 1 and
+    a).
 
     Vectorised Newton–Raphson over every group at once (numpy: the 2 × 2 score equations
     are sums per group, :class:`_Groups`; a Polars expression would have to unroll the
@@ -811,24 +827,27 @@ def _fit(
     """
     grp = _Groups(g, groups)
     has_nan = grp.reduce(np.logical_or, np.isnan(t), False)
-    fit = (grp.sum(pos) > 0) & (grp.sum(neg) > 0) & ~has_nan
+    if neg is None:
+        fit = (grp.count(pos) > 0) & (grp.count(~pos) > 0) & ~has_nan
+    else:
+        fit = (grp.sum(pos) > 0) & (grp.sum(neg) > 0) & ~has_nan
     grp, t, pos, neg = grp.keep(fit, t, pos, neg)
     p, z = _transform(grp, t, slope=slope)
     if slope:
         fit &= ~_separated(grp, z, pos, neg)
-    m = pos + neg
+    # m = pos + neg, None when every point weighs 1 (then q = σ: no product per point)
+    m = None if neg is None else pos + neg
+    if m is not None and bool((m == 1.0).all()):
+        m = None
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
     grp, p, z, pos, neg, m = grp.keep(active, p, z, pos, neg, m)
     loglik, fresh = np.zeros(groups), np.zeros(groups, dtype=bool)  # computed when needed
     before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
-    unit, units = bool((m == 1.0).all()), len(m)
     for iteration in range(MAX_ITERATIONS):
         if not active.any():
             break
-        unit = unit if len(m) == units else bool((m == 1.0).all())
-        units = len(m)
-        points = (p, z, pos, None if unit else m)
+        points = (p, z, pos, m)
         sums = _moments(grp, points, a, b, first=iteration == 0, slope=slope)
         with np.errstate(divide="ignore", invalid="ignore"):
             if slope:
@@ -850,16 +869,16 @@ def _fit(
         scale = np.ones(groups)
         checked = active & (np.maximum(np.abs(da), np.abs(db)) > 0.1)
         if checked.any():
-            sub, x, ms, negs = grp.keep(checked, z, m, neg)
+            sub, x, poss, negs = grp.keep(checked, z, pos, neg)
             if not slope:
                 x = -np.log(x)
             stale = checked & ~fresh  # stepped unchecked since their last check
             if stale.any():
-                at = _log_likelihood(sub, sub.of_points(a) + sub.of_points(b) * x, ms, negs)
+                at = _log_likelihood(sub, sub.of_points(a) + sub.of_points(b) * x, poss, negs)
                 loglik = np.where(stale, at, loglik)
             for _ in range(60):
                 eta = sub.of_points(a + scale * da) + sub.of_points(b + scale * db) * x
-                after = _log_likelihood(sub, eta, ms, negs)
+                after = _log_likelihood(sub, eta, poss, negs)
                 worse = checked & (after < loglik - 1e-13 * np.abs(loglik))
                 if not worse.any():
                     break
@@ -921,8 +940,8 @@ def _moments(
 ) -> list[np.ndarray]:
     """The score equations' sums per group at (a, b): Σr and Σv, with ``slope`` also
     Σr·x, Σv·x and Σv·x², where σ = σ(a + b·x), q = m·σ, v = q(1 − σ) and r = pos − q
-    (``points``: p and z of :func:`_transform`, the positive weight and m, None when
-    every point is one row). Chunk by chunk (:func:`_in_chunks`): a chunk's temporaries
+    (``points``: p and z of :func:`_transform`, the positive weight, or whether each
+    row is positive, and m, None when every point weighs 1). Chunk by chunk (:func:`_in_chunks`): a chunk's temporaries
     stay in cache, where whole arrays took a pass through memory per operation."""
     p, z, pos, m = points
     exp_a = np.exp(-a)
@@ -961,12 +980,12 @@ def _descending(x: np.ndarray) -> bool:
     return bool((x[1:] <= x[:-1]).all())
 
 
-def _separated(grp: _Groups, x: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+def _separated(grp: _Groups, x: np.ndarray, pos: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
     """Per group: the scores separate the classes (every positive's score ≥ every
     negative's, or ≤ every negative's; constant scores included), so that the slope has no
     maximum-likelihood estimate (Albert & Anderson 1984). Every group has points of both
-    classes (the caller's)."""
-    has_pos, has_neg = pos > 0, neg > 0
+    classes (the caller's); ``neg`` None: rows, ``pos`` whether each is positive."""
+    has_pos, has_neg = (pos, ~pos) if neg is None else (pos > 0, neg > 0)
     if grp.groups == 1 and len(x) > 1 and _descending(x[:64]) and _descending(x):
         # descending scores (the threshold state's): the ends of a class
         n = len(x) - 1
@@ -978,7 +997,7 @@ def _separated(grp: _Groups, x: np.ndarray, pos: np.ndarray, neg: np.ndarray) ->
         # the classes overlap (the extremes of all the points are further apart): the
         # four masked passes over the points are for the groups it does not decide
         step = len(x) // COLLAPSE_SAMPLE
-        if not _separated(grp, x[::step], pos[::step], neg[::step])[0]:
+        if not _separated(grp, x[::step], pos[::step], None if neg is None else neg[::step])[0]:
             return np.array([False])
     inf = np.inf
     min_pos = grp.reduce(np.minimum, np.where(has_pos, x, inf), inf)
@@ -1046,8 +1065,7 @@ def _recalibrate_rows(lists: pl.Series, *, slope: bool) -> pl.Series:
     positive, s = arrays
     if _collapse_pays(s, groups):
         return _fit(groups, *_distinct_points(groups, g, positive, s), slope=slope)
-    pos = positive.astype(np.float64)
-    return _fit(groups, g, s, pos, np.subtract(1.0, pos), slope=slope)
+    return _fit(groups, g, s, positive, None, slope=slope)
 
 
 def _recalibration_spec(
