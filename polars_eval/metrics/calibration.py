@@ -523,8 +523,9 @@ def _top_label_rows(inputs: ProbaInputs, classes: Sequence[Any]) -> dict[str, pl
     """The rows of :func:`._bin_sums.top_label_sums`: the index of the row's label among
     ``classes`` (null for a row left out) and the K probabilities. The confidence and
     its class are computed there, in numpy with the bins: the row-wise argmax of K
-    columns costs Polars more than the whole numpy pass (it evaluates a shared
-    sub-expression again at each reference, and ``when`` chains in full)."""
+    columns as a Polars expression took ~25–30 ms at 1e6 rows × 5 classes (a shared
+    sub-expression is evaluated again at each reference, ``when`` chains in full),
+    numpy's ~17 ms."""
     dtype = class_dtype(classes)
     index: Any = pl
     for i, c in enumerate(classes):
