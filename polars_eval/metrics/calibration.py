@@ -13,13 +13,15 @@ States (SPEC §10): uniform bins keep weighted sums per non-empty bin (at most `
 entries per group, merged by adding the sums of a bin); quantile bins, the Brier
 decomposition over distinct scores and the recalibration fits keep the threshold state of
 the sort-based binary metrics (one point per distinct score with its weighted positives
-and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares).
+and negatives, merged exactly per score; the one sort ``df.eval.binary`` shares). The
+numpy passes (the recalibration fits, the multiclass per-bin counts: :mod:`._bin_sums`)
+get every group of a query in one call and run in chunks, in two threads on large data.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -29,16 +31,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polars_eval._core.registry import register
-from polars_eval._core.spec import MetricSpec
+from polars_eval._core.spec import MetricSpec, State
 from polars_eval._exprs import F64, NAN, binary_label, safe_div, to_float
 from polars_eval._params import check_choice, check_positive_int
 from polars_eval._typing import IntoExpr, Proba
+from polars_eval.metrics._bin_sums import (
+    BIN_STATE_DTYPE,
+    bin_sums,
+    in_chunks,
+    rows_of,
+    top_label_sums,
+)
 from polars_eval.metrics._calibration import (
+    SUMS,
     bin_state,
     error_of_list,
+    per_bin,
     quantile_finalizers,
-    signed_bin_state,
-    signed_key,
     table_of_bins,
 )
 from polars_eval.metrics._curve import (
@@ -46,11 +55,17 @@ from polars_eval.metrics._curve import (
     finalize_struct,
     finalize_struct_one,
     prev,
-    score_runs,
     sorted_keys_batch,
     thresholds,
+    unweighted_rows,
 )
-from polars_eval.metrics._sorted_keys import Ece
+from polars_eval.metrics._sorted_keys import (
+    GROUP_ROWS,
+    Blocks,
+    Ece,
+    sorted_parts,
+)
+from polars_eval.metrics._sorted_keys import _points as block_points
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
 from polars_eval.metrics.multiclass import (
     PROBA_INPUTS as CLASS_PROBA_INPUTS,
@@ -431,9 +446,10 @@ def multiclass_calibration_error(
     of each probability); ``proba=`` is one List/Array column or one column per class.
 
     State: per class (class-wise) or for the confidence (top-label), the weighted count,
-    positives and score sum of each non-empty bin, merged by bin (top-label: from one
-    sort of a signed confidence per row). Null for an empty group; NaN if a used row holds
-    a NaN probability or (top-label) a negative confidence (the namespace checks the rows).
+    positives and score sum of each non-empty bin, merged by bin (counted in numpy, one
+    pass over the rows of every group: :mod:`._bin_sums`). Null for an empty group; NaN
+    if a used row holds a NaN probability or (top-label) a negative confidence (the
+    namespace checks the rows).
 
     References
     ----------
@@ -459,13 +475,20 @@ def multiclass_calibration_error(
     checked = check_classes(classes, required="to know the class of each probability")
     assert checked is not None
     inputs = proba_inputs(label, proba, checked, weight)
-    rows = {"weight": inputs.weight if inputs.weighted else None, "keep": inputs.keep}
+    w = inputs.weight if inputs.weighted else None
     if method == "top_label":
-        state = signed_bin_state(_top_label_key(inputs, checked), bins, weight=rows["weight"])
-        return MetricSpec({"b": state}, lambda s: error_of_list(s["b"], norm))
+        return MetricSpec(
+            {"b": _counted_bin_state(_top_label_rows(inputs, checked), w, bins, top_label_sums)},
+            lambda s: error_of_list(s["b"], norm),
+        )
     dtype = class_dtype(checked)
     states = {
-        f"b{i}": bin_state((inputs.label == class_lit(c, dtype)).cast(F64), p, bins, **rows)
+        f"b{i}": _counted_bin_state(
+            {"y": pl.when(inputs.keep).then(inputs.label == class_lit(c, dtype)), "p": p},
+            w,
+            bins,
+            bin_sums,
+        )
         for i, (c, p) in enumerate(zip(checked, inputs.probs, strict=True))
     }
 
@@ -476,40 +499,39 @@ def multiclass_calibration_error(
     return MetricSpec(states, finalize)
 
 
-def _top_label_key(inputs: ProbaInputs, classes: Sequence[Any]) -> pl.Expr:
-    """Per row, the top-label key of :func:`signed_bin_state`: the confidence (the largest
-    probability) signed by whether its class (the first of ``classes`` among ties) is the
-    label; null for a row left out, NaN when a probability is NaN or the confidence is
-    negative (not a probability).
+def _counted_bin_state(
+    rows: Mapping[str, pl.Expr],
+    weight: pl.Expr | None,
+    bins: int,
+    kernel: Callable[..., pl.Series],
+) -> State:
+    """The uniform-bin state of :func:`._calibration.bin_state` (per non-empty bin
+    ``{b, w, y, p}``, merged by bin) of ``rows`` and ``weight``, one list of each per
+    group, counted by ``kernel`` (:mod:`._bin_sums`, every group in one call): an
+    aggregation has no ``group_by``, and the Polars form sorts each class's scores to read
+    the sums at the bin ends."""
+    lists = [e.implode().alias(name) for name, e in rows.items()]
+    if weight is not None:
+        lists.append(weight.implode().alias("w"))
+    state = pl.struct(lists).map_batches(
+        partial(kernel, bins=bins), return_dtype=BIN_STATE_DTYPE, is_elementwise=True
+    )
+    return State(state, "list", lambda column: per_bin(column.explode().drop_nulls(), SUMS))
 
-    The row's label and probabilities are packed into one struct and the confidence
-    added to it once, so that the class of the confidence is K comparisons with a field
-    (the argmax written inline costs 2K horizontal maxima, and Polars evaluates the whole
-    row expression again at each reference: four in :func:`bin_state`). Row-level struct
-    operations: the one sort of the keys is the state's only pass over the rows.
-    """
-    names = [f"p{i}" for i in range(len(inputs.probs))]
-    row = pl.struct(
-        inputs.label.alias("y"),
-        inputs.keep.alias("keep"),
-        *(p.alias(name) for name, p in zip(names, inputs.probs, strict=True)),
-    )
-    probs = [pl.field(name) for name in names]
-    nan = pl.any_horizontal([p.is_nan() for p in probs])  # max_horizontal skips NaN
-    with_conf = row.struct.with_fields(c=pl.max_horizontal(probs), nan=nan)
-    conf = pl.field("c")
+
+def _top_label_rows(inputs: ProbaInputs, classes: Sequence[Any]) -> dict[str, pl.Expr]:
+    """The rows of :func:`._bin_sums.top_label_sums`: the index of the row's label among
+    ``classes`` (null for a row left out) and the K probabilities. The confidence and
+    its class are computed there, in numpy with the bins: the row-wise argmax of K
+    columns as a Polars expression took ~25–30 ms at 1e6 rows × 5 classes (a shared
+    sub-expression is evaluated again at each reference, ``when`` chains in full),
+    numpy's ~17 ms."""
     dtype = class_dtype(classes)
-    top: Any = pl
-    for c, p in zip(classes, probs, strict=True):
-        top = top.when(p == conf).then(class_lit(c, dtype))
-    key = (
-        pl.when(~pl.field("keep"))
-        .then(pl.lit(None, dtype=F64))
-        .when(pl.field("nan") | (conf < 0.0))
-        .then(pl.lit(NAN, dtype=F64))
-        .otherwise(signed_key(top.otherwise(None) == pl.field("y"), conf))
-    )
-    return with_conf.struct.eval(k=key).struct.field("k")
+    index: Any = pl
+    for i, c in enumerate(classes):
+        index = index.when(inputs.label == class_lit(c, dtype)).then(pl.lit(i, dtype=pl.Int32))
+    y = pl.when(inputs.keep).then(index.otherwise(None))
+    return {"y": y, **{f"p{i}": p for i, p in enumerate(inputs.probs)}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -664,15 +686,15 @@ NO_FIT = (
     "(no maximum-likelihood estimate otherwise)"
 )
 MAX_ITERATIONS = 100
+CHUNK = 1 << 17  # the points of a fit computed together (their temporaries in cache)
 TOLERANCE = 1e-12
 PREDICTED = 1e-15  # the next step Newton's quadratic convergence predicts, relative
 
 
 def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The distinct scores of a column of threshold states, flattened: (groups, group of
-    each point, score, positive weight, negative weight). Read through Arrow: the call
-    runs once per group inside a ``group_by`` aggregation, where a DataFrame round trip
-    would cost more than the fit."""
+    each point, score, positive weight, negative weight). Read through Arrow (a
+    DataFrame round trip costs more than a small group's fit)."""
     lists = states.to_arrow()
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
@@ -689,39 +711,89 @@ def _points(states: pl.Series) -> tuple[int, np.ndarray, np.ndarray, np.ndarray,
     return len(states), g, t, pos, neg
 
 
-def _sum_by(g: np.ndarray, groups: int, values: np.ndarray) -> np.ndarray:
-    """Σ values per group (``bincount``; one group: a plain sum, 20x cheaper)."""
-    if groups == 1:
-        return np.array([values.sum()])
-    return np.bincount(g, weights=values, minlength=groups)
+class _Groups:
+    """The group of each point of the fit (``g``, non-decreasing: every caller's points
+    are in group order) and the reductions per group: over each group's stretch with
+    ``ufunc.reduceat`` (~15x cheaper than ``bincount`` with weights, ~30x than
+    ``ufunc.at``), for one group a plain reduction (``einsum`` for a sum of products: one
+    pass, no temporary; not ``np.dot``, whose BLAS threads wait for a busy core)."""
 
+    def __init__(self, g: np.ndarray, groups: int) -> None:
+        self.g, self.groups = g, groups
+        if groups > 1:
+            change = np.flatnonzero(g[1:] != g[:-1]) + 1
+            self.starts = np.concatenate([np.zeros(min(len(g), 1), np.int64), change])
+            self.present = g[self.starts]
 
-def _dot_by(g: np.ndarray, groups: int, values: np.ndarray, *others: np.ndarray) -> np.ndarray:
-    """Σ values·others per group (one group: ``einsum``, one pass, no temporary)."""
-    if groups == 1:
-        return np.array([np.einsum(",".join("i" * (1 + len(others))), values, *others)])
-    return np.bincount(g, weights=functools.reduce(np.multiply, others, values), minlength=groups)
+    def reduce(self, fn: np.ufunc, values: np.ndarray, empty: float) -> np.ndarray:
+        """``fn`` over each group's values (``empty`` for a group without points)."""
+        if self.groups == 1:
+            return np.array([fn.reduce(values) if len(values) else empty])
+        out = np.full(self.groups, empty, dtype=values.dtype)
+        if len(values):
+            out[self.present] = fn.reduceat(values, self.starts)
+        return out
 
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return self.reduce(np.add, values, 0.0)
 
-def _points_of(
-    groups_kept: np.ndarray, g: np.ndarray, groups: int, *columns: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """``g`` and ``columns`` restricted to the points of the groups kept (no copy when
-    every group is)."""
-    if groups_kept.all():
-        return (g, *columns)
-    if groups == 1:
-        return (g[:0], *(c[:0] for c in columns))
-    keep = groups_kept[g]
-    return (g[keep], *(c[keep] for c in columns))
+    def count(self, flags: np.ndarray) -> np.ndarray:
+        """The true flags per group."""
+        if self.groups == 1:
+            return np.array([np.count_nonzero(flags)])
+        out = np.zeros(self.groups, dtype=np.int64)
+        if len(flags):
+            out[self.present] = np.add.reduceat(flags, self.starts, dtype=np.int64)
+        return out
+
+    def dot(self, values: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Σ values·other per group."""
+        if self.groups == 1:
+            return np.array([np.einsum("i,i", values, other)])
+        return self.sum(values * other)
+
+    def of_points(self, per_group: np.ndarray) -> np.ndarray | float:
+        """A value per group at each point (one group: the scalar, no gather)."""
+        return per_group[0] if self.groups == 1 else per_group[self.g]
+
+    def chunks(self) -> list[tuple[slice, _Groups]]:
+        """The points in consecutive chunks of about :data:`CHUNK` (whole groups), each
+        with its groups (every group counted: a group outside the chunk sums to 0)."""
+        n = len(self.g)
+        if self.groups == 1:
+            return [(slice(a, min(a + CHUNK, n)), self) for a in range(0, n, CHUNK)]
+        if n == 0:
+            return []
+        # each chunk from the last group start at or below a multiple of CHUNK
+        at = np.searchsorted(self.starts, np.arange(0, n, CHUNK), side="right") - 1
+        cuts = np.unique(self.starts[at])
+        ends = [*cuts[1:].tolist(), n]
+        return [
+            (slice(a, z), _Groups(self.g[a:z], self.groups))
+            for a, z in zip(cuts.tolist(), ends, strict=True)
+        ]
+
+    def keep(self, kept: np.ndarray, *columns: np.ndarray | None) -> tuple[Any, ...]:
+        """These groups and ``columns`` (None stays None) restricted to the points of the
+        groups ``kept`` (no copy when every group is)."""
+        if kept.all():
+            return (self, *columns)
+        if self.groups == 1:
+            return (_Groups(self.g[:0], 1), *(None if c is None else c[:0] for c in columns))
+        rows = kept[self.g]
+        kept_columns = (None if c is None else c[rows] for c in columns)
+        return (_Groups(self.g[rows], self.groups), *kept_columns)
 
 
 def _log_likelihood(
-    g: np.ndarray, groups: int, eta: np.ndarray, m: np.ndarray, neg: np.ndarray
+    grp: _Groups, eta: np.ndarray, pos: np.ndarray, neg: np.ndarray | None
 ) -> np.ndarray:
-    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group (m = pos + neg), without overflow:
-    ln(1 − σ(η)) = ln σ(η) − η, one ``logaddexp``."""
-    return _sum_by(g, groups, -(m * np.logaddexp(0.0, -eta) + neg * eta))
+    """Σ pos·ln σ(η) + neg·ln(1 − σ(η)) per group, without overflow: ln(1 − σ(η)) =
+    ln σ(η) − η, one ``logaddexp`` (``neg`` None: rows, ``pos`` whether each is
+    positive)."""
+    if neg is None:
+        return grp.sum(-(np.logaddexp(0.0, -eta) + np.where(pos, 0.0, eta)))
+    return grp.sum(-((pos + neg) * np.logaddexp(0.0, -eta) + neg * eta))
 
 
 def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
@@ -729,101 +801,63 @@ def _recalibrate(states: pl.Series, *, slope: bool) -> pl.Series:
     return _fit(*_points(states), slope=slope)
 
 
-def _recalibrate_runs(runs: pl.Series, *, slope: bool) -> pl.Series:
-    """:func:`_fit` over the runs of one group's unweighted rows (``score_runs``: the
-    signed key of the score's bits, the positives and rows of each run of equal score
-    and label); one value."""
-    k = runs.struct.field("k").to_numpy()
-    bits = np.where(k < 0, (-k) | np.int64(-(2**63)), k) if (k < 0).any() else k  # sign bit
-    pos = runs.struct.field("pos").to_numpy().astype(np.float64)
-    neg = runs.struct.field("n").to_numpy().astype(np.float64) - pos
-    return _fit(1, np.zeros(len(k), dtype=np.int64), bits.view(np.float64), pos, neg, slope=slope)
-
-
 def _fit(
     groups: int,
     g: np.ndarray,
     t: np.ndarray,
     pos: np.ndarray,
-    neg: np.ndarray,
+    neg: np.ndarray | None,
     *,
     slope: bool,
 ) -> pl.Series:
     """The maximum-likelihood logistic recalibration of each group's points (group,
-    score, positive weight, negative weight; a score may repeat):
-    logit P(y = 1) = a + b·x with x = logit(p) (``slope``: b; else b = 1 and a).
+    score, positive weight, negative weight; a score may repeat, the points of a group
+    together, in group order; ``neg`` None: every point one row, ``pos`` whether it is
+    positive): logit P(y = 1) = a + b·x with x = logit(p) (``slope``: b; else b = 1 and
+    a).
 
     Vectorised Newton–Raphson over every group at once (numpy: the 2 × 2 score equations
-    are sums per group, ``bincount``, a plain sum for one group; a Polars expression
-    would have to unroll the iterations), from a = 0, b = 1, with step halving while the
-    log-likelihood falls, until every step is below 1e-12 (relative) or, once Newton's
-    convergence is quadratic (a step below 1% of the one before, s ≤ s₀/100), the next
-    step it predicts, s³/s₀², is below 1e-15; at most 100 iterations. The points of a
-    group that stops are dropped from the next iterations. A group is null when it has
-    one class only, when no estimate exists (the slope of separated scores: every
-    positive's score ≥ every negative's, or ≤), or without convergence; NaN when a score
-    is NaN.
+    are sums per group, :class:`_Groups`; a Polars expression would have to unroll the
+    iterations), from a = 0, b = 1, with step halving while the log-likelihood falls,
+    until every step is below 1e-12 (relative) or, once Newton's convergence is
+    quadratic (a step below 1% of the one before, s ≤ s₀/100), the next step it
+    predicts, s³/s₀², is below 1e-15; at most 100 iterations. The points of a group that
+    stops are dropped from the next iterations. A group is null when it has one class
+    only, when no estimate exists (the slope of separated scores: every positive's score
+    ≥ every negative's, or ≤), or without convergence; NaN when a score is NaN.
     """
-    if groups == 1:
-        has_nan = np.array([np.isnan(t).any()])
+    grp = _Groups(g, groups)
+    has_nan = grp.reduce(np.logical_or, np.isnan(t), False)
+    if neg is None:
+        fit = (grp.count(pos) > 0) & (grp.count(~pos) > 0) & ~has_nan
     else:
-        has_nan = np.bincount(g, weights=np.isnan(t), minlength=groups) > 0
-    fit = (_sum_by(g, groups, pos) > 0) & (_sum_by(g, groups, neg) > 0) & ~has_nan
-    g, t, pos, neg = _points_of(fit, g, groups, t, pos, neg)
-    p = np.clip(t, LOGLOSS_EPS, 1.0 - LOGLOSS_EPS)
-    if slope:  # z: x = logit(p); 1 − p and the ratio within 2 ulp: |error of x| ~ 1e-16
-        z = np.log(p / (1.0 - p))
-        fit &= ~_separated(g, groups, z, pos, neg)
-    else:  # z: 1 / odds, and σ(a + x) = 1 / (1 + e^−a / odds): no exp per point
-        z = (1.0 - p) / p
-    m = pos + neg
+        fit = (grp.sum(pos) > 0) & (grp.sum(neg) > 0) & ~has_nan
+    grp, t, pos, neg = grp.keep(fit, t, pos, neg)
+    p, z = _transform(grp, t, slope=slope)
+    if slope:
+        fit &= ~_separated(grp, z, pos, neg)
+    # m = pos + neg, None when every point weighs 1 (then q = σ: no product per point)
+    m = None if neg is None else pos + neg
+    if m is not None and bool((m == 1.0).all()):
+        m = None
     a, b = np.zeros(groups), np.ones(groups)
     active = fit.copy()
-    g, p, z, pos, neg, m = _points_of(active, g, groups, p, z, pos, neg, m)
-    loglik, stale = np.zeros(groups), True  # computed when first needed
-    buf: tuple[np.ndarray, ...] = (np.empty(0),)
+    grp, p, z, pos, neg, m = grp.keep(active, p, z, pos, neg, m)
+    loglik, fresh = np.zeros(groups), np.zeros(groups, dtype=bool)  # computed when needed
     before = np.full(groups, np.nan)  # the step before, per group (none yet: NaN)
-    unit, units = bool((m == 1.0).all()), len(m)
     for iteration in range(MAX_ITERATIONS):
         if not active.any():
             break
-        x = z if slope else None
-        unit = unit if len(m) == units else bool((m == 1.0).all())
-        units = len(m)
-        # σ(η), q = m·σ, v = m·σ(1 − σ) = q − q·σ and r = pos − q in three buffers, in
-        # place (a fresh array per operation costs more than the arithmetic at 1e6 points)
-        if len(buf[0]) != len(p):
-            buf = tuple(np.empty(len(p)) for _ in range(3))
-        sigma, q, v = buf
-        if iteration == 0:  # a = 0, b = 1: σ(logit p) = p
-            sigma = p
-        else:
-            if slope:
-                np.multiply(z, -b[0] if groups == 1 else -b[g], out=sigma)  # one group: no gather
-                sigma -= a[0] if groups == 1 else a[g]
-                with np.errstate(over="ignore"):  # exp(−η) = inf: σ = 0
-                    np.exp(sigma, out=sigma)
-            else:
-                np.multiply(z, np.exp(-a[0]) if groups == 1 else np.exp(-a)[g], out=sigma)
-            sigma += 1.0
-            np.reciprocal(sigma, out=sigma)
-        if unit:  # every point one row (distinct unweighted scores): q = σ
-            q = sigma
-        else:
-            np.multiply(m, sigma, out=q)
-        np.multiply(q, sigma, out=v)
-        np.subtract(q, v, out=v)
-        r = np.subtract(pos, q, out=buf[1])
-        ga, haa = _sum_by(g, groups, r), _sum_by(g, groups, v)
+        points = (p, z, pos, m)
+        sums = _moments(grp, points, a, b, first=iteration == 0, slope=slope)
         with np.errstate(divide="ignore", invalid="ignore"):
             if slope:
-                gb = _dot_by(g, groups, r, z)
-                hab = _dot_by(g, groups, v, z)
-                hbb = _dot_by(g, groups, v, z, z)
+                ga, haa, gb, hab, hbb = sums
                 det = haa * hbb - hab * hab
                 da = (hbb * ga - hab * gb) / det
                 db = (haa * gb - hab * ga) / det
             else:
+                ga, haa = sums
                 da, db = ga / haa, np.zeros(groups)
         bad = active & ~(np.isfinite(da) & np.isfinite(db))
         active &= ~bad
@@ -831,23 +865,27 @@ def _fit(
         da, db = np.where(active, da, 0.0), np.where(active, db, 0.0)
         # step halving: the largest of 1, 1/2, 1/4 ... that does not lower the
         # log-likelihood (a Newton step of a concave function rarely needs it; steps
-        # below 0.1, near the maximum, are taken without the check)
+        # below 0.1, near the maximum, are taken without the check), over the points of
+        # the groups checked only (each group as if fitted alone)
         scale = np.ones(groups)
-        if np.max(np.maximum(np.abs(da), np.abs(db))) > 0.1:
-            if x is None:
-                x = -np.log(z)
-            if stale:  # the steps since the last check were taken unchecked
-                loglik = _log_likelihood(g, groups, a[g] + b[g] * x, m, neg)
+        checked = active & (np.maximum(np.abs(da), np.abs(db)) > 0.1)
+        if checked.any():
+            sub, x, poss, negs = grp.keep(checked, z, pos, neg)
+            if not slope:
+                x = -np.log(x)
+            stale = checked & ~fresh  # stepped unchecked since their last check
+            if stale.any():
+                at = _log_likelihood(sub, sub.of_points(a) + sub.of_points(b) * x, poss, negs)
+                loglik = np.where(stale, at, loglik)
             for _ in range(60):
-                eta = (a + scale * da)[g] + (b + scale * db)[g] * x
-                after = _log_likelihood(g, groups, eta, m, neg)
-                worse = active & (after < loglik - 1e-13 * np.abs(loglik))
+                eta = sub.of_points(a + scale * da) + sub.of_points(b + scale * db) * x
+                after = _log_likelihood(sub, eta, poss, negs)
+                worse = checked & (after < loglik - 1e-13 * np.abs(loglik))
                 if not worse.any():
                     break
                 scale = np.where(worse, scale * 0.5, scale)
-            loglik, stale = np.where(active, after, loglik), False
-        else:
-            stale = True
+            loglik = np.where(checked, after, loglik)
+        fresh = checked  # the log-likelihood known at the new (a, b)
         a, b = a + scale * da, b + scale * db
         step = np.maximum(np.abs(scale * da), np.abs(scale * db))
         size = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
@@ -856,42 +894,117 @@ def _fit(
         moving = active & (step > TOLERANCE * size) & ~quadratic
         before = step
         if not np.array_equal(moving, active) and moving.any():  # the groups moving only
-            g, p, z, pos, neg, m = _points_of(moving, g, groups, p, z, pos, neg, m)
+            grp, p, z, pos, neg, m = grp.keep(moving, p, z, pos, neg, m)
         active = moving
     fit &= ~active  # not converged
     value = pl.Series(np.where(has_nan, np.nan, b if slope else a), dtype=F64)
     return value.scatter(np.flatnonzero(~(fit | has_nan)), None)
 
 
-def _separated(
-    g: np.ndarray, groups: int, x: np.ndarray, pos: np.ndarray, neg: np.ndarray
-) -> np.ndarray:
+def _in_chunks(fn: Callable[[slice, _Groups], Any], grp: _Groups) -> list[Any]:
+    """``fn`` over the chunks of the points (:meth:`_Groups.chunks`), in order, in two
+    threads from 65,536 points (:func:`._bin_sums.in_chunks`: the exp and log per point
+    take most of a fit)."""
+    return in_chunks(lambda c: fn(*c), grp.chunks(), len(grp.g))
+
+
+def _transform(grp: _Groups, t: np.ndarray, *, slope: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The scores as the fit reads them: p = t clipped to [ε, 1 − ε] (t itself when it
+    is), z = logit(p) (``slope``) or 1 / odds (σ(a + logit p) = 1 / (1 + e^−a / odds):
+    no exp per point), chunk by chunk (:func:`_in_chunks`)."""
+    inside = len(t) == 0 or (t.min() >= LOGLOSS_EPS and t.max() <= 1.0 - LOGLOSS_EPS)
+    p = t if inside else np.empty_like(t)
+    z = np.empty_like(t)
+
+    def part(rows: slice, _: _Groups) -> None:
+        pr, zr = p[rows], z[rows]
+        if not inside:
+            np.clip(t[rows], LOGLOSS_EPS, 1.0 - LOGLOSS_EPS, out=pr)
+        np.subtract(1.0, pr, out=zr)
+        if slope:  # 1 − p and the ratio within 2 ulp: |error of logit p| ~ 1e-16
+            np.log(np.divide(pr, zr, out=zr), out=zr)
+        else:
+            np.divide(zr, pr, out=zr)
+
+    _in_chunks(part, grp)
+    return p, z
+
+
+def _moments(
+    grp: _Groups,
+    points: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    first: bool,
+    slope: bool,
+) -> list[np.ndarray]:
+    """The score equations' sums per group at (a, b): Σr and Σv, with ``slope`` also
+    Σr·x, Σv·x and Σv·x², where σ = σ(a + b·x), q = m·σ, v = q(1 − σ) and r = pos − q
+    (``points``: p and z of :func:`_transform`, the positive weight, or whether each
+    row is positive, and m, None when every point weighs 1). Chunk by chunk (:func:`_in_chunks`): a chunk's temporaries
+    stay in cache, where whole arrays took a pass through memory per operation."""
+    p, z, pos, m = points
+    exp_a = np.exp(-a)
+
+    def part(rows: slice, sub: _Groups) -> list[np.ndarray]:
+        zr = z[rows]
+        if first:  # a = 0, b = 1: σ(logit p) = p
+            sigma = p[rows]
+        else:
+            if slope:
+                sigma = np.multiply(zr, sub.of_points(-b))
+                sigma -= sub.of_points(a)
+                with np.errstate(over="ignore"):  # exp(−η) = inf: σ = 0
+                    np.exp(sigma, out=sigma)
+            else:
+                sigma = np.multiply(zr, sub.of_points(exp_a))
+            sigma += 1.0
+            np.divide(1.0, sigma, out=sigma)  # (np.reciprocal: not vectorised, 2x slower)
+        q = sigma if m is None else m[rows] * sigma
+        v = np.multiply(q, sigma)
+        np.subtract(q, v, out=v)
+        r = np.subtract(pos[rows], q)
+        if not slope:
+            return [sub.sum(r), sub.sum(v)]
+        sums = [sub.sum(r), sub.sum(v), sub.dot(r, zr)]
+        vz = np.multiply(v, zr, out=v)  # v·x, and Σ v·x² as Σ (v·x)·x: no x² array
+        return [*sums, sub.sum(vz), sub.dot(vz, zr)]
+
+    parts = _in_chunks(part, grp)
+    if not parts:
+        return [np.zeros(grp.groups)] * (5 if slope else 2)
+    return [functools.reduce(np.add, sums) for sums in zip(*parts, strict=True)]
+
+
+def _descending(x: np.ndarray) -> bool:
+    return bool((x[1:] <= x[:-1]).all())
+
+
+def _separated(grp: _Groups, x: np.ndarray, pos: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
     """Per group: the scores separate the classes (every positive's score ≥ every
     negative's, or ≤ every negative's; constant scores included), so that the slope has no
-    maximum-likelihood estimate (Albert & Anderson 1984)."""
+    maximum-likelihood estimate (Albert & Anderson 1984). Every group has points of both
+    classes (the caller's); ``neg`` None: rows, ``pos`` whether each is positive."""
+    has_pos, has_neg = (pos, ~pos) if neg is None else (pos > 0, neg > 0)
+    if grp.groups == 1 and len(x) > 1 and _descending(x[:64]) and _descending(x):
+        # descending scores (the threshold state's): the ends of a class
+        n = len(x) - 1
+        first_pos, last_pos = np.argmax(has_pos), n - np.argmax(has_pos[::-1])
+        first_neg, last_neg = np.argmax(has_neg), n - np.argmax(has_neg[::-1])
+        return np.array([(x[last_pos] >= x[first_neg]) | (x[first_pos] <= x[last_neg])])
+    if grp.groups == 1 and len(x) > 2 * COLLAPSE_SAMPLE:
+        # a sample's positive below one of its negatives and another above one proves
+        # the classes overlap (the extremes of all the points are further apart): the
+        # four masked passes over the points are for the groups it does not decide
+        step = len(x) // COLLAPSE_SAMPLE
+        if not _separated(grp, x[::step], pos[::step], None if neg is None else neg[::step])[0]:
+            return np.array([False])
     inf = np.inf
-
-    has_pos, has_neg = pos > 0, neg > 0
-    if groups == 1:
-        if not (has_pos.any() and has_neg.any()):
-            return np.array([True])
-        if (x[1:] <= x[:-1]).all():  # descending scores (both callers'): the ends of a class
-            n = len(x) - 1
-            first_pos, last_pos = np.argmax(has_pos), n - np.argmax(has_pos[::-1])
-            first_neg, last_neg = np.argmax(has_neg), n - np.argmax(has_neg[::-1])
-            return np.array([(x[last_pos] >= x[first_neg]) | (x[first_pos] <= x[last_neg])])
-        xp, xn = x[has_pos], x[has_neg]  # plain reductions (ufunc.at is ~10x slower)
-        return np.array([(xp.min() >= xn.max()) | (xp.max() <= xn.min())])
-
-    def extreme(values: np.ndarray, mask: np.ndarray, fn: Any, empty: float) -> np.ndarray:
-        out = np.full(groups, empty)
-        fn.at(out, g[mask], values[mask])
-        return out
-
-    min_pos = extreme(x, has_pos, np.minimum, inf)
-    max_pos = extreme(x, has_pos, np.maximum, -inf)
-    min_neg = extreme(x, has_neg, np.minimum, inf)
-    max_neg = extreme(x, has_neg, np.maximum, -inf)
+    min_pos = grp.reduce(np.minimum, np.where(has_pos, x, inf), inf)
+    max_pos = grp.reduce(np.maximum, np.where(has_pos, x, -inf), -inf)
+    min_neg = grp.reduce(np.minimum, np.where(has_neg, x, inf), inf)
+    max_neg = grp.reduce(np.maximum, np.where(has_neg, x, -inf), -inf)
     return (min_pos >= max_neg) | (max_pos <= min_neg)
 
 
@@ -902,18 +1015,78 @@ def recalibration(state: pl.Expr, *, slope: bool) -> pl.Expr:
     return state.map_batches(kernel, return_dtype=F64, returns_scalar=True)
 
 
+# The bare expression: the fit over the rows themselves, every group in one call.
+
+COLLAPSE_SAMPLE = 4096
+"""The sampled scores (evenly spaced rows) that decide whether to collapse the rows."""
+
+
+def _collapse_pays(s: np.ndarray, groups: int) -> bool:
+    """Whether to fit over the distinct scores (one numpy sort of a key per row, per
+    group) rather than over the rows: when the groups are large (a sort per group; many
+    small groups are fitted together, vectorised) and at least half the sampled rows
+    repeat a sampled score (tied scores: far fewer points than rows; distinct scores:
+    as many points as rows, and the sort would only add to the fit)."""
+    if groups > 1 and len(s) < GROUP_ROWS * groups:
+        return False
+    sample = s[:: max(1, len(s) // COLLAPSE_SAMPLE)]
+    return 2 * len(np.unique(sample)) <= len(sample)
+
+
+def _distinct_points(
+    groups: int, g: np.ndarray, positive: np.ndarray, s: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """The points (group, score, positives, negatives) of each group's distinct scores,
+    as the threshold state holds them (:mod:`._sorted_keys`: the sorted keys' tie
+    blocks, descending, NaN first)."""
+    ends = np.cumsum(np.bincount(g, minlength=groups)).tolist() if groups > 1 else [len(s)]
+    parts, a = [], 0
+    for i, z in enumerate(ends):
+        t, tp, fp = block_points(Blocks(sorted_parts(positive[a:z], s[a:z])), head=False)
+        parts.append((np.full(len(t), i), t, np.diff(tp, prepend=0.0), np.diff(fp, prepend=0.0)))
+        a = z
+    return tuple(np.concatenate([part[k] for part in parts]) for k in range(4))
+
+
+def _recalibrate_rows(lists: pl.Series, *, slope: bool) -> pl.Series:
+    """:func:`_fit` over the rows of each group (``{y, s}`` with ``y`` whether the row is
+    positive, or ``{y, s, w}`` with the 0/1 label and the weight: positive weight w·y,
+    negative w·(1 − y), as the threshold state signs them), one value per group.
+
+    The fit needs no order and no distinct scores: its sums over the rows are its sums
+    over the points, so distinct scores are fitted as they come, without the sort that
+    the threshold state costs; tied scores of an unweighted group are first collapsed to
+    their distinct scores when that pays (:func:`_collapse_pays`)."""
+    groups, g, arrays = rows_of(lists)
+    if len(arrays) == 3:
+        y, s, w = arrays
+        signed = w * (2.0 * y - 1.0)
+        pos, neg = np.maximum(signed, 0.0), np.maximum(-signed, 0.0)
+        return _fit(groups, g, s, pos, neg, slope=slope)
+    positive, s = arrays
+    if _collapse_pays(s, groups):
+        return _fit(groups, *_distinct_points(groups, g, positive, s), slope=slope)
+    return _fit(groups, g, s, positive, None, slope=slope)
+
+
 def _recalibration_spec(
     label: IntoExpr, score: IntoExpr, weight: IntoExpr | None, pos_label: Any, slope: bool
 ) -> MetricSpec:
-    alone = None
-    if weight is None:  # alone: the fit over the runs of equal (score, label), no state
-        kernel = functools.partial(_recalibrate_runs, slope=slope)
-        runs = score_runs(label, score, pos_label)
-        alone = runs.map_batches(kernel, return_dtype=F64, returns_scalar=True)
+    # alone: the rows of each group as lists, every group in one call (is_elementwise:
+    # one value per list), fitted over the rows themselves (:func:`_recalibrate_rows`)
+    if weight is None:
+        rows = unweighted_rows(label, score, pos_label, None)
+    else:
+        rows = pl.struct(
+            binary_label(label, pos_label).implode().alias("y"),
+            to_float(score).implode().alias("s"),
+            to_float(weight).implode().alias("w"),
+        )
+    kernel = functools.partial(_recalibrate_rows, slope=slope)
     return MetricSpec(
         {"c": thresholds(label, score, weight, pos_label)},
         lambda s: recalibration(s["c"], slope=slope),
-        alone=alone,
+        alone=rows.map_batches(kernel, return_dtype=F64, is_elementwise=True),
     )
 
 
@@ -935,10 +1108,10 @@ _RECALIBRATION_DOC = """{summary}
 
     State: the threshold state of the sort-based binary metrics (one point per distinct
     score with its weighted positives and negatives: exact, merged per score); the fit is
-    Newton–Raphson over those points in numpy, every group at once. The bare unweighted
-    expression fits over the runs of equal (score, label) of the sorted rows instead (no
-    state: the same points, one sort of integer keys). Null {undefined};
-    NaN when a score is NaN.
+    Newton–Raphson over those points in numpy, every group at once. The bare expression
+    fits over the rows themselves instead (no state and no sort: the fit's sums over the
+    rows are its sums over the points; tied unweighted scores are first collapsed to
+    their distinct scores). Null {undefined}; NaN when a score is NaN.
 
     References
     ----------
