@@ -150,47 +150,6 @@ def _state_of_edges(edges: pl.Expr, bins: int, sums: tuple[str, ...]) -> State:
     return State(state, "list", merge)
 
 
-TINY = 5e-324  # the least positive float: −p − TINY is −p for every p but 0 and subnormals
-
-
-def signed_key(positive: pl.Expr, p: pl.Expr) -> pl.Expr:
-    """The key of :func:`signed_bin_state` for a score ``p`` >= 0 (or NaN) of a row that
-    is positive or not: ``p`` (its sign cleared: 0.0 for −0.0) or −p − TINY, strictly
-    negative, from which −key − TINY gives back p exactly."""
-    return pl.when(positive).then(p.abs()).otherwise(-p - TINY)
-
-
-def signed_bin_state(key: pl.Expr, bins: int, *, weight: pl.Expr | None = None) -> State:
-    """:func:`bin_state` of rows given as one key per row (:func:`signed_key`: the score
-    of a positive, −score − TINY of a negative; null for a row left out), so that the
-    rows' label and score, when they are costly to compute, are computed once: Polars
-    evaluates an expression again at each reference, and :func:`bin_state` reads each of
-    them four times. One sort of the keys (with ``weight``, ``{k, w}`` sorted by key):
-    the negatives first, by descending score, then the positives by ascending score and
-    NaN last; the same state, merged alike."""
-    e = pl.element()
-    if weight is None:
-        ordered = key.drop_nulls().sort().implode()
-        k, w = e, None
-    else:
-        used = e.filter(e.struct.field("k").is_not_null())
-        ordered = (
-            pl.struct(k=key, w=weight).implode().list.eval(used.sort_by(used.struct.field("k")))
-        )
-        k, w = e.struct.field("k"), e.struct.field("w")
-    negatives = k.search_sorted(0.0, side="left").first()  # the keys below 0
-
-    def part(values: pl.Expr | None, positive: bool) -> pl.Expr | None:
-        if values is None:
-            return None
-        return values.slice(negatives) if positive else values.slice(0, negatives).reverse()
-
-    pos = _edge_sums(part(k, True), part(w, True), bins, False)  # type: ignore[arg-type]
-    neg_p = -part(k, False) - TINY  # type: ignore[operator]
-    neg = _edge_sums(neg_p, part(w, False), bins, False)
-    return _state_of_edges(ordered.list.eval(pl.concat([pos, neg])), bins, SUMS)
-
-
 # ---------------------------------------------------------------------------------------
 # Quantile bins from the threshold state
 # ---------------------------------------------------------------------------------------
