@@ -1,5 +1,5 @@
 """The partial AUC of unweighted rows, computed from the numpy sort of the row keys
-(``metrics.binary._PartialAucPart``), against scikit-learn: many chunks of keys, ties,
+(``metrics.binary._partial_auc_keys``), against scikit-learn: many chunks of keys, ties,
 negative scores, the cut on a point and inside a tie block, per group = per frame,
 lazy = eager, and the undefined cases."""
 
