@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import polars as pl
 
@@ -154,78 +154,13 @@ def _tie_block_ends(rows: pl.Expr, **fields: pl.Expr) -> pl.Expr:
     return rows.implode().list.eval(ends).list.eval(pl.struct(**fields))
 
 
-# A row's key: the bits of its score doubled (the multiplication wraps, dropping the sign
-# bit: the bits of |s|, order-preserving for the magnitude), every NaN one above +inf, plus
-# the label. The rows of negative scores take the key XOR ``_FLIP`` (all bits but the
-# label's), which reverses the order of the magnitudes and keeps the label bit.
-_INF_BITS = 0x7FF0_0000_0000_0000
-_NAN_MAGNITUDE = _INF_BITS + 1
-_FLIP = 0xFFFF_FFFF_FFFF_FFFE
-U64, I64, U32 = pl.UInt64, pl.Int64, pl.UInt32
-
-
-def _row_key(y: pl.Expr, s: pl.Expr) -> pl.Expr:
-    """``2·bits(|s|) + label`` as an order-preserving UInt64: ±0.0 both 0, every NaN (any
-    sign or payload) one magnitude above +inf."""
-    doubled = s.reinterpret(dtype=U64) * 2
-    top = pl.lit(2 * _NAN_MAGNITUDE, dtype=U64)
-    return doubled.clip(upper_bound=top) + (y == 1.0).cast(U64)
-
-
-def score_runs(
-    label: IntoExpr,
-    score: IntoExpr,
-    pos_label: Any = None,
-    bins: int | None = None,
-) -> pl.Expr:
-    """The unweighted rows of one group as runs of equal (score, label), in descending
-    score order and the positives first within a score: ``{k, pos, n}`` per run, ``k``
-    the signed key of the score (its bits, negated for a negative score), ``pos`` the
-    positives of the run (0 or ``n``) and ``n`` its rows. At most two runs per
-    distinct score (a positive run, then a negative one), so the work after the sort
-    follows the distinct scores.
-
-    Each row is one integer (:func:`_row_key`), so one plain ``sort`` orders the rows by
-    score and the labels of a tied score next to each other, and ``rle`` counts the runs.
-    A plain sort of integers costs about a quarter of ``sort_by`` (an arg-sort and a
-    gather of every column), and on tied scores it and the runs shrink with the distinct
-    scores (pdqsort partitions equal keys once).
-
-    The score's 64 bits and the label do not fit one 64-bit integer (Polars' 128-bit
-    integers sort and gather much slower per group), so the rows of negative scores are
-    sorted apart, by their key XOR ``_FLIP`` (ascending magnitude, positives still
-    first), and their runs follow those of the scores >= 0 (−0.0 and NaN go with these:
-    NaN first, as Polars sorts it): no branch on the data, and a group without negative
-    scores pays for an empty sort only. Rows with a null label or score are left out.
-    """
-    y = binary_label(label, pos_label)
-    s = binned_score(to_float(score), bins)
-    negative = s < 0.0  # null where the score is null: the row is in neither part
-    kept = to_expr(label).is_not_null()
-    value, length = pl.field("value"), pl.field("len")
-    is_pos = (value & 1).cast(U32)
-
-    def part(rows: pl.Expr, flip: bool) -> pl.Expr:
-        # the part's rows first, then their keys: a filter that keeps every row (no null,
-        # no negative score) returns its input, and an empty part costs its mask only
-        keys = _row_key(y.filter(rows), s.filter(rows))
-        if flip:
-            keys = keys.xor(pl.lit(_FLIP, dtype=U64))
-        magnitude = (value.xor(pl.lit(_FLIP, dtype=U64)) if flip else value) // 2
-        k = magnitude.cast(I64)
-        runs = keys.sort(descending=True).rle()
-        return runs.struct.eval(k=-k if flip else k, pos=length * is_pos, n=length)
-
-    return pl.concat([part(~negative & kept, False), part(negative & kept, True)])
-
-
 def _counted_state(
     label: IntoExpr, score: IntoExpr, pos_label: Any = None, bins: int | None = None
 ) -> pl.Expr:
     """:func:`threshold_state` without weights: one numpy sort of a key per row and the
     counts at the end of each tie block (:func:`~polars_eval.metrics._sorted_keys.state_points`;
-    1e7 distinct scores: ~0.45 s of CPU against ~1.35 s over the runs of :func:`score_runs`
-    in Polars)."""
+    1e7 distinct scores: ~0.45 s of CPU against ~1.35 s over the runs of a Polars sort
+    of a key per row)."""
     rows = unweighted_rows(label, score, pos_label, bins)
     return rows.map_batches(
         kernels.state_points, return_dtype=kernels.STATE_DTYPE, is_elementwise=True
@@ -365,94 +300,6 @@ def sorted_spec(
     )
 
 
-class Runs:
-    """The runs of :func:`score_runs` as columns for a metric computed straight from
-    them (:func:`from_runs`), without the state.
-
-    Within a distinct score the positive run comes first, so a positive run followed by
-    a run of its own score does not end its tie block: ``tp_at``/``fp_at`` are the counts
-    at the end of the block before it there (:class:`RunsCurve`). ``P``/``N`` are the
-    class totals. The counts stay UInt32 (a group has fewer than 2³² rows, Polars' index
-    type), exact and half the pages of Int64, until the metric's Float64.
-
-    The columns are computed once, by :meth:`columns` (only those a metric names), in a
-    first ``struct.eval``; the metric reads them in a second. Polars' fused arithmetic
-    (``a + b * c``, ``a * b - c`` ...) loses the struct inside ``struct.eval``
-    (``StructFieldNotFoundError``, Polars 2.1): the bodies avoid those forms.
-    """
-
-    DEFINITIONS: ClassVar[dict[str, Callable[[], pl.Expr]]] = {
-        "k": lambda: pl.field("k"),
-        "pos": lambda: pl.field("pos"),
-        "neg": lambda: pl.field("n") - pl.field("pos"),
-        # the counts at each run as a point of the curve (:class:`RunsCurve`)
-        "tp_at": lambda: (pl.field("pos").cum_sum() - _positives_inside_block()).cast(F64),
-        "fp_at": lambda: (pl.field("n") - pl.field("pos")).cum_sum().cast(F64),
-    }
-
-    def __init__(self) -> None:
-        for name in self.DEFINITIONS:
-            setattr(self, name, pl.field(name))
-        self.P = self.pos.sum()  # noqa: N815 - the textbook name
-        self.N = self.neg.sum()  # noqa: N815 - the textbook name
-
-    @classmethod
-    def columns(cls, names: tuple[str, ...]) -> dict[str, pl.Expr]:
-        """The first ``struct.eval``: the named columns (``k``, ``pos`` and ``neg`` always)."""
-        wanted = ("k", "pos", "neg", *(c for c in names if c not in ("k", "pos", "neg")))
-        return {name: cls.DEFINITIONS[name]() for name in wanted}
-
-    @property
-    def has_nan(self) -> pl.Expr:
-        return self.k.first() == _NAN_MAGNITUDE  # NaN sorts first
-
-    def guard(self, value: pl.Expr) -> pl.Expr:
-        """NaN if any score is NaN; null unless both classes are present."""
-        return (
-            pl.when(self.has_nan)
-            .then(pl.lit(NAN, dtype=F64))
-            .when((self.P > 0) & (self.N > 0))
-            .then(value)
-            .otherwise(pl.lit(None, dtype=F64))
-        )
-
-
-def _positives_inside_block() -> pl.Expr:
-    """The positives of a run that does not end its tie block (a positive run followed by
-    the negative run of its score), else 0."""
-    k, pos = pl.field("k"), pl.field("pos")
-    return pl.when((k == k.shift(-1)).fill_null(False)).then(pos).otherwise(0)
-
-
-def from_runs(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    bins: int | None,
-    body: Callable[[Runs], pl.Expr],
-    needs: tuple[str, ...],
-) -> pl.Expr | None:
-    """``body`` (a scalar over :class:`Runs`, reading the columns ``needs``) of the
-    unweighted rows of each group, straight from the runs of :func:`score_runs`; None
-    with weights (their rows need a ``sort_by``).
-
-    One sort and two passes over the runs: no threshold state is built (no list of
-    cumulative counts per distinct score), which is what a metric computed alone needs.
-    """
-    if weight is None:
-        runs = score_runs(label, score, pos_label, bins).struct.eval(**Runs.columns(needs))
-        # the value repeated over the runs, not a scalar: a scalar field of ``struct.eval``
-        # is a Null column when a group_by has no group (Polars 2.1), then a SchemaError
-        repeated = pl.repeat(body(Runs()).cast(F64), pl.field("k").len())
-        value = runs.struct.eval(v=repeated).struct.field("v")
-        # (``first()`` here is pushed into the runs by Polars 2.1's slice pushdown, and an
-        # order-blind aggregation such as ``max()`` lets the optimizer drop the sort: the
-        # value is read from a list, which keeps the order and the length)
-        return value.implode().list.first()
-    return None
-
-
 class Curve:
     """Expressions over one threshold state, evaluated inside ``list.eval``.
 
@@ -499,48 +346,6 @@ class Curve:
             .then(value)
             .otherwise(pl.lit(None, dtype=F64))
         )
-
-
-class RunsCurve(Curve):
-    """A :class:`Curve` read from the runs (:class:`Runs`, columns ``tp_at``, ``fp_at``)
-    instead of the threshold state: one point per run, where a run that does not end its
-    tie block (a positive run followed by the negative run of its score) repeats the
-    point before it (the previous block's end, or the origin for the first run), since
-    no threshold falls inside a tie block. For the finalizers that a repeated point, or
-    the origin, cannot change: the area under the ROC curve up to an FPR (a repeated point
-    adds a segment of no width), the maximum MCC (undefined at the origin), F-score and
-    KS (0 at the origin). Counts as Float64; ``threshold`` is not available.
-    """
-
-    NEEDS = ("tp_at", "fp_at")
-
-    def __init__(self) -> None:
-        self.runs = Runs()
-        self.tp, self.fp = pl.field("tp_at"), pl.field("fp_at")
-        self.P = self.runs.P.cast(F64)  # noqa: N815 - the textbook name
-        self.N = self.runs.N.cast(F64)  # noqa: N815 - the textbook name
-
-    @property
-    def has_nan(self) -> pl.Expr:
-        return self.runs.has_nan
-
-
-def curve_from_runs(
-    label: IntoExpr,
-    score: IntoExpr,
-    weight: IntoExpr | None,
-    pos_label: Any,
-    bins: int | None,
-    body: Callable[[Curve], pl.Expr],
-) -> pl.Expr | None:
-    """A sort-based scalar (``body`` over a :class:`Curve`) of the unweighted rows
-    straight from the runs, through :class:`RunsCurve` (see there for the finalizers
-    this suits); None with weights. No threshold state (a list of points and its
-    ``list.eval``) is built: 1e6 distinct scores, MCC's maximum 4x one sort by the state,
-    about 2x from the runs."""
-    return from_runs(
-        label, score, weight, pos_label, bins, lambda _: body(RunsCurve()), RunsCurve.NEEDS
-    )
 
 
 def finalize(state: pl.Expr, body: Callable[[Curve], pl.Expr]) -> pl.Expr:

@@ -49,7 +49,6 @@ from polars_eval.exceptions import InvalidParameterError
 from polars_eval.metrics import _sorted_keys as kernels
 from polars_eval.metrics._curve import (
     Curve,
-    curve_from_runs,
     prev,
     sorted_keys_batch,
     sorted_keys_metric,
@@ -136,7 +135,7 @@ def _max_mcc(c: Curve) -> pl.Expr:
     P + N: the maximum of (TPR − FPR) / √(q (T − q)) over the points where q (T − q) > 0,
     times √(P N). A third of the full-length passes of :func:`_mcc_parts` (1e6 points),
     and no sum of products (which Polars fuses, and then cannot find a ``struct.eval``
-    field: :class:`~polars_eval.metrics._curve.RunsCurve`)."""
+    field)."""
     q = c.tp + c.fp
     spread = q * (c.P + c.N - q)
     # a filter of the defined points: cheaper than a when/then, and than letting 0/0 = NaN
@@ -422,12 +421,46 @@ def _partial_auc(c: Curve, max_fpr: float, standardized: bool) -> pl.Expr:
     fa, ta, fb, tb = fp0.last(), tp0.last(), fp.last(), tp.last()
     t_cut = ta + (tb - ta) * (cut - fa) / (fb - fa)  # fb > fa: fa < C <= fb
     # a horizontal sum: Polars fuses ``a + b * c``, and then cannot find a ``struct.eval``
-    # field (:class:`~polars_eval.metrics._curve.RunsCurve`)
+    # field
     area = pl.sum_horizontal(full, (cut - fa) * (ta + t_cut)) / (2.0 * c.P * c.N)
     if standardized and max_fpr < 1.0:
         min_area = 0.5 * max_fpr * max_fpr
         area = 0.5 * (1.0 + (area - min_area) / (max_fpr - min_area))
     return c.guard(area)
+
+
+def _partial_auc_keys(b: kernels.Blocks, max_fpr: float, standardized: bool) -> float | None:
+    """:func:`_partial_auc` of unweighted rows from the tie blocks of their sorted keys
+    (the bare expression, :func:`sorted_keys_metric`): the same trapezoids, in exact
+    integer counts, from the blocks' cumulative positives and negatives, read chunk by
+    chunk up to the first block at or past the cut C = max_fpr·N; the chunks after it
+    are not computed. A plain loop, not an accumulator of ``kernels.together``: with
+    1,000 groups, the objects of that pass cost more than a small group's sort."""
+    b.count()  # N, for the cut, before the first chunk
+    if not b.defined():
+        return None
+    cut = max_fpr * b.N
+    full, last = 0, 0.0  # 2 x the area of the whole trapezoids (exact); the cut segment
+    fp0 = tp0 = 0  # the point before the chunk (or the origin)
+    for tp, rows, _, _ in b.chunks():
+        fp = rows - tp
+        k = int(np.searchsorted(fp, cut, side="left"))  # the points with FP < C
+        if k:
+            widths = np.diff(fp[:k], prepend=fp0)
+            heights = tp[:k] + np.concatenate(([tp0], tp[: k - 1]))
+            full += int(np.dot(widths, heights))
+        if k < len(fp):
+            fa, ta = (int(fp[k - 1]), int(tp[k - 1])) if k else (fp0, tp0)
+            fb, tb = int(fp[k]), int(tp[k])
+            t_cut = ta + (tb - ta) * (cut - fa) / (fb - fa)  # fb > fa: fa < C <= fb
+            last = (cut - fa) * (ta + t_cut)
+            break
+        fp0, tp0 = int(fp[-1]), int(tp[-1])
+    area = (float(full) + last) / (2.0 * b.P * b.N)
+    if standardized and max_fpr < 1.0:
+        min_area = 0.5 * max_fpr * max_fpr
+        area = 0.5 * (1.0 + (area - min_area) / (max_fpr - min_area))
+    return area
 
 
 @register(
@@ -481,8 +514,16 @@ def partial_auc(
     def body(c: Curve) -> pl.Expr:
         return _partial_auc(c, m, standardized)
 
-    alone = curve_from_runs(label, score, weight, pos_label, None, body)
-    return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
+    # unweighted: one numpy sort of a key per row, as pe.auc (a third of the time of a
+    # Polars sort of a key per row and its runs); weighted: the threshold state
+    def kernel(b: kernels.Blocks) -> float | None:
+        return _partial_auc_keys(b, m, standardized)
+
+    return sorted_spec(
+        thresholds(label, score, weight, pos_label),
+        body,
+        alone=sorted_keys_metric(label, score, weight, pos_label, None, kernel),
+    )
 
 
 # ---------------------------------------------------------------------------------------
