@@ -335,14 +335,33 @@ def test_max_metric_vs_brute_force(name: str, tied: bool, weighted: bool, collec
     assert_same(got, O.brute_max(name, y, s, w))
 
 
+@tied_param
 @weighted_param
-def test_max_f_beta_vs_brute_force(weighted: bool, collect: Collect) -> None:
-    df = data(True, seed=2)
+@pytest.mark.parametrize("beta", [0.3, 1.0, 2.0])
+def test_max_f_beta_vs_brute_force(
+    beta: float, tied: bool, weighted: bool, collect: Collect
+) -> None:
+    """Unweighted, the bare expression runs over the sorted keys (``MaxFBeta``); weighted,
+    the threshold state: both against the brute force over every threshold."""
+    df = data(tied, seed=2)
     y, s, w = arrays(df, weighted)
     got = scalar(
-        df, pe.max_f_beta("y", "score", beta=2.0, weight="w" if weighted else None), collect
+        df, pe.max_f_beta("y", "score", beta=beta, weight="w" if weighted else None), collect
     )
-    assert_same(got, O.brute_max("f_beta", y, s, w, beta=2.0))
+    assert_same(got, O.brute_max("f_beta", y, s, w, beta=beta))
+
+
+def test_max_f_beta_per_group_nan_and_one_class() -> None:
+    df = data(True, seed=5).with_columns(g=pl.int_range(pl.len()) % 3)
+    per_group = df.group_by("g").agg(pe.max_f_beta("y", "score", beta=0.5)).sort("g")
+    for g, value in per_group.iter_rows():
+        part = df.filter(pl.col("g") == g)
+        y, s, _ = arrays(part, False)
+        assert_same(value, O.brute_max("f_beta", y, s, None, beta=0.5))
+    nan = pl.DataFrame({"y": [1, 0, 1], "score": [0.2, float("nan"), 0.7]})
+    assert math.isnan(nan.select(pe.max_f_beta("y", "score", beta=2.0)).item())
+    one = pl.DataFrame({"y": [0, 0, 0], "score": [0.2, 0.4, 0.7]})
+    assert one.select(pe.max_f_beta("y", "score", beta=2.0)).item() is None
 
 
 @tied_param

@@ -333,6 +333,18 @@ class MaxF1(_Maximum):
         return (2.0 * c.tp_f) / (c.rows_f + float(self.b.P))
 
 
+class MaxFBeta(_Maximum):
+    """max F-beta = (1 + β²)·TP / ((1 + β²)·TP + β²·FN + FP) = (1 + β²)·TP / (rows + β²·P)
+    (FN = P − TP, FP = rows − TP)."""
+
+    def __init__(self, b: Blocks, beta: float) -> None:
+        super().__init__(b)
+        self.b2 = beta * beta
+
+    def points(self, c: Chunk) -> np.ndarray:
+        return ((1.0 + self.b2) * c.tp_f) / (c.rows_f + self.b2 * float(self.b.P))
+
+
 class MaxMcc(_Maximum):
     """max MCC as :func:`polars_eval.metrics.binary._max_mcc`: the maximum of (TPR − FPR)
     / √(q (T − q)) over the blocks where q (T − q) > 0 (q = TP + FP, the rows up to the

@@ -18,6 +18,7 @@ Undefined values (one class present, 0/0) are null, never 0 or NaN; NaN scores g
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -1197,8 +1198,12 @@ def max_f_beta(
     """
     check_beta(beta)
     b = float(beta)
+    # unweighted, the bare expression: one pass over the sorted keys (kernels.MaxFBeta)
+    kernel = kernels.alone(partial(kernels.MaxFBeta, beta=b))
     return sorted_spec(
-        thresholds(label, score, weight, pos_label), lambda c: c.guard(_f_beta_points(c, b).max())
+        thresholds(label, score, weight, pos_label),
+        lambda c: c.guard(_f_beta_points(c, b).max()),
+        alone=sorted_keys_metric(label, score, weight, pos_label, None, kernel),
     )
 
 
