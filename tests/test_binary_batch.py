@@ -148,3 +148,19 @@ def test_baseline_columns_take_their_own_batch() -> None:
     )
     for name in out.columns:
         assert same(out[name].item(), with_state[name].item()), name
+
+
+@pytest.mark.parametrize("bins", [1, 7, 10])
+def test_ece_of_scores_on_and_beside_every_bin_edge(bins: int) -> None:
+    """The batch's ECE bins its blocks by ``searchsorted`` of the inner edges, as
+    scikit-learn's ``calibration_curve`` bins its rows: scores on each edge of
+    ``linspace(0, 1, bins + 1)`` and one ulp either side of it."""
+    edges = np.linspace(0.0, 1.0, 11 if bins == 10 else bins + 1)
+    s = np.concatenate([edges, np.nextafter(edges, 2.0), np.nextafter(edges, -1.0)]).clip(0, 1)
+    s = np.concatenate([s, s, [0.3, 0.7]])
+    y = np.random.default_rng(bins).integers(0, 2, len(s))
+    df = pl.DataFrame({"y": y, "score": s})
+    got = df.select(pe.ece("y", "score", bins=bins)).item()  # the bare expression
+    table_value = df.eval.binary("y", "score", metrics=["ece"]).item() if bins == 10 else got
+    assert same(got, O.brute_ece(y, s, None, bins))
+    assert same(table_value, O.brute_ece(y, s, None, bins))

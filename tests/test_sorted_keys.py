@@ -164,3 +164,24 @@ def test_empty_and_all_null_groups() -> None:
     first = got["roc_curve"].to_list()[0]
     assert first == [{"threshold": math.inf, "fpr": None, "tpr": None}]
     assert df.head(0).select(pe.average_precision("y", "s")).item() is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(df=finite_rows(), chunk=st.integers(1, 7))
+def test_auc_from_the_chunks_is_the_keys_auc_exactly(df: pl.DataFrame, chunk: int) -> None:
+    """With another accumulator reading the chunks, AUC and Gini ride on them
+    (``Chunk.twice_area``): the same exact integer as :func:`_sorted_keys.auc`, so the
+    same float, bit for bit; and scikit-learn's AUC."""
+    y, s = used(df)
+    parts = {"auc": _sorted_keys.Auc, "gini": _sorted_keys.Gini, "ks": _sorted_keys.Ks}
+    positive = y == 1
+    with small_chunks(chunk):
+        keys = _sorted_keys.sorted_parts(positive, s)
+        got = _sorted_keys.together(parts)(_sorted_keys.Blocks(keys))
+        want = _sorted_keys.auc(_sorted_keys.Blocks(keys))
+    assert got["auc"] == want
+    if want is None:
+        assert got["gini"] is None
+        return
+    assert got["gini"] == (want - 0.5) / 0.5
+    assert close(got["auc"], O.sk_auc(y, s))

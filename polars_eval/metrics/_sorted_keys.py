@@ -201,6 +201,15 @@ class Chunk:
         return np.subtract(self.tp_f / float(self.b.P), fp, out=fp)
 
     @functools.cached_property
+    def twice_area(self) -> int:
+        """Σ over the chunk's blocks of (FP_b − FP_{b−1}) · (TP_b + TP_{b−1}): twice the
+        Mann–Whitney count of its pairs (a tied pair ½), an exact integer (Int64)."""
+        pairs = self.tp.copy()
+        pairs[1:] += self.tp[:-1]
+        pairs[0] += self.tp0
+        return int(np.dot(_steps(self.fp, self.rows0 - self.tp0), pairs))
+
+    @functools.cached_property
     def scores(self) -> np.ndarray:
         """The score of each block."""
         out = np.empty(len(self.last))
@@ -215,6 +224,7 @@ class Accumulator:
 
     chunked = True
     totals = False
+    rides = False  # stepped too when the chunks are read for another accumulator
 
     def __init__(self, b: Blocks) -> None:
         self.b = b
@@ -227,22 +237,36 @@ class Accumulator:
 
 
 class Auc(Accumulator):
-    """The AUC (:func:`auc`, from the sorted keys themselves: a few passes without the
-    chunks' cumulative counts, cheaper than a trapezoid per block)."""
+    """The AUC: alone, :func:`auc` (from the sorted keys themselves: a few passes without
+    the chunks' cumulative counts, cheaper than a trapezoid per block); when the chunks
+    are read anyway (``rides``), twice the Mann–Whitney count from them
+    (:attr:`Chunk.twice_area`: the same exact integer, so the same value, and no second
+    pass over the keys: a 1,000-row group 10 µs instead of 160)."""
 
     chunked = False
+    rides = True
+
+    def __init__(self, b: Blocks) -> None:
+        super().__init__(b)
+        self.twice: int | None = None
+
+    def step(self, c: Chunk) -> None:
+        self.twice = (self.twice or 0) + c.twice_area
+
+    def auc(self) -> float | None:
+        if self.twice is None:
+            return self.b.memo(auc, auc)
+        return self.twice / (2.0 * self.b.P * self.b.N) if self.b.defined() else None
 
     def value(self) -> float | None:
-        return self.b.memo(auc, auc)
+        return self.auc()
 
 
-class Gini(Accumulator):
+class Gini(Auc):
     """2·AUC − 1, written as ``pe.gini`` alone writes it (from the table's one AUC)."""
 
-    chunked = False
-
     def value(self) -> float | None:
-        a = self.b.memo(auc, auc)
+        a = self.auc()
         return None if a is None else (a - 0.5) / 0.5
 
 
@@ -367,40 +391,40 @@ class Ece(Accumulator):
     """The expected calibration error over ``bins`` equal bins of [0, 1], bins as
     scikit-learn's ``calibration_curve`` (bin ``numpy.searchsorted(edges[1:-1], p)``):
     per bin its rows, positives and sum of scores, from the blocks (a block's score times
-    its rows), then Σ_b n_b |pos_b / n_b − mean_b| / n. Defined wherever a row is (one
-    class too)."""
+    its rows, counted by ``bincount``: a few calls per chunk, whatever the bins), then
+    Σ_b n_b |pos_b / n_b − mean_b| / n. Defined wherever a row is (one class too)."""
 
     def __init__(self, b: Blocks, bins: int) -> None:
         super().__init__(b)
         self.bins = bins
-        self.inner = -np.linspace(0.0, 1.0, bins + 1)[1:-1]
-        self.count = np.zeros(bins, np.int64)
-        self.positives = np.zeros(bins, np.int64)
+        self.inner = _inner_edges(bins)
+        self.count = np.zeros(bins)
+        self.positives = np.zeros(bins)
         self.sums = np.zeros(bins)
 
     def step(self, c: Chunk) -> None:
-        scores = c.scores  # descending: the blocks of bin b (b from the top) are one stretch
-        above = np.searchsorted(-scores, self.inner, side="left")  # blocks with score > edge
-        bounds = np.concatenate(([0], above[::-1], [len(scores)]))  # top bin first
-        ends = bounds[1:] - 1
-        rows_at = np.where(ends >= 0, c.rows[np.maximum(ends, 0)], c.rows0)
-        tp_at = np.where(ends >= 0, c.tp[np.maximum(ends, 0)], c.tp0)
-        self.count += _steps(rows_at, c.rows0)[::-1]  # lowest bin first
-        self.positives += _steps(tp_at, c.tp0)[::-1]
-        starts = bounds[:-1]
-        nonempty = starts < bounds[1:]
-        weighted = scores * _steps(c.rows, c.rows0)
-        sums = np.zeros(self.bins)
-        sums[::-1][nonempty] = np.add.reduceat(weighted, starts[nonempty])
-        self.sums += sums
+        scores = c.scores
+        at = np.searchsorted(self.inner, scores, side="left")
+        rows = _steps(c.rows, c.rows0)
+        self.count += np.bincount(at, weights=rows, minlength=self.bins)
+        self.positives += np.bincount(at, weights=_steps(c.tp, c.tp0), minlength=self.bins)
+        self.sums += np.bincount(at, weights=scores * rows, minlength=self.bins)
 
     def value(self) -> float | None:
         kept = self.count > 0
         if not kept.any():
             return None
-        count = self.count[kept].astype(np.float64)
+        count = self.count[kept]
         gap = np.abs(self.positives[kept] / count - self.sums[kept] / count)
         return float((count * gap).sum() / count.sum())
+
+
+@functools.lru_cache(maxsize=64)
+def _inner_edges(bins: int) -> np.ndarray:
+    """The inner edges of ``bins`` equal bins of [0, 1] (read-only: shared)."""
+    edges = np.linspace(0.0, 1.0, bins + 1)[1:-1]
+    edges.flags.writeable = False
+    return edges
 
 
 def together(parts: Mapping[str, Callable[[Blocks], Accumulator]]) -> Callable[[Blocks], dict]:
@@ -418,6 +442,8 @@ def together(parts: Mapping[str, Callable[[Blocks], Accumulator]]) -> Callable[[
             return dict.fromkeys(parts, NAN)
         accumulators = {name: make(b) for name, make in parts.items()}
         chunked = [a for a in accumulators.values() if a.chunked]
+        if chunked:
+            chunked += [a for a in accumulators.values() if a.rides]
         if any(a.totals for a in chunked):
             b.count()
         if chunked:
