@@ -174,7 +174,9 @@ def _batches(
     groups: dict[Any, dict[str, Batch]] = {}
     for name, spec in specs.items():
         batch = spec.extra.get("batch")
-        if isinstance(batch, Batch) and not any(s.key in kept for s in spec.states.values()):
+        if isinstance(batch, Batch) and not (
+            kept and any(s.key in kept for s in spec.states.values())
+        ):
             key = (plan_key(batch.rows), batch.together)
             groups.setdefault(key, {})[name] = batch
     aggs, values = [], {}
