@@ -106,7 +106,7 @@ def threshold_state(
     """
     if all(isinstance(c, str) for c in (label, score)) and not isinstance(weight, pl.Expr):
         try:
-            return _named_threshold_state(label, score, weight, pos_label, bins)
+            return _named_threshold_state(label, score, weight, pos_label, type(pos_label), bins)
         except TypeError:  # an unhashable pos_label
             pass
     return _threshold_state(label, score, weight, pos_label, bins)
@@ -114,11 +114,12 @@ def threshold_state(
 
 @functools.lru_cache(maxsize=256)
 def _named_threshold_state(
-    label: str, score: str, weight: str | None, pos_label: Any, bins: int | None
+    label: str, score: str, weight: str | None, pos_label: Any, kind: type, bins: int | None
 ) -> pl.Expr:
     """The state over named columns, one expression object per call arguments: so metrics
     share it even where Polars cannot serialize its Python function (the planner's key
-    is then the object itself, :func:`polars_eval._core.spec.plan_key`)."""
+    is then the object itself, :func:`polars_eval._core.spec.plan_key`). ``kind``: the
+    type of ``pos_label`` (True, 1 and 1.0 are equal keys, not equal arguments)."""
     return _threshold_state(label, score, weight, pos_label, bins)
 
 
