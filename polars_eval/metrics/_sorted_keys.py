@@ -431,7 +431,9 @@ class Ece(Accumulator):
         self.count += np.diff(rows)
         self.positives += np.diff(tp)
         full = np.flatnonzero(bounds[:-1] < bounds[1:])
-        weighted = scores * _steps(c.rows, c.rows0)
+        # a block's score times its rows (continuous scores: one row a block)
+        single = len(scores) == int(c.rows[-1]) - c.rows0
+        weighted = scores if single else scores * _steps(c.rows, c.rows0)
         self.sums[full] += np.add.reduceat(weighted, bounds[full])
 
     def value(self) -> float | None:
