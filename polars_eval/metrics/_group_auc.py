@@ -79,8 +79,10 @@ def _batch(
     lengths = np.diff(offsets)
     keys = np.left_shift(s.view(U64), _ONE, out=work[0][:n])
     np.bitwise_or(keys, positive, out=keys, casting="unsafe")
-    negative = s < 0.0
-    if negative.any():
+    low, high = (s.min(), s.max()) if n else (0.0, 0.0)  # NaN if a score is NaN
+    some_nan = bool(np.isnan(low))
+    negative = s < 0.0 if some_nan or low < 0.0 else None
+    if negative is not None and negative.any():
         keys ^= np.where(negative, _FLIP, U64(0))
         to, cuts = _apart(negative, offsets)
         apart = np.empty_like(keys)
@@ -88,7 +90,7 @@ def _batch(
         keys, sortable = apart, apart
     else:
         cuts = offsets
-        sortable = keys if (s >= 1.5).any() else keys.view(np.float64)
+        sortable = keys.view(np.float64) if high < 1.5 else keys
     for a, z in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         if z - a > 1:
             sortable[a:z].sort()
@@ -129,9 +131,10 @@ def _batch(
     twice = 2 * (places - positives * (positives - 1) // 2) - tied
     with np.errstate(divide="ignore", invalid="ignore"):  # one class: undefined
         values = twice / (2.0 * positives * negatives)  # as auc() divides
-    nan = np.flatnonzero(np.isnan(s))
-    has_nan = np.diff(np.searchsorted(nan, offsets)) > 0
-    values[has_nan] = np.nan
+    has_nan = np.zeros(len(lengths), np.bool_)
+    if some_nan:
+        has_nan = np.diff(np.searchsorted(np.flatnonzero(np.isnan(s)), offsets)) > 0
+        values[has_nan] = np.nan
     return values, has_nan | ((positives > 0) & (negatives > 0))
 
 
