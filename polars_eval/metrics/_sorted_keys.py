@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from polars_eval._exprs import F64, NAN
+from polars_eval.metrics._group_auc import group_auc
 from polars_eval.metrics._multiclass_auc import _run_all
 
 U64 = np.uint64
@@ -605,10 +606,15 @@ PARALLEL_ROWS = 1 << 16
 """From this many rows on, the groups of one call are computed in two threads..."""
 GROUP_ROWS = 1 << 14
 """... if they hold this many rows each on average."""
+MANY_GROUPS = 16
+"""From this many groups on, ``per_group``'s ``many`` computes them all at once where they
+hold fewer than GROUP_ROWS each on average (else one at a time, in two threads)."""
+
+Many = Callable[[np.ndarray, np.ndarray, np.ndarray], pl.Series]
 
 
 def per_group(
-    kernel: Callable[[Blocks], Any], dtype: pl.DataType
+    kernel: Callable[[Blocks], Any], dtype: pl.DataType, many: Many | None = None
 ) -> Callable[[pl.Series], pl.Series]:
     """The function of ``rows.map_batches(..., is_elementwise=True)`` over ``{y, s}``,
     one list of each per group (``y`` whether the row is positive, ``s`` the score), all
@@ -621,6 +627,11 @@ def per_group(
     ``group_by`` once per group and one group at a time (1,000 groups of 1e4 rows: ~0.3 s
     of calls and gathers), and here the groups run in two threads (numpy's sort and
     passes release the GIL), as Polars' own per-group sort does.
+
+    ``many``: the same values of many small groups at once, from the rows without nulls
+    and the groups' offsets (:func:`_many_auc`, :data:`MANY_GROUPS`): 1,000 groups of
+    1,000 rows ~20 ms instead of ~70 (at 60,000 rows a group about even, beyond that the
+    groups one at a time win).
     """
 
     def one(positive: np.ndarray, s: np.ndarray, keep: np.ndarray | None) -> Any:
@@ -638,6 +649,18 @@ def per_group(
             keep = (y.is_not_null() & s.is_not_null()).to_numpy()
             y, s = y.fill_null(False), s.fill_null(0.0)
         pos, score = y.to_numpy(), s.to_numpy()
+        if (
+            many is not None
+            and MANY_GROUPS <= len(lengths)
+            and len(pos) < GROUP_ROWS * len(lengths)
+        ):
+            offsets = np.zeros(len(lengths) + 1, np.int64)
+            offsets[1:] = ends
+            if keep is not None:  # the offsets of the rows kept
+                kept = np.zeros(len(keep) + 1, np.int64)
+                np.cumsum(keep, out=kept[1:])
+                offsets, pos, score = kept[offsets], pos[keep], score[keep]
+            return many(pos, score, offsets)
         tasks = [
             partial(one, pos[a:z], score[a:z], None if keep is None else keep[a:z])
             for a, z in zip((ends - lengths).tolist(), ends.tolist(), strict=True)
@@ -660,9 +683,30 @@ state_points = per_group(_state, STATE_DTYPE)
 roc_points = per_group(_roc, ROC_DTYPE)
 
 
+def _many_auc(gini: Mapping[str, bool] | None) -> Many:
+    """The AUC of every group at once (:func:`polars_eval.metrics._group_auc.group_auc`):
+    a Float64 column (``gini`` None), or a struct of the fields ``gini`` names, each the
+    AUC or, where ``gini[name]``, the Gini coefficient (AUC − 0.5) / 0.5 (as :class:`Gini`)."""
+
+    def run(positive: np.ndarray, s: np.ndarray, offsets: np.ndarray) -> pl.Series:
+        values, defined = group_auc(positive, s, offsets)
+        null = ~defined
+
+        def column(name: str, values: np.ndarray) -> pl.Series:
+            return pl.Series(name, pa.array(values, pa.float64(), mask=null))
+
+        if gini is None:
+            return column("auc", values)
+        gini_values = (values - 0.5) / 0.5
+        columns = [column(n, gini_values if g else values) for n, g in gini.items()]
+        return pl.DataFrame(columns).to_struct()
+
+    return run
+
+
 def metric(kernel: Callable[[Blocks], float | None]) -> Callable[[pl.Series], pl.Series]:
     """The ``map_batches`` function of a scalar ``kernel`` (NaN if a score is NaN)."""
-    return per_group(_scalar(kernel), F64)
+    return per_group(_scalar(kernel), F64, _many_auc(None) if kernel is auc else None)
 
 
 def metrics(
@@ -670,4 +714,7 @@ def metrics(
 ) -> Callable[[pl.Series], pl.Series]:
     """The ``map_batches`` function of several metrics of the same rows (:func:`together`):
     a struct of one Float64 field per name, one row per group."""
-    return per_group(together(parts), pl.Struct(dict.fromkeys(parts, F64)))
+    many = None
+    if all(part in (Auc, Gini) for part in parts.values()):
+        many = _many_auc({name: part is Gini for name, part in parts.items()})
+    return per_group(together(parts), pl.Struct(dict.fromkeys(parts, F64)), many)
