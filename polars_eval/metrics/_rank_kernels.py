@@ -23,6 +23,11 @@ import polars as pl
 from polars_eval._exprs import NAN
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a·b in one pass, in this thread (``np.dot``'s BLAS threads spin after a call)."""
+    return float(np.einsum("i,i->", a, b))
+
+
 def _rank_correlations(
     x: np.ndarray, y: np.ndarray, w: np.ndarray | None, names: Sequence[str]
 ) -> dict[str, float | None]:
@@ -71,8 +76,8 @@ def _from_table(
         out["kendall_tau"] = _tau_b(*_kendall_table(counts, cell, rows, cols, w))
     if "spearman" in names:
         dx, dy = _centred_mid_ranks(rows), _centred_mid_ranks(cols)
-        sxy = float(dx @ (counts @ dy))
-        out["spearman"] = _rho(sxy, float(rows @ (dx * dx)), float(cols @ (dy * dy)), mx, my)
+        sxy = _dot(dx, np.einsum("ij,j->i", counts, dy))
+        out["spearman"] = _rho(sxy, _dot(rows, dx * dx), _dot(cols, dy * dy), mx, my)
     return out
 
 
@@ -130,11 +135,13 @@ def _from_orders(
         dx, dy = _mid_ranks_in_order(new_x, w_xy), _mid_ranks_in_order(new_y, w_y)
         # x's centred rank of each row, in y order (no ties: its place + 1/2 − n/2)
         along = by_y + (0.5 - n / 2.0) if w is None and mx == n else dx[by_y]
+        # sums of products by einsum, not ``@``: BLAS's dot spreads over threads that then
+        # spin, taking the core a Polars query beside it needs
         if w is None:
-            sums = float(along @ dy), float(dx @ dx), float(dy @ dy)
+            sums = _dot(along, dy), _dot(dx, dx), _dot(dy, dy)
         else:
             along *= w_xy[by_y]
-            sums = float(along @ dy), float((w_xy * dx) @ dx), float((w_y * dy) @ dy)
+            sums = _dot(along, dy), _dot(w_xy * dx, dx), _dot(w_y * dy, dy)
         out["spearman"] = _rho(*sums, mx, my)
     return out
 
@@ -416,9 +423,7 @@ def _split_level(
         np.cumsum(up_through, out=up_through)  # upper weight up to each index
         up_before_block = np.concatenate([[0.0], up_through[2 * h - 1 : -1 : 2 * h]])
         low_per_block = w_low.reshape(-1, 2 * h).sum(axis=1)
-        total = float(np.einsum("i,i->", w_low, up_through)) - float(
-            low_per_block @ up_before_block
-        )
+        total = _dot(w_low, up_through) - _dot(low_per_block, up_before_block)
     pairs = [(code, buf)] if wv is None or w_buf is None else [(code, buf), (wv, w_buf)]
     if n >= FILTER_ROWS:  # by Polars' filter: 2-4x numpy's compress, and the GIL released
         mask = pl.Series(lower)
