@@ -408,9 +408,10 @@ def weighted_mean(
         mean = term.mean()
         alone = mean if then is None else then(mean)
     row_mean = {"row_mean": True} if then is None else {}
-    return MetricSpec(
-        {"w": State(w), "sum": State(term * w)}, finalize, extra=row_mean, alone=alone
-    )
+    # unweighted, term · w is term itself where it is not null (w is 1 there): its sum
+    # skips the nulls without the product's pass
+    total = State(term if unweighted else term * w)
+    return MetricSpec({"w": State(w), "sum": total}, finalize, extra=row_mean, alone=alone)
 
 
 def is_row_mean(spec: MetricSpec) -> bool:
