@@ -220,9 +220,8 @@ def sorted_keys_batch(
     return Batch(unweighted_rows(label, score, pos_label, bins), part, _together)
 
 
-def _together(rows: pl.Expr, parts: Mapping[str, Any]) -> pl.Expr:
-    dtype = pl.Struct(dict.fromkeys(parts, F64))
-    return rows.map_batches(kernels.metrics(parts), return_dtype=dtype, is_elementwise=True)
+def _together(parts: Mapping[str, Any]) -> tuple[Callable[[pl.Series], pl.Series], pl.Struct]:
+    return kernels.metrics(parts), pl.Struct(dict.fromkeys(parts, F64))
 
 
 def _accumulate(s: pl.Expr, p: pl.Expr, n: pl.Expr) -> pl.Expr:
