@@ -612,12 +612,15 @@ def build(table: Table, frame: Frame, *, eager: bool = False) -> pl.LazyFrame:
     beside = list(q.beside)
     if beside and not (eager and isinstance(frame, pl.DataFrame) and stage.slice_rows is None):
         exprs, beside = exprs + [call.expr for call in beside], []
+    counted = None  # the check counts, collected beside the calls that run Python
     if g is not None:
         query = _grouped(rows, table, q, schema, checks if carried else [])
         group = g.out
         inline = False
     elif beside:
-        query = _beside(rows, group, exprs, beside, table.engine)
+        apart = checks and not inline and not carried
+        counted = lf.select(check_aggs(checks, examples=False)) if apart else None
+        query, counted = _beside(rows, group, exprs, beside, table.engine, counted)
     elif not group:
         query = rows.select(exprs)
     elif stage.slice_rows and isinstance(frame, pl.DataFrame) and frame.height > stage.slice_rows:
@@ -637,7 +640,7 @@ def build(table: Table, frame: Frame, *, eager: bool = False) -> pl.LazyFrame:
         query = stage.then(query)
     out_schema = {k: v for k, v in query.collect_schema().items() if not k.startswith("__pe_bad_")}
     if checks and not inline and not carried:
-        counts = lf.select(check_aggs(checks, examples=False))
+        counts = counted if counted is not None else lf.select(check_aggs(checks, examples=False))
         query = query.join(counts, how="cross", maintain_order="left")
     by = list(table.by if stage.out_by is None else stage.out_by)
     if by and g is None:
@@ -703,15 +706,17 @@ def _beside(
     exprs: list[pl.Expr],
     beside: list[Call],
     engine: Literal["auto", "in-memory", "streaming"],
-) -> pl.LazyFrame:
+    counts: pl.LazyFrame | None = None,
+) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """The aggregations ``exprs`` and the calls ``beside`` (which run Python) per
-    ``group``, put side by side: the calls' inputs are collected first, then the calls
-    run in a thread of their own while ``exprs`` are collected (numpy's sort and passes
-    release the GIL: the binary table's sort-based metrics beside its sums and checks).
-    Not as one query: Polars evaluates every expression of a query one after another
-    once one of them calls Python; nor as two queries at once: a query's Python function
-    runs on one of Polars' threads, and the other query's tasks wait for it (1e6 rows:
-    the binary table 80 ms so, 67 ms this way)."""
+    ``group``, put side by side, and the check ``counts`` (counted apart) collected: the
+    calls' inputs are collected first, then the calls run in a thread of their own while
+    ``exprs`` and ``counts`` are collected (numpy's sort and passes release the GIL: the
+    binary table's sort-based metrics beside its sums and checks). Not as one query:
+    Polars evaluates every expression of a query one after another once one of them
+    calls Python; nor as two queries at once: a query's Python function runs on one of
+    Polars' threads, and the other query's tasks wait for it (1e6 rows: the binary table
+    80 ms so, 67 ms this way)."""
 
     def aggregate(aggs: list[pl.Expr]) -> pl.DataFrame:
         lf = rows.group_by(group).agg(aggs) if group else rows.select(aggs)
@@ -726,12 +731,13 @@ def _beside(
     with ThreadPoolExecutor(1) as pool:
         other = pool.submit(side)
         main = aggregate(exprs) if exprs else None
+        counted = None if counts is None else counts.collect(engine=engine).lazy()
         result = other.result()
     if main is None:
-        return result.lazy()
+        return result.lazy(), counted
     if group:
-        return main.join(result, on=group, how="left", nulls_equal=True).lazy()
-    return pl.concat([main, result], how="horizontal").lazy()
+        return main.join(result, on=group, how="left", nulls_equal=True).lazy(), counted
+    return pl.concat([main, result], how="horizontal").lazy(), counted
 
 
 def _sliced(rows: pl.LazyFrame, group: list[str], exprs: list[pl.Expr], n: int) -> pl.LazyFrame:
