@@ -56,6 +56,7 @@ from polars_eval.metrics._curve import (
     finalize_struct_one,
     prev,
     sorted_keys_batch,
+    sorted_keys_metric,
     thresholds,
     unweighted_rows,
 )
@@ -66,6 +67,7 @@ from polars_eval.metrics._sorted_keys import (
     sorted_parts,
 )
 from polars_eval.metrics._sorted_keys import _points as block_points
+from polars_eval.metrics._sorted_keys import alone as alone_kernel
 from polars_eval.metrics.binary import LOGLOSS_EPS, PROBA_INPUTS
 from polars_eval.metrics.multiclass import (
     PROBA_INPUTS as CLASS_PROBA_INPUTS,
@@ -299,6 +301,10 @@ def ece(
         lambda s: ece_from_state(s["c"], bins),
         extra={} if batch is None else {"batch": batch},
         one_group=lambda s: ece_one(s["c"], bins),
+        # alone, unweighted: the bins from the sorted keys' chunks (no threshold state)
+        alone=sorted_keys_metric(
+            label, score, weight, pos_label, None, alone_kernel(partial(Ece, bins=bins))
+        ),
     )
 
 
