@@ -627,6 +627,12 @@ def build(table: Table, frame: Frame, *, eager: bool = False) -> pl.LazyFrame:
         query = _sliced(rows, group, exprs, -(-frame.height // stage.slice_rows))
     else:
         query = rows.group_by(group).agg(exprs)
+        if eager and checks and not inline and not carried:
+            # the counts first, on their own: as the other side of the cross join below,
+            # Polars runs them beside an aggregation that calls Python, whose tasks then
+            # wait (1e6 rows, 1,000 groups: AUC by group 49.6 ms, +14 ms so, +5 ms this way)
+            counts = lf.select(check_aggs(checks, examples=False))
+            counted = counts.collect(engine=table.engine).lazy()
     for column, finals in q.points.items():
         points = query.select(pl.col(column).explode()).select(finals)
         query = query.join(points, how="cross")
