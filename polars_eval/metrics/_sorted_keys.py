@@ -447,6 +447,55 @@ class Ece(Accumulator):
         return float((count * gap).sum() / count.sum())
 
 
+class Xy(Accumulator):
+    """X at Y, conservative (as YDF, :func:`polars_eval.precision_at_recall` ...): over
+    the curve's points (the empty prediction, TP = FP = 0 with precision 1, then each
+    block's end, in descending threshold order) the ``target`` of the first (``first``)
+    or last point whose ``constraint`` is ``op`` ``value``; the rates as the Polars
+    finalizer computes them (TP / P, FP / N, TP / rows, rows / (P + N)). None when no
+    point qualifies or a class is absent."""
+
+    totals = True
+
+    def __init__(
+        self, b: Blocks, constraint: str, target: str, op: str, value: float, first: bool
+    ) -> None:
+        super().__init__(b)
+        self.constraint, self.target, self.op, self.value_, self.first = (
+            constraint,
+            target,
+            op,
+            value,
+            first,
+        )
+        head = {"recall": 0.0, "fpr": 0.0, "precision": 1.0, "volume": 0.0}
+        self.found = self._ok(np.array([head[constraint]]))[0]
+        self.chosen: float | None = head[target] if self.found else None
+
+    def _ok(self, values: np.ndarray) -> np.ndarray:
+        return values >= self.value_ if self.op == ">=" else values <= self.value_
+
+    def _rate(self, c: Chunk, name: str) -> np.ndarray:
+        if name == "recall":
+            return c.tp_f / float(self.b.P)
+        if name == "fpr":
+            return (c.rows_f - c.tp_f) / float(self.b.N)
+        if name == "precision":
+            return c.precision
+        return c.rows_f / float(self.b.P + self.b.N)
+
+    def step(self, c: Chunk) -> None:
+        if self.first and self.found:
+            return
+        at = np.flatnonzero(self._ok(self._rate(c, self.constraint)))
+        if len(at):
+            self.found = True
+            self.chosen = float(self._rate(c, self.target)[at[0] if self.first else at[-1]])
+
+    def value(self) -> float | None:
+        return self.chosen if self.b.defined() else None
+
+
 @functools.lru_cache(maxsize=64)
 def _inner_edges(bins: int) -> np.ndarray:
     """The inner edges of ``bins`` equal bins of [0, 1] (read-only: shared)."""

@@ -1266,11 +1266,18 @@ def _xy_points(c: Curve) -> dict[str, pl.Expr]:
     zero = pl.lit(0.0, dtype=F64)
     tp = pl.concat([zero, c.tp])
     fp = pl.concat([zero, c.fp])
+
+    def rate(count: pl.Expr, total: pl.Expr) -> pl.Expr:
+        # by a column of the total, not the scalar: Polars divides a column by a scalar
+        # as a product with its reciprocal (49 / 49 = 0.9999999999999999), and a rate of
+        # 1 must meet a constraint of 1 (recall=1.0)
+        return count / (count * 0.0 + total)
+
     return {
-        "recall": tp / c.P,
-        "fpr": fp / c.N,
+        "recall": rate(tp, c.P),
+        "fpr": rate(fp, c.N),
         "precision": pl.when(tp + fp > 0.0).then(tp / (tp + fp)).otherwise(1.0),
-        "volume": (tp + fp) / (c.P + c.N),
+        "volume": rate(tp + fp, c.P + c.N),
     }
 
 
@@ -1326,7 +1333,12 @@ def _make_xy(
     ) -> MetricSpec:
         check_fraction(arg, value)
         body = _xy(arg, target, op, float(value), first)
-        return sorted_spec(thresholds(label, score, weight, pos_label), body)
+        # alone, unweighted: one pass over the sorted keys' chunks (no threshold state)
+        xy = partial(kernels.Xy, constraint=arg, target=target, op=op, value=float(value))
+        alone = sorted_keys_metric(
+            label, score, weight, pos_label, None, kernels.alone(partial(xy, first=first))
+        )
+        return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
 
     # rename the constraint parameter (recall=, precision=, volume=, fpr=) for the signature
     import inspect
