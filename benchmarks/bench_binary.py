@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,20 @@ def threshold_free(df: pl.DataFrame, repeat: int, title: str) -> None:
         table(f"{metric} — {title}", rows, ours, "plain-Polars floor: one sort of score")
 
 
+def alternate(calls: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
+    """The seconds of each call: one warm-up call each, then the calls alternated
+    ``3 * repeat`` times (a shared machine's load then hits them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()
+    for _ in range(3 * repeat):
+        for name, fn in calls.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def per_segment(df: pl.DataFrame, repeat: int, title: str) -> None:
     """Per-segment AUC against Polars' own per-group sort: ours and the floor alternated
     ``3 * repeat`` times after a warm-up each (a shared machine's load then hits them
@@ -123,14 +138,7 @@ def per_segment(df: pl.DataFrame, repeat: int, title: str) -> None:
         "polars_eval group_by().agg(pe.auc)": lambda: df.group_by("seg").agg(pe.auc("y", "score")),
         per_group: lambda: df.group_by("seg").agg(pl.col("score").sort()),
     }
-    times: dict[str, list[float]] = {name: [] for name in alternated}
-    for fn in alternated.values():
-        fn()
-    for _ in range(3 * repeat):
-        for name, fn in alternated.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+    times = alternate(alternated, repeat)
     rows = [(name, statistics.median(t)) for name, t in times.items()]
     rows += [
         ("pandas groupby + scikit-learn", median_time(pandas_loop, 1)),
@@ -194,14 +202,7 @@ def all_at_once(df: pl.DataFrame, repeat: int, title: str) -> None:
         "polars_eval df.eval.binary (all metrics)": lambda: df.eval.binary("y", "score"),
         "polars_eval df.eval.auc alone": lambda: df.eval.auc("y", "score"),
     }
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for fn in calls.values():
-        fn()
-    for _ in range(3 * repeat):
-        for name, fn in calls.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+    times = alternate(calls, repeat)
     rows = [(name, statistics.median(t)) for name, t in times.items()]
     table(f"binary() vs auc — {title}", rows, "polars_eval df.eval.auc alone")
     fastest = [min(t) for t in times.values()]
