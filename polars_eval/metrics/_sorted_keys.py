@@ -461,19 +461,14 @@ class Xy(Accumulator):
         self, b: Blocks, constraint: str, target: str, op: str, value: float, first: bool
     ) -> None:
         super().__init__(b)
-        self.constraint, self.target, self.op, self.value_, self.first = (
-            constraint,
-            target,
-            op,
-            value,
-            first,
-        )
+        self.constraint, self.target, self.first = constraint, target, first
+        self.bound, self.at_least = value, op == ">="
         head = {"recall": 0.0, "fpr": 0.0, "precision": 1.0, "volume": 0.0}
-        self.found = self._ok(np.array([head[constraint]]))[0]
+        self.found = bool(self._ok(head[constraint]))
         self.chosen: float | None = head[target] if self.found else None
 
-    def _ok(self, values: np.ndarray) -> np.ndarray:
-        return values >= self.value_ if self.op == ">=" else values <= self.value_
+    def _ok(self, values: Any) -> Any:
+        return values >= self.bound if self.at_least else values <= self.bound
 
     def _rate(self, c: Chunk, name: str) -> np.ndarray:
         if name == "recall":

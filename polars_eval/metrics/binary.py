@@ -1334,10 +1334,10 @@ def _make_xy(
         check_fraction(arg, value)
         body = _xy(arg, target, op, float(value), first)
         # alone, unweighted: one pass over the sorted keys' chunks (no threshold state)
-        xy = partial(kernels.Xy, constraint=arg, target=target, op=op, value=float(value))
-        alone = sorted_keys_metric(
-            label, score, weight, pos_label, None, kernels.alone(partial(xy, first=first))
+        xy = partial(
+            kernels.Xy, constraint=arg, target=target, op=op, value=float(value), first=first
         )
+        alone = sorted_keys_metric(label, score, weight, pos_label, None, kernels.alone(xy))
         return sorted_spec(thresholds(label, score, weight, pos_label), body, alone=alone)
 
     # rename the constraint parameter (recall=, precision=, volume=, fpr=) for the signature

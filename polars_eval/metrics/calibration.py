@@ -295,16 +295,15 @@ def ece(
     """
     check_positive_int("bins", bins)
     state = thresholds(label, score, weight, pos_label)
-    batch = sorted_keys_batch(label, score, weight, pos_label, None, partial(Ece, bins=bins))
+    part = partial(Ece, bins=bins)
+    batch = sorted_keys_batch(label, score, weight, pos_label, None, part)
     return MetricSpec(
         {"c": state},
         lambda s: ece_from_state(s["c"], bins),
         extra={} if batch is None else {"batch": batch},
         one_group=lambda s: ece_one(s["c"], bins),
         # alone, unweighted: the bins from the sorted keys' chunks (no threshold state)
-        alone=sorted_keys_metric(
-            label, score, weight, pos_label, None, alone_kernel(partial(Ece, bins=bins))
-        ),
+        alone=sorted_keys_metric(label, score, weight, pos_label, None, alone_kernel(part)),
     )
 
 
